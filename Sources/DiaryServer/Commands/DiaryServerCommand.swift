@@ -1,0 +1,11 @@
+import ArgumentParser
+
+@main
+struct DiaryServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "diary-server",
+        abstract: "The Zutto Nikki (ずっと日記) backend: a JSON API over PostgreSQL.",
+        subcommands: [ServeCommand.self, MigrateCommand.self],
+        defaultSubcommand: ServeCommand.self
+    )
+}

@@ -1,0 +1,58 @@
+import ArgumentParser
+import Hummingbird
+import Logging
+import PostgresClient
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve the HTTP API.",
+        discussion: """
+            Settings come from the environment; a flag overrides its variable.
+              DATABASE_URL   postgres:// URL of the database (required)
+              HOST           address to bind (default 127.0.0.1)
+              PORT           port to bind (default 8080)
+              DB_POOL_SIZE   database connections (default 8)
+              LOG_LEVEL      trace, debug, info, notice, warning, error or critical (default info)
+            """
+    )
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(help: "Address to bind (default: $HOST or 127.0.0.1).")
+    var host: String?
+
+    @Option(help: "Port to bind (default: $PORT or 8080).")
+    var port: Int?
+
+    @Option(name: .customLong("pool-size"), help: "Database connections (default: $DB_POOL_SIZE or 8).")
+    var poolSize: Int?
+
+    func run() async throws {
+        let logger = AppLogger.make(label: "diary-server")
+        let configuration: ServerConfiguration
+        do {
+            configuration = ServerConfiguration(
+                host: Setting.string(flag: host, environment: "HOST", default: ServerConfiguration.defaultHost)!,
+                port: try Setting.integer(flag: port, environment: "PORT", default: ServerConfiguration.defaultPort, range: 0...65535),
+                database: try database.configuration(),
+                poolOptions: .init(size: try Setting.integer(flag: poolSize, environment: "DB_POOL_SIZE", default: ServerConfiguration.defaultPoolSize, range: 1...ServerConfiguration.maximumPoolSize)),
+                databaseWait: try database.waitDuration()
+            )
+        } catch let error as ConfigurationError {
+            logger.critical("invalid configuration", metadata: ["reason": "\(error)"])
+            throw ExitCode.failure
+        }
+        let pool = PostgresPool(configuration: configuration.database, options: configuration.poolOptions, logger: logger)
+        do {
+            try await DatabaseStartup.waitUntilReachable(pool, limit: configuration.databaseWait, logger: logger)
+        } catch {
+            logger.critical("cannot start", metadata: ["reason": "\(error)"])
+            try? await pool.close()
+            throw ExitCode.failure
+        }
+        logger.info("starting", metadata: ["address": "\(configuration.host):\(configuration.port)", "database": "\(configuration.database)", "poolSize": "\(configuration.poolOptions.size)"])
+        let app = buildApplication(configuration: configuration, pool: pool, logger: logger)
+        try await app.runService()
+    }
+}

@@ -1,0 +1,129 @@
+import Logging
+import PostgresClient
+
+/// Applies sql/migrations in order, each file in its own transaction, and records
+/// them in `schema_migrations`.
+///
+/// A session-level advisory lock, held on one connection for the whole run, makes
+/// concurrent migrators take turns: the second finds the work done. An applied file
+/// whose checksum changed stops everything before any new file runs.
+struct Migrator {
+    let pool: PostgresPool
+    let files: [MigrationFile]
+    let logger: Logger
+
+    /// Arbitrary, fixed, and shared by every migrator of this schema.
+    static let advisoryLockKey = 7_340_425_118_001
+
+    enum State: Equatable {
+        case applied(Date)
+        case pending
+    }
+
+    struct Status: Equatable {
+        var file: MigrationFile
+        var state: State
+    }
+
+    struct AppliedMigration {
+        var version: Int
+        var name: String
+        var checksum: String
+        var appliedAt: Date
+    }
+
+    /// What has been applied and what is pending, after checking every applied checksum.
+    func status() async throws -> [Status] {
+        try await pool.withConnection { connection in
+            try await ensureTable(connection)
+            return try await plan(connection)
+        }
+    }
+
+    /// Applies every pending file and returns the ones it applied.
+    @discardableResult
+    func migrate() async throws -> [MigrationFile] {
+        try await pool.withConnection { connection in
+            try await connection.query("select pg_advisory_lock(\(Self.advisoryLockKey))")
+            do {
+                let applied = try await applyPending(connection)
+                try await connection.query("select pg_advisory_unlock(\(Self.advisoryLockKey))")
+                return applied
+            } catch {
+                _ = try? await connection.query("select pg_advisory_unlock(\(Self.advisoryLockKey))")
+                throw error
+            }
+        }
+    }
+
+    private func applyPending(_ connection: PostgresConnection) async throws -> [MigrationFile] {
+        try await ensureTable(connection)
+        let pending = try await plan(connection).filter { $0.state == .pending }.map(\.file)
+        if pending.isEmpty { logger.info("database is up to date", metadata: ["migrations": "\(files.count)"]) }
+        for file in pending {
+            let clock = ContinuousClock()
+            let started = clock.now
+            do {
+                try await connection.query("BEGIN")
+                try await connection.runScript(unsafeSQL: file.sql)
+                try await connection.query("""
+                    insert into schema_migrations (version, name, checksum) values (\(file.version), \(file.name), \(file.checksum))
+                    """)
+                try await connection.query("COMMIT")
+            } catch {
+                _ = try? await connection.query("ROLLBACK")
+                throw MigrationError(description: Self.describeFailure(of: file, error))
+            }
+            logger.info("applied migration", metadata: ["file": "\(file.fileName)", "duration": "\(clock.now - started)"])
+        }
+        return pending
+    }
+
+    private func ensureTable(_ connection: PostgresConnection) async throws {
+        try await connection.query("""
+            create table if not exists schema_migrations (
+                version    integer primary key,
+                name       text not null,
+                checksum   text not null,
+                applied_at timestamptz not null default now()
+            )
+            """)
+    }
+
+    private func plan(_ connection: PostgresConnection) async throws -> [Status] {
+        let rows = try await connection.query("select version, name, checksum, applied_at from schema_migrations order by version")
+        var applied: [Int: AppliedMigration] = [:]
+        for row in rows {
+            let (version, name, checksum, appliedAt) = try row.decode((Int, String, String, Date).self)
+            applied[version] = AppliedMigration(version: version, name: name, checksum: checksum, appliedAt: appliedAt)
+        }
+        let known = Set(files.map(\.version))
+        for missing in applied.values where !known.contains(missing.version) {
+            logger.warning("an applied migration has no file", metadata: ["version": "\(missing.version)", "name": "\(missing.name)"])
+        }
+        return try files.map { file in
+            guard let record = applied[file.version] else { return Status(file: file, state: .pending) }
+            guard record.checksum == file.checksum else {
+                throw MigrationError(description: "\(file.fileName) was changed after it was applied (checksum \(record.checksum.prefix(12))… in the database, \(file.checksum.prefix(12))… on disk); restore it and put the change in a new migration")
+            }
+            return Status(file: file, state: .applied(record.appliedAt))
+        }
+    }
+
+    /// The Postgres error in full, with the line it points at: an admin needs all of it.
+    static func describeFailure(of file: MigrationFile, _ error: any Error) -> String {
+        guard let error = error as? PostgresError else { return "\(file.fileName) failed: \(error)" }
+        var text = "\(file.fileName) failed"
+        if let position = error.position {
+            let line = file.sql.prefix(position).split(separator: "\n", omittingEmptySubsequences: false).count
+            text += " at line \(line)"
+        }
+        text += ": \(error.message)"
+        if let state = error.sqlState { text += " (SQLSTATE \(state))" }
+        if let detail = error.detail { text += "\nDETAIL: \(detail)" }
+        if let hint = error.hint { text += "\nHINT: \(hint)" }
+        return text + "\nThe database is as it was before this file."
+    }
+}
+
+import struct Foundation.Date

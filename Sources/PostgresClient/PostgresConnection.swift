@@ -1,0 +1,73 @@
+import Logging
+import NIOPosix
+
+/// A connection leased from `PostgresPool` for the duration of one closure.
+///
+/// Each call hops once to the pool's threads, where libpq blocks, and back; the
+/// event loops never wait on the database. Calls on one lease must not overlap.
+public struct PostgresConnection: Sendable {
+    let connection: LibPQConnection
+    let threads: NIOThreadPool
+    let logger: Logger
+
+    /// Runs one statement and returns its rows.
+    @discardableResult
+    public func query(_ statement: PostgresQuery) async throws -> PostgresRows {
+        try await pipeline([statement])[0]
+    }
+
+    /// Sends the statements together and waits once for all the answers.
+    /// Outside a transaction each statement commits on its own.
+    public func pipeline(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
+        logger.trace("postgres pipeline", metadata: ["statements": "\(statements.map(\.description))"])
+        let connection = self.connection
+        return try await threads.runIfActive {
+            try connection.run(statements)
+        }
+    }
+
+    /// `BEGIN`, the statements, `COMMIT`: all in one round trip. If any statement
+    /// fails, nothing commits and the error is thrown.
+    public func transaction(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
+        let connection = self.connection
+        return try await threads.runIfActive {
+            do {
+                let results = try connection.run(["BEGIN"] + statements + ["COMMIT"])
+                return Array(results.dropFirst().dropLast())
+            } catch {
+                if !connection.isBroken && !connection.isIdle {
+                    _ = try? connection.run(["ROLLBACK"])
+                }
+                throw error
+            }
+        }
+    }
+
+    /// Runs several statements in one string, as a migration file holds them. The text
+    /// is trusted SQL from the project's own files, never anything a user sent.
+    public func runScript(unsafeSQL script: String) async throws {
+        let connection = self.connection
+        try await threads.runIfActive { try connection.runScript(script) }
+    }
+
+    /// Runs `body` inside `BEGIN … COMMIT`, and issues `ROLLBACK` when it throws.
+    /// Costs a round trip per statement; prefer `transaction(_:)` when the statements are known up front.
+    public func withTransaction<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
+        try await query("BEGIN")
+        let result: Result
+        do {
+            result = try await body(self)
+        } catch {
+            if !connection.isBroken {
+                do {
+                    try await query("ROLLBACK")
+                } catch let rollbackError {
+                    logger.error("rollback failed", metadata: ["error": "\(rollbackError)"])
+                }
+            }
+            throw error
+        }
+        try await query("COMMIT")
+        return result
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+
+/// A Swift value that can be bound to a statement parameter, in PostgreSQL's text format.
+public protocol PostgresEncodable: Sendable {
+    static var postgresType: PostgresDataType { get }
+    var postgresText: String { get }
+}
+
+extension String: PostgresEncodable {
+    public static var postgresType: PostgresDataType { .text }
+    public var postgresText: String { self }
+}
+
+extension Int: PostgresEncodable {
+    public static var postgresType: PostgresDataType { .int8 }
+    public var postgresText: String { String(self) }
+}
+
+extension Int64: PostgresEncodable {
+    public static var postgresType: PostgresDataType { .int8 }
+    public var postgresText: String { String(self) }
+}
+
+extension Int32: PostgresEncodable {
+    public static var postgresType: PostgresDataType { .int4 }
+    public var postgresText: String { String(self) }
+}
+
+extension Bool: PostgresEncodable {
+    public static var postgresType: PostgresDataType { .bool }
+    public var postgresText: String { self ? "t" : "f" }
+}
+
+extension Double: PostgresEncodable {
+    public static var postgresType: PostgresDataType { .float8 }
+    public var postgresText: String {
+        if isNaN { return "NaN" }
+        if isInfinite { return self < 0 ? "-Infinity" : "Infinity" }
+        return "\(self)"
+    }
+}
+
+extension UUID: PostgresEncodable {
+    public static var postgresType: PostgresDataType { .uuid }
+    public var postgresText: String { uuidString }
+}
+
+extension Date: PostgresEncodable {
+    public static var postgresType: PostgresDataType { .timestamptz }
+    public var postgresText: String { PostgresTimestamp.format(self) }
+}
+
+/// Elements that may appear in a one-dimensional PostgreSQL array.
+public protocol PostgresArrayElement: PostgresEncodable, PostgresDecodable {
+    static var postgresArrayType: PostgresDataType { get }
+}
+
+extension String: PostgresArrayElement {
+    public static var postgresArrayType: PostgresDataType { .textArray }
+}
+
+extension UUID: PostgresArrayElement {
+    public static var postgresArrayType: PostgresDataType { .uuidArray }
+}
+
+extension Array: PostgresEncodable where Element: PostgresArrayElement {
+    public static var postgresType: PostgresDataType { Element.postgresArrayType }
+
+    public var postgresText: String {
+        PostgresArrayLiteral.format(map(\.postgresText))
+    }
+}
+
+/// A Codable value stored as `jsonb`.
+public struct PostgresJSON<Value: Codable & Sendable>: PostgresEncodable, PostgresDecodable, Sendable {
+    public var value: Value
+
+    public init(_ value: Value) { self.value = value }
+
+    public static var postgresType: PostgresDataType { .jsonb }
+
+    public var postgresText: String {
+        // Encoding a Codable value into JSON fails only for non-finite floats; `null` keeps the bind well-formed.
+        guard let data = try? JSONEncoder().encode(value) else { return "null" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    public init(postgresText text: String) throws {
+        do {
+            value = try JSONDecoder().decode(Value.self, from: Data(text.utf8))
+        } catch {
+            throw PostgresDecodingFailure.malformed("JSON does not decode as \(Value.self): \(error)")
+        }
+    }
+}

@@ -1,0 +1,88 @@
+/// A SQL statement whose every interpolated value becomes a bind parameter.
+///
+/// `"select * from users where id = \(userID)"` is sent as `... where id = $1`
+/// with `userID` bound separately, so a value can never change the statement.
+/// SQL assembled at run time must be spelled `PostgresQuery(unsafeSQL:)` or
+/// `\(unsafeRaw:)`, so that every such place is easy to find and review.
+public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolation, CustomStringConvertible {
+    public private(set) var sql: String
+    public private(set) var bindings: PostgresBindings
+
+    public init(stringLiteral value: StaticString) {
+        self.sql = value.description
+        self.bindings = PostgresBindings()
+    }
+
+    public init(stringInterpolation: StringInterpolation) {
+        self.sql = stringInterpolation.sql
+        self.bindings = stringInterpolation.bindings
+    }
+
+    /// SQL text that did not come from a literal. The caller vouches that it holds no user input.
+    public init(unsafeSQL sql: String, bindings: PostgresBindings = PostgresBindings()) {
+        self.sql = sql
+        self.bindings = bindings
+    }
+
+    /// Bind values are redacted: logs show the statement and how many values it carries, never the values.
+    public var description: String {
+        bindings.count == 0 ? sql : "\(sql) [\(bindings.count) bind(s) redacted]"
+    }
+
+    public struct StringInterpolation: StringInterpolationProtocol, Sendable {
+        var sql: String
+        var bindings: PostgresBindings
+
+        public init(literalCapacity: Int, interpolationCount: Int) {
+            sql = ""
+            sql.reserveCapacity(literalCapacity + interpolationCount * 3)
+            bindings = PostgresBindings(capacity: interpolationCount)
+        }
+
+        public mutating func appendLiteral(_ literal: StaticString) {
+            sql += literal.description
+        }
+
+        public mutating func appendInterpolation<Value: PostgresEncodable>(_ value: Value) {
+            bindings.append(value)
+            sql += "$\(bindings.count)"
+        }
+
+        public mutating func appendInterpolation<Value: PostgresEncodable>(_ value: Value?) {
+            bindings.append(value)
+            sql += "$\(bindings.count)"
+        }
+
+        /// Splices text into the statement itself. Never pass anything a user supplied.
+        public mutating func appendInterpolation(unsafeRaw text: String) {
+            sql += text
+        }
+    }
+}
+
+/// The values bound to a statement's `$n` parameters, in text format with their type OIDs.
+public struct PostgresBindings: Sendable, Hashable, CustomStringConvertible {
+    public private(set) var values: [String?]
+    public private(set) var types: [PostgresDataType]
+
+    public init(capacity: Int = 0) {
+        values = []
+        types = []
+        values.reserveCapacity(capacity)
+        types.reserveCapacity(capacity)
+    }
+
+    public var count: Int { values.count }
+
+    public mutating func append<Value: PostgresEncodable>(_ value: Value) {
+        values.append(value.postgresText)
+        types.append(Value.postgresType)
+    }
+
+    public mutating func append<Value: PostgresEncodable>(_ value: Value?) {
+        values.append(value?.postgresText)
+        types.append(Value.postgresType)
+    }
+
+    public var description: String { "[\(count) bind(s) redacted]" }
+}

@@ -1,0 +1,93 @@
+import CLibPQ
+
+/// The rows one statement returned.
+///
+/// Owns the libpq `PGresult` and frees it when the last reference goes. A
+/// `PGresult` is never modified after libpq hands it over, so reading it from
+/// several threads is safe; that is what makes the unchecked conformance sound.
+public final class PostgresRows: @unchecked Sendable, RandomAccessCollection {
+    private let result: OpaquePointer?
+    public let count: Int
+    public let columnNames: [String]
+    /// The command tag's row count, as in `UPDATE 3`; 0 for statements that report none.
+    public let affectedRows: Int
+
+    init(taking result: OpaquePointer) {
+        self.result = result
+        self.count = Int(PQntuples(result))
+        let columns = Int(PQnfields(result))
+        self.columnNames = (0..<columns).map { String(cString: PQfname(result, Int32($0))) }
+        self.affectedRows = Int(String(cString: PQcmdTuples(result))) ?? 0
+    }
+
+    /// An empty set, for statements such as BEGIN whose result carries nothing.
+    init() {
+        self.result = nil
+        self.count = 0
+        self.columnNames = []
+        self.affectedRows = 0
+    }
+
+    deinit {
+        if let result { PQclear(result) }
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { count }
+
+    public subscript(position: Int) -> PostgresRow {
+        precondition(position >= 0 && position < count, "row \(position) is out of range 0..<\(count)")
+        return PostgresRow(rows: self, index: Int32(position))
+    }
+
+    public var first: PostgresRow? { count > 0 ? self[0] : nil }
+
+    func columnIndex(_ name: String) -> Int? {
+        columnNames.firstIndex(of: name)
+    }
+
+    func text(row: Int32, column: Int) -> String? {
+        guard let result, PQgetisnull(result, row, Int32(column)) == 0 else { return nil }
+        return String(cString: PQgetvalue(result, row, Int32(column)))
+    }
+}
+
+/// One row of a result, decoded a column at a time or all at once.
+public struct PostgresRow: Sendable {
+    let rows: PostgresRows
+    let index: Int32
+
+    public var columnCount: Int { rows.columnNames.count }
+
+    /// Decodes the column at `column`; a mismatch names the column.
+    public func decode<Value: PostgresDecodable>(_ type: Value.Type = Value.self, at column: Int) throws -> Value {
+        guard column >= 0 && column < rows.columnNames.count else {
+            throw PostgresDecodingError(column: "#\(column)", targetType: "\(Value.self)", failure: .malformed("the result has only \(rows.columnNames.count) column(s)"))
+        }
+        let name = rows.columnNames[column]
+        do {
+            guard let text = rows.text(row: index, column: column) else { return try Value.decodeNull() }
+            return try Value(postgresText: text)
+        } catch let failure as PostgresDecodingFailure {
+            throw PostgresDecodingError(column: name, targetType: "\(Value.self)", failure: failure)
+        }
+    }
+
+    /// Decodes the column called `name`.
+    public func decode<Value: PostgresDecodable>(_ name: String, as type: Value.Type = Value.self) throws -> Value {
+        guard let column = rows.columnIndex(name) else {
+            throw PostgresDecodingError(column: name, targetType: "\(Value.self)", failure: .malformed("the result has no such column"))
+        }
+        return try decode(Value.self, at: column)
+    }
+
+    /// Decodes the leading columns in order: `let (id, name) = try row.decode((UUID, String).self)`.
+    public func decode<each Value: PostgresDecodable>(_ types: (repeat each Value).Type) throws -> (repeat each Value) {
+        var column = 0
+        func next<Next: PostgresDecodable>(_ type: Next.Type) throws -> Next {
+            defer { column += 1 }
+            return try decode(Next.self, at: column)
+        }
+        return (repeat try next((each Value).self))
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Converts `timestamptz` text to and from `Date`.
+///
+/// Every connection sets `DateStyle=ISO` and `TimeZone=UTC`, so the server always
+/// answers `YYYY-MM-DD HH:MM:SS[.ffffff]+00`; a fixed-position parser is then both
+/// exact to the microsecond and far cheaper than a general date formatter.
+enum PostgresTimestamp {
+    static func format(_ date: Date) -> String {
+        let totalMicros = (date.timeIntervalSince1970 * 1_000_000).rounded()
+        var seconds = time_t((totalMicros / 1_000_000).rounded(.down))
+        let micros = Int(totalMicros - Double(seconds) * 1_000_000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
+            Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+            Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), micros
+        )
+    }
+
+    static func parse(_ text: String) -> Date? {
+        let bytes = Array(text.utf8)
+        // "2026-11-22 13:30:53+00" is the shortest well-formed value.
+        guard bytes.count >= 22, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
+              bytes[10] == UInt8(ascii: " ") || bytes[10] == UInt8(ascii: "T"),
+              bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
+              let year = number(bytes, 0, 4), let month = number(bytes, 5, 2), let day = number(bytes, 8, 2),
+              let hour = number(bytes, 11, 2), let minute = number(bytes, 14, 2), let second = number(bytes, 17, 2)
+        else { return nil }
+
+        var index = 19
+        var micros = 0
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            var digits = 0
+            while index < bytes.count, let digit = digitValue(bytes[index]) {
+                if digits < 6 { micros = micros * 10 + digit; digits += 1 }
+                index += 1
+            }
+            while digits < 6 { micros *= 10; digits += 1 }
+        }
+        guard let offsetSeconds = zoneOffset(bytes, from: index) else { return nil }
+
+        var parts = tm()
+        parts.tm_year = Int32(year - 1900)
+        parts.tm_mon = Int32(month - 1)
+        parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(hour)
+        parts.tm_min = Int32(minute)
+        parts.tm_sec = Int32(second)
+        let epoch = timegm(&parts)
+        return Date(timeIntervalSince1970: Double(epoch - time_t(offsetSeconds)) + Double(micros) / 1_000_000)
+    }
+
+    /// Reads `Z`, `+HH`, `+HH:MM` or `+HH:MM:SS` and returns the offset east of UTC in seconds.
+    private static func zoneOffset(_ bytes: [UInt8], from start: Int) -> Int? {
+        guard start < bytes.count else { return nil }
+        if bytes[start] == UInt8(ascii: "Z") { return start + 1 == bytes.count ? 0 : nil }
+        let sign: Int
+        switch bytes[start] {
+        case UInt8(ascii: "+"): sign = 1
+        case UInt8(ascii: "-"): sign = -1
+        default: return nil
+        }
+        var fields: [Int] = []
+        var index = start + 1
+        while index < bytes.count {
+            guard let field = number(bytes, index, 2) else { return nil }
+            fields.append(field)
+            index += 2
+            if index < bytes.count {
+                guard bytes[index] == UInt8(ascii: ":") else { return nil }
+                index += 1
+            }
+        }
+        guard (1...3).contains(fields.count) else { return nil }
+        let seconds = fields[0] * 3600 + (fields.count > 1 ? fields[1] * 60 : 0) + (fields.count > 2 ? fields[2] : 0)
+        return sign * seconds
+    }
+
+    private static func number(_ bytes: [UInt8], _ start: Int, _ length: Int) -> Int? {
+        guard start + length <= bytes.count else { return nil }
+        var value = 0
+        for index in start..<(start + length) {
+            guard let digit = digitValue(bytes[index]) else { return nil }
+            value = value * 10 + digit
+        }
+        return value
+    }
+
+    private static func digitValue(_ byte: UInt8) -> Int? {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) ? Int(byte - UInt8(ascii: "0")) : nil
+    }
+}

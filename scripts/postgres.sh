@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# A project-local PostgreSQL 15 for `make run` and `make test`.
+#
+#   scripts/postgres.sh start   install what is missing, create the cluster once, start it, create roles and database
+#   scripts/postgres.sh stop    stop the cluster
+#   scripts/postgres.sh env     print the variables that point at it (eval "$(scripts/postgres.sh env)")
+#
+# The cluster lives in .data/postgres (git-ignored) and listens on 127.0.0.1 and on a
+# socket in that folder, on PGPORT if set, else on the port it was first given, else on
+# a free one from 55432 up. PostgreSQL refuses to run as root, so under root the
+# cluster belongs to an unprivileged system user, diary-postgres.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+data_root="$root/.data"
+cluster="$data_root/postgres"
+pgdata="$cluster/data"
+socket_dir="$cluster/run"
+log="$cluster/postgres.log"
+port_file="$cluster/port"
+service_user=diary-postgres
+database=${DIARY_DB_NAME:-diary}
+
+log() { echo "postgres.sh: $*" >&2; }
+
+pg_bin() {
+    local dir
+    for dir in /usr/lib/postgresql/15/bin /usr/lib/postgresql/*/bin; do
+        [ -x "$dir/pg_ctl" ] && { echo "$dir"; return 0; }
+    done
+    return 1
+}
+
+ensure_installed() {
+    local missing=()
+    pg_bin >/dev/null || missing+=(postgresql-15 postgresql-contrib)
+    pkg-config --exists libpq 2>/dev/null || missing+=(libpq-dev)
+    [ -d /usr/share/postgresql/15/extension ] && [ ! -f /usr/share/postgresql/15/extension/pgtap.control ] && missing+=(postgresql-15-pgtap)
+    [ ${#missing[@]} -eq 0 ] && return 0
+    log "installing ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo=sudo
+    $sudo apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    # Debian's package starts a cluster of its own on 5432; ours does not need it.
+}
+
+as_owner() {
+    if [ "$(id -u)" -eq 0 ]; then
+        runuser -u "$service_user" -- "$@"
+    else
+        "$@"
+    fi
+}
+
+prepare_owner() {
+    [ "$(id -u)" -eq 0 ] || return 0
+    id "$service_user" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$service_user"
+    # The service user must be able to reach the data folder through every parent.
+    local dir="$data_root"
+    while [ "$dir" != "/" ]; do
+        dir=$(dirname "$dir")
+        runuser -u "$service_user" -- test -x "$dir" 2>/dev/null || chmod o+x "$dir"
+    done
+    chown -R "$service_user" "$cluster"
+}
+
+free_port() {
+    python3 - "$@" <<'PY'
+import socket, sys
+for port in range(55432, 56432):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    sys.exit(0)
+sys.exit("no free port between 55432 and 56431")
+PY
+}
+
+chosen_port() {
+    if [ -n "${PGPORT:-}" ]; then echo "$PGPORT"
+    elif [ -f "$port_file" ]; then cat "$port_file"
+    else free_port
+    fi
+}
+
+psql_super() {
+    "$(pg_bin)/psql" -X -q -v ON_ERROR_STOP=1 -h "$socket_dir" -p "$(cat "$port_file")" -U postgres "$@"
+}
+
+start() {
+    ensure_installed
+    local bin port
+    bin=$(pg_bin)
+    mkdir -p "$cluster" "$socket_dir"
+    prepare_owner
+    if [ ! -f "$pgdata/PG_VERSION" ]; then
+        log "creating cluster in $pgdata"
+        as_owner "$bin/initdb" -D "$pgdata" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >/dev/null
+    fi
+    port=$(chosen_port)
+    echo "$port" > "$port_file"
+    if ! as_owner "$bin/pg_ctl" -D "$pgdata" status >/dev/null 2>&1; then
+        log "starting on port $port"
+        as_owner "$bin/pg_ctl" -D "$pgdata" -l "$log" -w -t 60 start \
+            -o "-p $port -k $socket_dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=256MB -c fsync=${DIARY_PG_FSYNC:-on}" >/dev/null \
+            || { tail -n 20 "$log" >&2; exit 1; }
+    fi
+    psql_super -d postgres <<SQL
+select 'create role diary_owner login createdb' where not exists (select from pg_roles where rolname = 'diary_owner') \gexec
+select 'create database $database owner diary_owner' where not exists (select from pg_database where datname = '$database') \gexec
+SQL
+}
+
+stop() {
+    local bin
+    bin=$(pg_bin) || exit 0
+    [ -f "$pgdata/PG_VERSION" ] || exit 0
+    as_owner "$bin/pg_ctl" -D "$pgdata" -m fast stop >/dev/null 2>&1 || true
+}
+
+print_env() {
+    local port
+    port=$(cat "$port_file")
+    echo "export PGHOST='$socket_dir' PGPORT='$port'"
+    echo "export DATABASE_URL='postgres://diary_owner@localhost:$port/$database?host=$socket_dir'"
+    echo "export TEST_DATABASE_URL='postgres://postgres@localhost:$port/postgres?host=$socket_dir'"
+    echo "export DIARY_PG_BIN='$(pg_bin)' DIARY_PG_DATA='$pgdata' DIARY_PG_USER='$( [ "$(id -u)" -eq 0 ] && echo "$service_user" || id -un)'"
+}
+
+case "${1:-}" in
+    start) start ;;
+    stop) stop ;;
+    env) print_env ;;
+    *) echo "usage: $0 start|stop|env" >&2; exit 2 ;;
+esac
