@@ -128,8 +128,9 @@ print_env() {
     local port
     port=$(cat "$port_file")
     echo "export PGHOST='$socket_dir' PGPORT='$port'"
-    echo "export DATABASE_URL='postgres://diary_owner@localhost:$port/$database?host=$socket_dir'"
-    echo "export TEST_DATABASE_URL='postgres://postgres@localhost:$port/postgres?host=$socket_dir'"
+    # Values already in the environment win, so `DATABASE_URL=… make run` reaches the server.
+    echo "export DATABASE_URL=\"\${DATABASE_URL:-postgres://diary_owner@localhost:$port/$database?host=$socket_dir}\""
+    echo "export TEST_DATABASE_URL=\"\${TEST_DATABASE_URL:-postgres://postgres@localhost:$port/postgres?host=$socket_dir}\""
     echo "export DIARY_PG_BIN='$(pg_bin)' DIARY_PG_DATA='$pgdata' DIARY_PG_USER='$( [ "$(id -u)" -eq 0 ] && echo "$service_user" || id -un)'"
 }
 

@@ -60,6 +60,8 @@ final class LibPQConnection: @unchecked Sendable {
             PQfinish(handle)
             throw PostgresError(kind: .connectionFailure, message: "cannot connect to \(configuration): \(message)")
         }
+        // Notices and the server's parting FATAL go to logs via errors, not to stderr.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
         guard PQenterPipelineMode(handle) == 1 else {
             let message = errorMessage(handle)
             PQfinish(handle)
@@ -78,13 +80,12 @@ final class LibPQConnection: @unchecked Sendable {
     /// read, so readable data means the server hung up (a restart, `pg_terminate_backend`)
     /// or sent something we must consume; either way we learn it before sending work.
     func reconnectIfBroken() throws {
-        if !isBroken {
-            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-            if poll(&descriptor, 1, 0) > 0 {
-                _ = PQconsumeInput(handle)
-            }
-        }
-        guard isBroken else { return }
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        // The server's last words (57P01 "terminating connection") can arrive before the
+        // hang-up itself, leaving libpq's status OK for a moment; any input at all on an
+        // idle connection therefore condemns it. A needless reconnect is the worst case.
+        let unsolicitedInput = !isBroken && poll(&descriptor, 1, 0) > 0
+        guard isBroken || unsolicitedInput else { return }
         let fresh = try Self.openHandle(configuration)
         PQfinish(handle)
         handle = fresh

@@ -1,0 +1,38 @@
+# The two set-up commands: `make run` and `make test`. Both create and start a
+# project-local PostgreSQL 15 (scripts/postgres.sh) before they build.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PG := scripts/postgres.sh
+# `make run CONFIG=release` for an optimised server.
+CONFIG ?= debug
+
+.PHONY: run test build db db-stop psql bench clean-db
+
+run: db
+	swift build -c $(CONFIG) --product diary-server
+	eval "$$($(PG) env)"; \
+	bin="$$(swift build -c $(CONFIG) --show-bin-path)/diary-server"; \
+	"$$bin" migrate; \
+	export DIARY_DEV_AUTH="$${DIARY_DEV_AUTH:-1}"; \
+	exec "$$bin" serve
+
+test: db
+	eval "$$($(PG) env)"; swift test
+
+build:
+	swift build
+
+db:
+	$(PG) start
+
+db-stop:
+	$(PG) stop
+
+psql: db
+	eval "$$($(PG) env)"; psql -X "$$DATABASE_URL"
+
+bench: db
+	eval "$$($(PG) env)"; Benchmarks/client-vs-pgbench.sh
+
+clean-db: db-stop
+	rm -rf .data/postgres

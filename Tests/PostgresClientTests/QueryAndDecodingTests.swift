@@ -1,0 +1,145 @@
+import Foundation
+import PostgresClient
+import Testing
+import TestSupport
+
+@Suite("Queries, binds and decoding against a real PostgreSQL")
+struct QueryAndDecodingTests {
+    @Test("interpolation becomes numbered binds and logs redact the values")
+    func interpolationBecomesBinds() {
+        let secret = "hunter2'; drop table users; --"
+        let query: PostgresQuery = "select * from users where name = \(secret) and age > \(30)"
+        #expect(query.sql == "select * from users where name = $1 and age > $2")
+        #expect(query.bindings.count == 2)
+        #expect(!query.description.contains("hunter2"))
+        #expect(query.description.contains("2 bind(s) redacted"))
+    }
+
+    @Test("quotes, unicode, NUL-free control characters and NULL round-trip unchanged")
+    func bindsRoundTrip() async throws {
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration) { pool in
+                let values = ["it's \"quoted\" \\ back", "ずっと日記 💌", "tab\tnewline\n", "", "'; drop table x; --"]
+                for value in values {
+                    let row = try #require(try await pool.query("select \(value)::text as v").first)
+                    #expect(try row.decode("v", as: String.self) == value)
+                }
+                let missing: String? = nil
+                let row = try #require(try await pool.query("select \(missing)::text as v, \(missing) is null as isnull").first)
+                #expect(try row.decode("v", as: String?.self) == nil)
+                #expect(try row.decode("isnull", as: Bool.self))
+            }
+        }
+    }
+
+    @Test("a NUL character in text is refused before it is sent, not silently truncated")
+    func nulIsRefused() async throws {
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration) { pool in
+                let error = await #expect(throws: PostgresError.self) {
+                    try await pool.query("select \("a\u{0}b")::text")
+                }
+                #expect(error?.kind == .invalidInput)
+                // The connection is still usable afterwards.
+                let rowCount = try await pool.query("select 1").count
+                #expect(rowCount == 1)
+            }
+        }
+    }
+
+    struct Settings: Codable, Equatable, Sendable {
+        var reminderTime: String
+        var notify: Bool
+    }
+
+    @Test("every supported type decodes, and NULL decodes as Optional")
+    func everyTypeDecodes() async throws {
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration) { pool in
+                let id = UUID()
+                let ids = [UUID(), UUID()]
+                let when = Date(timeIntervalSince1970: 1_790_000_000.123456)
+                let settings = PostgresJSON(Settings(reminderTime: "21:00", notify: true))
+                let rows = try await pool.query("""
+                    select \(id) as id, \(Int.max) as big, \(Int32(-7)) as small, \(Int64.min) as min64,
+                           \(true) as yes, \(1.5) as ratio, \(when) as at, \(settings) as settings,
+                           \(["a", "b,c", "d\"e", "NULL", "", "ひ"]) as tags, \(ids) as ids,
+                           null::uuid as nothing, '{}'::text[] as empty, 'infinity'::timestamptz as forever
+                    """)
+                let row = try #require(rows.first)
+                #expect(try row.decode("id", as: UUID.self) == id)
+                #expect(try row.decode("big", as: Int.self) == Int.max)
+                #expect(try row.decode("small", as: Int32.self) == -7)
+                #expect(try row.decode("min64", as: Int64.self) == Int64.min)
+                #expect(try row.decode("yes", as: Bool.self))
+                #expect(try row.decode("ratio", as: Double.self) == 1.5)
+                let decodedDate = try row.decode("at", as: Date.self)
+                #expect(abs(decodedDate.timeIntervalSince(when)) < 0.000_001)
+                #expect(try row.decode("settings", as: PostgresJSON<Settings>.self).value == settings.value)
+                #expect(try row.decode("tags", as: [String].self) == ["a", "b,c", "d\"e", "NULL", "", "ひ"])
+                #expect(try row.decode("ids", as: [UUID].self) == ids)
+                #expect(try row.decode("nothing", as: UUID?.self) == nil)
+                #expect(try row.decode("empty", as: [String].self) == [])
+                let (first, second) = try row.decode((UUID, Int).self)
+                #expect(first == id && second == Int.max)
+                let forever = #expect(throws: PostgresDecodingError.self) { try row.decode("forever", as: Date.self) }
+                #expect(forever?.column == "forever")
+            }
+        }
+    }
+
+    @Test("a decode mismatch is an error naming the column, never a crash")
+    func decodeMismatchNamesColumn() async throws {
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration) { pool in
+                let row = try #require(try await pool.query("select 'x' as label, null::int as missing").first)
+                let wrongType = #expect(throws: PostgresDecodingError.self) { try row.decode("label", as: Int.self) }
+                #expect(wrongType?.column == "label")
+                #expect(wrongType?.description.contains("label") == true)
+                let null = #expect(throws: PostgresDecodingError.self) { try row.decode("missing", as: Int.self) }
+                #expect(null?.failure == .unexpectedNull)
+                let noColumn = #expect(throws: PostgresDecodingError.self) { try row.decode("nope", as: Int.self) }
+                #expect(noColumn?.column == "nope")
+                #expect(throws: PostgresDecodingError.self) { try row.decode((String, Int?, Int).self) }
+            }
+        }
+    }
+
+    @Test("SQLSTATE, constraint and detail are surfaced; the description holds no SQL or values")
+    func sqlStateSurfaced() async throws {
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration) { pool in
+                try await pool.query("create table people (email text constraint people_email_key unique)")
+                try await pool.query("insert into people values (\("secret@example.com"))")
+                let error = await #expect(throws: PostgresError.self) {
+                    try await pool.query("insert into people values (\("secret@example.com"))")
+                }
+                #expect(error?.kind == .uniqueViolation)
+                #expect(error?.sqlState == SQLState("23505"))
+                #expect(error?.constraint == "people_email_key")
+                #expect(error?.detail?.contains("already exists") == true)
+                #expect(error.map { "\($0)" }?.contains("secret") == false)
+                #expect(error.map { "\($0)" }?.contains("insert") == false)
+
+                let syntax = await #expect(throws: PostgresError.self) { try await pool.query("selec 1") }
+                #expect(syntax?.sqlState?.errorClass == "42")
+                let rowCount = try await pool.query("select 1").count
+                #expect(rowCount == 1)
+            }
+        }
+    }
+
+    @Test("prepared statements are reused per connection and survive errors in between")
+    func preparedStatementsReused() async throws {
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration, size: 1) { pool in
+                for value in 0..<50 {
+                    let row = try #require(try await pool.query("select \(value)::int8 + 1 as n").first)
+                    #expect(try row.decode("n", as: Int.self) == value + 1)
+                }
+                let prepared = try #require(try await pool.query("select count(*)::int8 as n from pg_prepared_statements where statement like 'select $1::int8 + 1%'").first)
+                #expect(try prepared.decode("n", as: Int.self) == 1)
+            }
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import PostgresClient
+import Testing
+import TestSupport
+
+@Suite("Transactions, the pool, recovery and notifications")
+struct TransactionAndPoolTests {
+    struct Boom: Error {}
+
+    @Test("withTransaction rolls back when its closure throws, and commits when it returns")
+    func rollbackOnThrow() async throws {
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration, size: 1) { pool in
+                try await pool.query("create table notes (body text not null)")
+                await #expect(throws: Boom.self) {
+                    try await pool.withTransaction { connection in
+                        try await connection.query("insert into notes values (\("lost"))")
+                        throw Boom()
+                    }
+                }
+                try await pool.withTransaction { connection in
+                    try await connection.query("insert into notes values (\("kept"))")
+                }
+                let rows = try await pool.query("select body from notes")
+                #expect(try rows.map { try $0.decode("body", as: String.self) } == ["kept"])
+            }
+        }
+    }
+
+    @Test("a pipelined transaction is all or nothing, in one round trip")
+    func pipelinedTransaction() async throws {
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration, size: 1) { pool in
+                try await pool.query("create table notes (body text not null check (body <> ''))")
+                let error = await #expect(throws: PostgresError.self) {
+                    try await pool.transaction([
+                        "insert into notes values (\("first"))",
+                        "insert into notes values (\(""))",
+                        "insert into notes values (\("third"))",
+                    ])
+                }
+                #expect(error?.kind == .checkViolation)
+                let rowCount = try await pool.query("select * from notes").count
+                #expect(rowCount == 0)
+
+                let results = try await pool.transaction([
+                    "select set_config('app.user_id', \("u1"), true)",
+                    "insert into notes values (current_setting('app.user_id')) returning body",
+                ])
+                #expect(try results[1].first?.decode("body", as: String.self) == "u1")
+                // Transaction-local: nothing leaks into the connection's next use.
+                let leaked = try #require(try await pool.query("select coalesce(current_setting('app.user_id', true), '') as v").first)
+                #expect(try leaked.decode("v", as: String.self) == "")
+            }
+        }
+    }
+
+    @Test("a full pool answers poolExhausted after the acquisition timeout")
+    func poolTimeout() async throws {
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration, size: 1, acquireTimeout: .milliseconds(200)) { pool in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await pool.query("select pg_sleep(1.5)") }
+                    try await Task.sleep(for: .milliseconds(300))
+                    let clock = ContinuousClock()
+                    let started = clock.now
+                    let error = await #expect(throws: PostgresError.self) { try await pool.query("select 1") }
+                    #expect(error?.kind == .poolExhausted)
+                    #expect(clock.now - started < .seconds(1))
+                    try await group.waitForAll()
+                }
+                let rowCount = try await pool.query("select 1").count
+                #expect(rowCount == 1)
+                #expect(pool.statistics.inUse == 0 && pool.statistics.idle == 1 && pool.statistics.waiting == 0)
+            }
+        }
+    }
+
+    @Test("after pg_terminate_backend of every pooled connection the next query succeeds")
+    func recoversFromTerminatedBackend() async throws {
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration, size: 2) { pool in
+                async let first: PostgresRows = pool.query("select pg_sleep(0.2)")
+                async let second: PostgresRows = pool.query("select pg_sleep(0.2)")
+                _ = try await (first, second)
+                #expect(pool.statistics.idle == 2)
+                try await TestDatabase.withAdminPool { admin in
+                    let rows = try await admin.query("""
+                        select pg_terminate_backend(pid) as done from pg_stat_activity
+                        where datname = \(configuration.database!) and pid <> pg_backend_pid()
+                        """)
+                    #expect(rows.count == 2)
+                }
+                try await Task.sleep(for: .milliseconds(100))
+                for _ in 0..<10 {
+                    let rowCount = try await pool.query("select 1").count
+                    #expect(rowCount == 1)
+                }
+            }
+        }
+    }
+
+    @Test("LISTEN delivers NOTIFY payloads as an async sequence")
+    func listenNotify() async throws {
+        try await TestDatabase.with { configuration in
+            let notifications = PostgresListener.notifications(configuration: configuration, channels: ["diary_events"], logger: TestDatabase.logger)
+            try await TestDatabase.withPool(configuration, size: 1) { pool in
+                // LISTEN runs on the listener's own thread; send until the first one arrives.
+                let sender = Task {
+                    for index in 0..<50 {
+                        try await pool.query("select pg_notify('diary_events', \("hello \(index)"))")
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
+                }
+                var iterator = notifications.makeAsyncIterator()
+                let received = await iterator.next()
+                sender.cancel()
+                _ = await sender.result
+                #expect(received?.channel == "diary_events")
+                #expect(received?.payload.hasPrefix("hello ") == true)
+            }
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import Logging
+import PostgresClient
+
+/// Fresh, real PostgreSQL databases for tests, one per test, so tests can run in parallel.
+///
+/// `make test` starts the project's cluster and sets TEST_DATABASE_URL to a superuser
+/// connection on it. A database cloned from a template costs a file copy, not a migration.
+public enum TestDatabase {
+    public static let logger: Logger = {
+        var logger = Logger(label: "test")
+        logger.logLevel = .warning
+        return logger
+    }()
+
+    public static func adminConfiguration() throws -> PostgresConfiguration {
+        guard let url = ProcessInfo.processInfo.environment["TEST_DATABASE_URL"] else {
+            throw PostgresError(kind: .invalidConfiguration, message: "TEST_DATABASE_URL is not set: run the tests with `make test`")
+        }
+        return try PostgresConfiguration(url: url)
+    }
+
+    /// Runs `body` with a new database (empty, or copied from `template`) and drops it afterwards.
+    public static func with<Result>(
+        template: String? = nil,
+        _ body: (PostgresConfiguration) async throws -> Result
+    ) async throws -> Result {
+        let configuration = try await create(template: template)
+        do {
+            let result = try await body(configuration)
+            try await drop(configuration.database!)
+            return result
+        } catch {
+            try? await drop(configuration.database!)
+            throw error
+        }
+    }
+
+    public static func create(template: String? = nil) async throws -> PostgresConfiguration {
+        let name = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        try await withAdminPool { pool in
+            if let template {
+                try await pool.query(PostgresQuery(unsafeSQL: "create database \(name) template \(template)"))
+            } else {
+                try await pool.query(PostgresQuery(unsafeSQL: "create database \(name)"))
+            }
+        }
+        var configuration = try adminConfiguration()
+        configuration.database = name
+        return configuration
+    }
+
+    public static func drop(_ name: String) async throws {
+        try await withAdminPool { pool in
+            try await pool.query(PostgresQuery(unsafeSQL: "drop database if exists \(name) with (force)"))
+        }
+    }
+
+    /// A small pool on the admin database; closed when `body` returns.
+    public static func withAdminPool<Result>(_ body: (PostgresPool) async throws -> Result) async throws -> Result {
+        try await withPool(try adminConfiguration(), size: 1, body)
+    }
+
+    public static func withPool<Result>(
+        _ configuration: PostgresConfiguration,
+        size: Int = 4,
+        acquireTimeout: Duration = .seconds(10),
+        _ body: (PostgresPool) async throws -> Result
+    ) async throws -> Result {
+        let pool = PostgresPool(configuration: configuration, options: .init(size: size, acquireTimeout: acquireTimeout), logger: logger)
+        do {
+            let result = try await body(pool)
+            try await pool.close()
+            return result
+        } catch {
+            try? await pool.close()
+            throw error
+        }
+    }
+}
