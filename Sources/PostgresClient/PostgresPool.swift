@@ -72,13 +72,16 @@ public final class PostgresPool: Service, Sendable {
     }
 
     /// Refuses new work, closes idle connections now and leased ones as they come back.
+    /// Closing twice is harmless: the service may close on shutdown after its owner already did.
     public func close() async throws {
-        let (idle, waiters) = state.withLockedValue { state -> ([LibPQConnection], [Waiter]) in
+        let closing = state.withLockedValue { state -> ([LibPQConnection], [Waiter])? in
+            guard !state.closed else { return nil }
             state.closed = true
             defer { state.idle.removeAll(); state.waiters.removeAll() }
             state.open -= state.idle.count
             return (state.idle, state.waiters)
         }
+        guard let (idle, waiters) = closing else { return }
         for waiter in waiters {
             waiter.timeout?.cancel()
             waiter.continuation.resume(throwing: PostgresError(kind: .poolClosed, message: "the connection pool is shut down"))

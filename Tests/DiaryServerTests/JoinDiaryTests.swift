@@ -1,0 +1,150 @@
+import Foundation
+import PostgresClient
+import Testing
+import TestSupport
+@testable import DiaryServer
+
+/// Holds every task at one point until all have arrived, so their work starts together.
+actor StartingLine {
+    private let expected: Int
+    private var arrived = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(expected: Int) { self.expected = expected }
+
+    func arriveAndWait() async {
+        arrived += 1
+        if arrived == expected {
+            waiting.forEach { $0.resume() }
+            waiting.removeAll()
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+}
+
+/// Users, diaries and members made straight in SQL, for tests below the HTTP layer.
+enum Seed {
+    static func users(_ count: Int, in pool: PostgresPool) async throws -> [UUID] {
+        try await pool.query("insert into users (display_name) select 'user ' || g from generate_series(1, \(count)) g returning id")
+            .map { try $0.decode("id", as: UUID.self) }
+    }
+
+    /// A diary with `owner` as its owner; returns its id and invite code.
+    static func diary(type: String, owner: UUID, in pool: PostgresPool) async throws -> (id: UUID, inviteCode: String) {
+        let results = try await pool.transaction([
+            "insert into diaries (name, type, created_by) values (\("test diary"), \(type), \(owner)) returning id, invite_code",
+            "insert into diary_members (diary_id, user_id, role) select id, \(owner), 'owner' from diaries where created_by = \(owner) order by created_at desc limit 1",
+        ])
+        let row = try #require(results[0].first)
+        return (try row.decode("id", as: UUID.self), try row.decode("invite_code", as: String.self))
+    }
+
+    static func memberCount(_ diary: UUID, in pool: PostgresPool) async throws -> Int {
+        let row = try #require(try await pool.query("select count(*)::int8 as n from diary_members where diary_id = \(diary)").first)
+        return try row.decode("n", as: Int.self)
+    }
+}
+
+@Suite("join_diary and mark_as_read", .serialized)
+struct JoinDiaryTests {
+    enum Outcome: Equatable { case joined, full, other(String) }
+
+    /// Fires `joiners` joins at once, each on its own connection, through `function`.
+    static func raceJoins(function: String, type: String, joiners: Int, configuration: PostgresConfiguration) async throws -> (members: Int, outcomes: [Outcome]) {
+        try await TestDatabase.withPool(configuration, size: joiners, acquireTimeout: .seconds(60)) { pool in
+            let users = try await Seed.users(joiners + 1, in: pool)
+            let diary = try await Seed.diary(type: type, owner: users[0], in: pool)
+            let line = StartingLine(expected: joiners)
+            let outcomes = try await withThrowingTaskGroup(of: Outcome.self) { group in
+                for user in users.dropFirst() {
+                    group.addTask {
+                        try await pool.withConnection { connection in
+                            try await connection.query("select 1")
+                            await line.arriveAndWait()
+                            do {
+                                try await connection.query("select \(unsafeRaw: function)(\(diary.inviteCode), \(user))")
+                                return .joined
+                            } catch let error as PostgresError where error.sqlState == SQLState("ZN002") {
+                                return .full
+                            } catch {
+                                return .other("\(error)")
+                            }
+                        }
+                    }
+                }
+                return try await group.reduce(into: [Outcome]()) { $0.append($1) }
+            }
+            return (try await Seed.memberCount(diary.id, in: pool), outcomes)
+        }
+    }
+
+    @Test("200 simultaneous joins to a couple diary: exactly 2 members, the rest 'diary full'", arguments: [("couple", 2), ("anonymous", 2), ("family", 10), ("friends", 10)])
+    func joinsRespectTheCap(type: String, cap: Int) async throws {
+        try await MigratedTemplate.withDatabase { configuration in
+            let joiners = type == "couple" || type == "family" ? 200 : 50
+            let (members, outcomes) = try await Self.raceJoins(function: "join_diary", type: type, joiners: joiners, configuration: configuration)
+            #expect(members == cap)
+            #expect(outcomes.filter { $0 == .joined }.count == cap - 1)
+            #expect(outcomes.filter { $0 == .full }.count == joiners - (cap - 1))
+            #expect(outcomes.filter { if case .other = $0 { true } else { false } }.isEmpty, "\(outcomes.filter { $0 != .joined && $0 != .full }.prefix(3))")
+        }
+    }
+
+    @Test("the spec's count-then-insert join_diary overruns the cap under the same race")
+    func specVersionOverrunsCap() async throws {
+        try await MigratedTemplate.withDatabase { configuration in
+            let fixture = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/spec_join_diary.sql"), encoding: .utf8)
+            try await TestDatabase.withPool(configuration, size: 1) { pool in
+                try await pool.withConnection { try await $0.runScript(unsafeSQL: fixture) }
+            }
+            let (members, _) = try await Self.raceJoins(function: "spec_join_diary", type: "couple", joiners: 50, configuration: configuration)
+            #expect(members > 2, "the unlocked version kept the cap, so this test no longer shows the race")
+        }
+    }
+
+    @Test("joining twice is a no-op returning the diary; codes match in any case and with hyphens; unknown codes are their own error")
+    func joinSemantics() async throws {
+        try await MigratedTemplate.withDatabase { configuration in
+            try await TestDatabase.withPool(configuration, size: 1) { pool in
+                let users = try await Seed.users(2, in: pool)
+                let diary = try await Seed.diary(type: "family", owner: users[0], in: pool)
+                let messy = diary.inviteCode.lowercased().prefix(5) + "-" + diary.inviteCode.lowercased().dropFirst(5)
+                for code in [String(messy), diary.inviteCode, " \(diary.inviteCode) "] {
+                    let row = try #require(try await pool.query("select join_diary(\(code), \(users[1])) as id").first)
+                    #expect(try row.decode("id", as: UUID.self) == diary.id)
+                }
+                let value6 = try await Seed.memberCount(diary.id, in: pool)
+                #expect(value6 == 2)
+                let ownerAgain = try #require(try await pool.query("select join_diary(\(diary.inviteCode), \(users[0])) as id").first)
+                #expect(try ownerAgain.decode("id", as: UUID.self) == diary.id)
+                let unknown = await #expect(throws: PostgresError.self) {
+                    try await pool.query("select join_diary(\("ZZZZZZZZZZ"), \(users[1]))")
+                }
+                #expect(unknown?.sqlState == SQLState("ZN001"))
+            }
+        }
+    }
+
+    @Test("mark_as_read upserts for members and refuses everyone else")
+    func markAsRead() async throws {
+        try await MigratedTemplate.withDatabase { configuration in
+            try await TestDatabase.withPool(configuration, size: 1) { pool in
+                let users = try await Seed.users(3, in: pool)
+                let diary = try await Seed.diary(type: "couple", owner: users[0], in: pool)
+                try await pool.query("select join_diary(\(diary.inviteCode), \(users[1]))")
+                let entry = try #require(try await pool.query("insert into entries (diary_id, user_id, content) values (\(diary.id), \(users[0]), \("今日は晴れ")) returning id").first)
+                let entryID = try entry.decode("id", as: UUID.self)
+                let first = try #require(try await pool.query("select mark_as_read(\(entryID), \(users[1])) as at").first).decode("at", as: Date.self)
+                let second = try #require(try await pool.query("select mark_as_read(\(entryID), \(users[1])) as at").first).decode("at", as: Date.self)
+                #expect(second >= first)
+                let reads = try await pool.query("select user_id from entry_reads where entry_id = \(entryID)")
+                #expect(reads.count == 1)
+                let outsider = await #expect(throws: PostgresError.self) {
+                    try await pool.query("select mark_as_read(\(entryID), \(users[2]))")
+                }
+                #expect(outsider?.sqlState == SQLState("ZN003"))
+            }
+        }
+    }
+}
