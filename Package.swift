@@ -34,6 +34,14 @@ let package = Package(
         ),
         .target(name: "DiaryModels"),
         .executableTarget(
+            name: "client-benchmark",
+            dependencies: [
+                "PostgresClient",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/ClientBenchmark"
+        ),
+        .executableTarget(
             name: "DiaryServer",
             dependencies: [
                 "DiaryModels",

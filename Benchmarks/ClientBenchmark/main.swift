@@ -1,0 +1,59 @@
+// Drives the same SQL as Benchmarks/pgbench/*.sql through the Swift client:
+//   client-benchmark <select_user|mark_as_read> <concurrency> <seconds>
+// with DATABASE_URL pointing at a database seeded by Benchmarks/seed.sql.
+// Prints one line: "<workload> <concurrency> <transactions> <tps>".
+import Foundation
+import Logging
+import PostgresClient
+
+let arguments = CommandLine.arguments
+guard arguments.count == 4, let concurrency = Int(arguments[2]), let seconds = Double(arguments[3]),
+      let url = ProcessInfo.processInfo.environment["DATABASE_URL"] else {
+    FileHandle.standardError.write(Data("usage: DATABASE_URL=… client-benchmark <select_user|mark_as_read> <concurrency> <seconds>\n".utf8))
+    exit(2)
+}
+let workload = arguments[1]
+
+func statement(_ workload: String) -> PostgresQuery {
+    switch workload {
+    case "select_user":
+        let n = Int.random(in: 1...10_000)
+        return "select id, display_name, time_zone from users where id = md5(\(n)::text)::uuid"
+    default:
+        let k = Int.random(in: 1...50_000)
+        let u = ((k - 1) % 1000) * 10 + (k % 10) + 1
+        return "select mark_as_read(md5('e' || \(k))::uuid, md5(\(u)::text)::uuid)"
+    }
+}
+
+var logger = Logger(label: "bench")
+logger.logLevel = .warning
+let pool = PostgresPool(configuration: try PostgresConfiguration(url: url), options: .init(size: concurrency), logger: logger)
+// Open every connection and prepare the statement before the clock starts, as pgbench does.
+try await withThrowingTaskGroup(of: Void.self) { group in
+    for _ in 0..<concurrency {
+        group.addTask { try await pool.withConnection { try await $0.query(statement(workload)) ; try await Task.sleep(for: .milliseconds(50)) } }
+    }
+    try await group.waitForAll()
+}
+let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int(seconds * 1000)))
+let started = ContinuousClock.now
+let total = try await withThrowingTaskGroup(of: Int.self) { group in
+    for _ in 0..<concurrency {
+        group.addTask {
+            var done = 0
+            while ContinuousClock.now < deadline {
+                try await pool.query(statement(workload))
+                done += 1
+            }
+            return done
+        }
+    }
+    var sum = 0
+    for try await done in group { sum += done }
+    return sum
+}
+let elapsed = ContinuousClock.now - started
+let elapsedSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+try await pool.close()
+print("\(workload) \(concurrency) \(total) \(String(format: "%.0f", Double(total) / elapsedSeconds))")

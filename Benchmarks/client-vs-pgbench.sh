@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The Swift libpq client against pgbench, on the same SQL at the same concurrency.
+#   Benchmarks/client-vs-pgbench.sh [seconds per run, default 10] [concurrency list, default "8 32"]
+# Needs the project's Postgres (make db) and its environment (make bench does both).
+# Writes Benchmarks/results/client-vs-pgbench-<date>.txt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-10}
+levels=${2:-8 32}
+db=diary_bench
+admin=(psql -X -q -v ON_ERROR_STOP=1 -U postgres -d postgres)
+bench_url="postgres://postgres@localhost:$PGPORT/$db?host=$PGHOST"
+
+"${admin[@]}" -c "drop database if exists $db with (force)" -c "create database $db"
+swift build -c release --product diary-server --product client-benchmark >&2
+bin=$(swift build -c release --show-bin-path)
+DATABASE_URL="$bench_url" "$bin/diary-server" migrate >&2
+psql -X -q -v ON_ERROR_STOP=1 -U postgres -d "$db" -f Benchmarks/seed.sql
+
+out="Benchmarks/results/client-vs-pgbench-$(date -u +%Y%m%dT%H%M%SZ).txt"
+{
+    echo "# $(date -u) $(nproc) cores; PostgreSQL $(psql -X -At -U postgres -d postgres -c 'show server_version'); ${seconds}s per run"
+    printf '%-14s %5s %12s %12s %7s\n' workload conns swift_tps pgbench_tps ratio
+    for workload in select_user mark_as_read; do
+        for n in $levels; do
+            pg=$(pgbench -n -M prepared -c "$n" -j 2 -T "$seconds" -U postgres -f "Benchmarks/pgbench/$workload.sql" "$db" 2>/dev/null \
+                | awk '/^tps/ {print int($3); exit}')
+            swift=$(DATABASE_URL="$bench_url" "$bin/client-benchmark" "$workload" "$n" "$seconds" | awk '{print $4}')
+            printf '%-14s %5s %12s %12s %6.1f%%\n' "$workload" "$n" "$swift" "$pg" "$(awk -v s="$swift" -v p="$pg" 'BEGIN {print 100 * s / p}')"
+        done
+    done
+} | tee "$out"

@@ -1,0 +1,20 @@
+# The server image for compose.yaml.
+FROM swift:6.1-bookworm AS build
+RUN apt-get update && apt-get install -y --no-install-recommends libpq-dev && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY Package.swift ./
+COPY Sources Sources
+COPY Benchmarks/ClientBenchmark Benchmarks/ClientBenchmark
+COPY Tests Tests
+RUN swift build -c release --product diary-server --static-swift-stdlib
+
+FROM debian:bookworm-slim
+RUN apt-get update && apt-get install -y --no-install-recommends libpq5 ca-certificates tzdata && rm -rf /var/lib/apt/lists/*
+RUN useradd --system --uid 10001 diary
+WORKDIR /app
+COPY --from=build /src/.build/release/diary-server /usr/local/bin/diary-server
+COPY sql sql
+USER diary
+ENV HOST=0.0.0.0 PORT=8080 DIARY_MIGRATIONS_DIR=/app/sql/migrations
+EXPOSE 8080
+CMD ["sh", "-c", "diary-server migrate && exec diary-server serve"]

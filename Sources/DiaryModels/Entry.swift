@@ -1,0 +1,98 @@
+import Foundation
+
+public struct Entry: Codable, Sendable, Equatable {
+    public var id: UUID
+    public var diaryId: UUID
+    public var author: Author
+    public var content: String
+    public var question: String?
+    public var images: [String]
+    public var createdAt: Date
+    public var updatedAt: Date
+    public var readBy: [ReadReceipt]
+    public var isMine: Bool
+
+    public init(id: UUID, diaryId: UUID, author: Author, content: String, question: String?, images: [String], createdAt: Date, updatedAt: Date, readBy: [ReadReceipt], isMine: Bool) {
+        self.id = id
+        self.diaryId = diaryId
+        self.author = author
+        self.content = content
+        self.question = question
+        self.images = images
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.readBy = readBy
+        self.isMine = isMine
+    }
+
+    /// In an anonymous diary, the alias; see `Member`.
+    public struct Author: Codable, Sendable, Equatable {
+        public var id: UUID
+        public var displayName: String
+        public var profileImageUrl: String?
+
+        public init(id: UUID, displayName: String, profileImageUrl: String?) {
+            self.id = id
+            self.displayName = displayName
+            self.profileImageUrl = profileImageUrl
+        }
+    }
+}
+
+public struct ReadReceipt: Codable, Sendable, Equatable {
+    public var userId: UUID
+    public var readAt: Date
+
+    public init(userId: UUID, readAt: Date) {
+        self.userId = userId
+        self.readAt = readAt
+    }
+}
+
+public struct EntryPage: Codable, Sendable, Equatable {
+    public var entries: [Entry]
+    public var nextCursor: String?
+
+    public init(entries: [Entry], nextCursor: String?) {
+        self.entries = entries
+        self.nextCursor = nextCursor
+    }
+}
+
+public struct ReadList: Codable, Sendable, Equatable {
+    public var reads: [ReadReceipt]
+    public init(reads: [ReadReceipt]) { self.reads = reads }
+}
+
+public struct CreateEntryRequest: Codable, Sendable {
+    public var id: UUID?
+    public var content: String
+    public var question: String?
+
+    public init(id: UUID? = nil, content: String, question: String? = nil) {
+        self.id = id
+        self.content = content
+        self.question = question
+    }
+}
+
+public struct UpdateEntryRequest: Codable, Sendable {
+    public var content: String?
+    public var question: String?
+
+    public init(content: String? = nil, question: String? = nil) {
+        self.content = content
+        self.question = question
+    }
+}
+
+public struct TodayQuestion: Codable, Sendable, Equatable {
+    /// YYYY-MM-DD in the caller's time zone.
+    public var date: String
+    public var question: String
+
+    public init(date: String, question: String) {
+        self.date = date
+        self.question = question
+    }
+}
