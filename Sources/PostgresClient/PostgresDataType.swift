@@ -5,6 +5,7 @@ public struct PostgresDataType: Sendable, Hashable, CustomStringConvertible {
     public init(oid: UInt32) { self.oid = oid }
 
     public static let bool = PostgresDataType(oid: 16)
+    public static let bytea = PostgresDataType(oid: 17)
     public static let int8 = PostgresDataType(oid: 20)
     public static let int4 = PostgresDataType(oid: 23)
     public static let text = PostgresDataType(oid: 25)

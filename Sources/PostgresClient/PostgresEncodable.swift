@@ -50,6 +50,16 @@ extension Date: PostgresEncodable {
     public var postgresText: String { PostgresTimestamp.format(self) }
 }
 
+extension Data: PostgresEncodable {
+    public static var postgresType: PostgresDataType { .bytea }
+    public var postgresText: String {
+        "\\x" + map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+}
+
 /// Elements that may appear in a one-dimensional PostgreSQL array.
 public protocol PostgresArrayElement: PostgresEncodable, PostgresDecodable {
     static var postgresArrayType: PostgresDataType { get }
@@ -81,15 +91,42 @@ public struct PostgresJSON<Value: Codable & Sendable>: PostgresEncodable, Postgr
 
     public var postgresText: String {
         // Encoding a Codable value into JSON fails only for non-finite floats; `null` keeps the bind well-formed.
-        guard let data = try? JSONEncoder().encode(value) else { return "null" }
+        guard let data = try? PostgresJSONCoding.encoder.encode(value) else { return "null" }
         return String(decoding: data, as: UTF8.self)
     }
 
     public init(postgresText text: String) throws {
         do {
-            value = try JSONDecoder().decode(Value.self, from: Data(text.utf8))
+            value = try PostgresJSONCoding.decoder.decode(Value.self, from: Data(text.utf8))
         } catch {
             throw PostgresDecodingFailure.malformed("JSON does not decode as \(Value.self): \(error)")
         }
+    }
+}
+
+/// JSON coders whose dates are RFC 3339 with microseconds, matching what SQL builds with
+/// `to_json(timestamptz)` under the connection's UTC time zone.
+public enum PostgresJSONCoding {
+    public static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(PostgresTimestamp.format(date))
+        }
+        return encoder
+    }
+
+    public static var decoder: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let text = try container.decode(String.self)
+            guard let date = PostgresTimestamp.parse(text) else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an RFC 3339 timestamp")
+            }
+            return date
+        }
+        return decoder
     }
 }

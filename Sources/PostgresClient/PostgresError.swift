@@ -105,6 +105,12 @@ public struct PostgresDecodingError: Error, Sendable, CustomStringConvertible {
     public var targetType: String
     public var failure: PostgresDecodingFailure
 
+    public init(column: String, targetType: String, failure: PostgresDecodingFailure) {
+        self.column = column
+        self.targetType = targetType
+        self.failure = failure
+    }
+
     public var description: String {
         switch failure {
         case .unexpectedNull:

@@ -53,6 +53,11 @@ public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolatio
             sql += "$\(bindings.count)"
         }
 
+        /// Splices a fragment written in source code, such as a policy's predicate.
+        public mutating func appendInterpolation(_ fragment: PostgresFragment) {
+            sql += fragment.sql
+        }
+
         /// Splices text into the statement itself. Never pass anything a user supplied.
         public mutating func appendInterpolation(unsafeRaw text: String) {
             sql += text
@@ -85,4 +90,16 @@ public struct PostgresBindings: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "[\(count) bind(s) redacted]" }
+}
+
+/// A piece of SQL written as a literal in source code, never built at run time,
+/// so it can be spliced into a statement without becoming a bind.
+public struct PostgresFragment: Sendable, Hashable, ExpressibleByStringLiteral, CustomStringConvertible {
+    public let sql: String
+
+    public init(stringLiteral value: StaticString) {
+        sql = value.description
+    }
+
+    public var description: String { sql }
 }

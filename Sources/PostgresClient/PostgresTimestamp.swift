@@ -10,8 +10,9 @@ import Darwin
 /// Every connection sets `DateStyle=ISO` and `TimeZone=UTC`, so the server always
 /// answers `YYYY-MM-DD HH:MM:SS[.ffffff]+00`; a fixed-position parser is then both
 /// exact to the microsecond and far cheaper than a general date formatter.
-enum PostgresTimestamp {
-    static func format(_ date: Date) -> String {
+public enum PostgresTimestamp {
+    /// RFC 3339 in UTC with microseconds, e.g. `2026-11-22T13:30:53.123456Z`.
+    public static func format(_ date: Date) -> String {
         let totalMicros = (date.timeIntervalSince1970 * 1_000_000).rounded()
         var seconds = time_t((totalMicros / 1_000_000).rounded(.down))
         let micros = Int(totalMicros - Double(seconds) * 1_000_000)
@@ -24,7 +25,8 @@ enum PostgresTimestamp {
         )
     }
 
-    static func parse(_ text: String) -> Date? {
+    /// Reads PostgreSQL's ISO output and RFC 3339 (a `T` or a space, `Z` or an offset).
+    public static func parse(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
         // "2026-11-22 13:30:53+00" is the shortest well-formed value.
         guard bytes.count >= 22, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),

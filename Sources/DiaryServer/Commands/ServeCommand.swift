@@ -14,6 +14,12 @@ struct ServeCommand: AsyncParsableCommand {
               PORT           port to bind (default 8080)
               DB_POOL_SIZE   database connections (default 8)
               LOG_LEVEL      trace, debug, info, notice, warning, error or critical (default info)
+              DIARY_ENV           "production" forbids dev sign-in and generated keys
+              DIARY_DEV_AUTH      1 enables POST /v1/auth/dev (never in production)
+              DIARY_JWT_KEY_FILE  key for access tokens (development generates one in DIARY_DATA_DIR)
+              APPLE_AUDIENCE      comma-separated bundle ids accepted in Apple identity tokens
+              APPLE_JWKS_URL      Apple's keys (default https://appleid.apple.com/auth/keys)
+              APPLE_JWKS_FILE     read Apple's keys from a file instead
             """
     )
 
@@ -37,7 +43,8 @@ struct ServeCommand: AsyncParsableCommand {
                 port: try Setting.integer(flag: port, environment: "PORT", default: ServerConfiguration.defaultPort, range: 0...65535),
                 database: try database.configuration(),
                 poolOptions: .init(size: try Setting.integer(flag: poolSize, environment: "DB_POOL_SIZE", default: ServerConfiguration.defaultPoolSize, range: 1...ServerConfiguration.maximumPoolSize)),
-                databaseWait: try database.waitDuration()
+                databaseWait: try database.waitDuration(),
+                auth: try AuthConfiguration.fromEnvironment()
             )
         } catch let error as ConfigurationError {
             logger.critical("invalid configuration", metadata: ["reason": "\(error)"])
@@ -52,7 +59,14 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode.failure
         }
         logger.info("starting", metadata: ["address": "\(configuration.host):\(configuration.port)", "database": "\(configuration.database)", "poolSize": "\(configuration.poolOptions.size)"])
-        let app = buildApplication(configuration: configuration, pool: pool, logger: logger)
+        let app: any ApplicationProtocol
+        do {
+            app = try buildApplication(configuration: configuration, pool: pool, logger: logger)
+        } catch {
+            logger.critical("cannot start", metadata: ["reason": "\(error)"])
+            try? await pool.close()
+            throw ExitCode.failure
+        }
         try await app.runService()
     }
 }

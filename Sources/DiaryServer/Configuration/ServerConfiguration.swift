@@ -9,11 +9,48 @@ struct ServerConfiguration: Sendable {
     var poolOptions: PostgresPool.Options
     /// How long start-up keeps retrying an unreachable database before giving up.
     var databaseWait: Duration
+    var auth: AuthConfiguration
 
     static let defaultHost = "127.0.0.1"
     static let defaultPort = 8080
     static let defaultPoolSize = 8
     static let maximumPoolSize = 200
+}
+
+/// Sign-in and token settings.
+struct AuthConfiguration: Sendable {
+    /// `DIARY_ENV=production`: no dev sign-in, no generated keys.
+    var production: Bool
+    /// `DIARY_DEV_AUTH=1` outside production.
+    var devSignIn: Bool
+    var jwtKeyFile: String?
+    /// Where development keeps its generated JWT key (`DIARY_DATA_DIR`, default .data).
+    var dataDirectory: String
+    var apple: AppleIdentityVerifier.Configuration
+
+    static func fromEnvironment() throws -> AuthConfiguration {
+        let environment = ProcessInfo.processInfo.environment
+        let production = environment["DIARY_ENV"] == "production"
+        let devSignIn = environment["DIARY_DEV_AUTH"] == "1"
+        if production && devSignIn {
+            throw ConfigurationError(description: "DIARY_DEV_AUTH=1 is refused when DIARY_ENV=production")
+        }
+        let jwks = environment["APPLE_JWKS_URL"] ?? "https://appleid.apple.com/auth/keys"
+        guard let jwksURL = URL(string: jwks), jwksURL.scheme == "https" || !production else {
+            throw ConfigurationError(description: "APPLE_JWKS_URL must be an https URL")
+        }
+        let audiences = Set((environment["APPLE_AUDIENCE"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        if production && audiences.isEmpty {
+            throw ConfigurationError(description: "APPLE_AUDIENCE must list the app's bundle ids in production")
+        }
+        return AuthConfiguration(
+            production: production,
+            devSignIn: devSignIn && !production,
+            jwtKeyFile: environment["DIARY_JWT_KEY_FILE"].flatMap { $0.isEmpty ? nil : $0 },
+            dataDirectory: environment["DIARY_DATA_DIR"] ?? ".data",
+            apple: .init(audiences: audiences, jwksURL: jwksURL, jwksFile: environment["APPLE_JWKS_FILE"].flatMap { $0.isEmpty ? nil : $0 })
+        )
+    }
 }
 
 /// Why the configuration was refused; the message never echoes a password.

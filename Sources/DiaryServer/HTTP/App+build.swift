@@ -1,12 +1,17 @@
+import Foundation
 import Hummingbird
 import Logging
 import PostgresClient
 
-typealias AppRequestContext = BasicRequestContext
-
 /// Builds the HTTP application; `serve` runs it and the tests drive it.
-func buildApplication(configuration: ServerConfiguration, pool: PostgresPool, logger: Logger) -> some ApplicationProtocol {
-    let router = buildRouter(pool: pool)
+func buildApplication(configuration: ServerConfiguration, pool: PostgresPool, logger: Logger) throws -> some ApplicationProtocol {
+    let key = try TokenService.loadKey(path: configuration.auth.jwtKeyFile, dataDirectory: configuration.auth.dataDirectory, production: configuration.auth.production)
+    let router = buildRouter(
+        pool: pool,
+        tokens: TokenService(key: key),
+        apple: AppleIdentityVerifier(configuration: configuration.auth.apple, logger: logger),
+        devSignIn: configuration.auth.devSignIn
+    )
     return Application(
         router: router,
         configuration: ApplicationConfiguration(
@@ -18,9 +23,24 @@ func buildApplication(configuration: ServerConfiguration, pool: PostgresPool, lo
     )
 }
 
-func buildRouter(pool: PostgresPool) -> Router<AppRequestContext> {
+/// request → problem mapping → auth → route (plan and query in a repository) → response.
+func buildRouter(pool: PostgresPool, tokens: TokenService, apple: AppleIdentityVerifier, devSignIn: Bool) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
-    router.middlewares.add(LogRequestsMiddleware(.debug))
+    router.middlewares.add(LogRequestsMiddleware(.info))
+    router.middlewares.add(ProblemMiddleware())
     HealthRoutes(pool: pool).register(on: router)
+    router.get("/openapi.yaml") { _, _ -> Response in
+        Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.text)))
+    }
+
+    let auth = AuthRoutes(accounts: AccountRepository(pool: pool, tokens: tokens), apple: apple, devSignInEnabled: devSignIn)
+    let api = router.group("v1")
+    auth.register(public: api)
+
+    let authenticated = api.add(middleware: BearerAuthenticator(tokens: tokens, pool: pool)).group(context: AuthenticatedContext.self)
+    auth.register(authenticated: authenticated)
+    MeRoutes().register(on: authenticated)
+    DiaryRoutes(joinLimiter: JoinAttemptLimiter()).register(on: authenticated)
+    EntryRoutes().register(on: authenticated)
     return router
 }

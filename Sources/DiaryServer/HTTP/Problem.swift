@@ -14,6 +14,7 @@ struct Problem: HTTPResponseError, Sendable {
         var status: Int
         var detail: String
         var code: String
+        var requestId: String?
     }
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
@@ -22,15 +23,38 @@ struct Problem: HTTPResponseError, Sendable {
             title: status.reasonPhrase,
             status: status.code,
             detail: detail,
-            code: code
+            code: code,
+            requestId: status.code >= 500 ? context.id : nil
         )
         var fields = headers
         fields[.contentType] = "application/problem+json"
-        let data = try JSONEncoder().encode(body)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = try encoder.encode(body)
         return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
-    static func serviceUnavailable(_ detail: String, retryAfterSeconds: Int = 1) -> Problem {
-        Problem(status: .serviceUnavailable, code: "service_unavailable", detail: detail, headers: [.retryAfter: String(retryAfterSeconds)])
+    static func serviceUnavailable(_ detail: String, code: String = "service_unavailable", retryAfterSeconds: Int = 1) -> Problem {
+        Problem(status: .serviceUnavailable, code: code, detail: detail, headers: [.retryAfter: String(retryAfterSeconds)])
+    }
+
+    static func unauthorized(_ detail: String) -> Problem {
+        Problem(status: .unauthorized, code: "unauthorized", detail: detail, headers: [.wwwAuthenticate: #"Bearer realm="zutto-nikki""#])
+    }
+
+    static func notFound(_ detail: String = "no such resource") -> Problem {
+        Problem(status: .notFound, code: "not_found", detail: detail)
+    }
+
+    static func forbidden(_ detail: String) -> Problem {
+        Problem(status: .forbidden, code: "forbidden", detail: detail)
+    }
+
+    static func validation(field: String, _ problem: String) -> Problem {
+        Problem(status: .badRequest, code: "validation_failed", detail: field.isEmpty ? problem : "\(field) \(problem)")
+    }
+
+    static func internalError() -> Problem {
+        Problem(status: .internalServerError, code: "internal", detail: "an unexpected error occurred; quote the request id when reporting it")
     }
 }

@@ -1,0 +1,33 @@
+import Foundation
+import PostgresClient
+
+/// The only way an authenticated request reaches the database.
+///
+/// Every call is one transaction and one round trip: `BEGIN`, `authenticate(session,
+/// user)` — which checks the session is live and sets `app.user_id` for this
+/// transaction only — then the statements, then `COMMIT`. Policies read the caller
+/// through `app_user_id()`, so no statement can run as nobody, and no identity outlives
+/// its transaction on a pooled connection.
+struct RequestScope: Sendable {
+    let identity: TokenService.Identity
+    private let pool: PostgresPool
+
+    init(identity: TokenService.Identity, pool: PostgresPool) {
+        self.identity = identity
+        self.pool = pool
+    }
+
+    var userID: UUID { identity.userID }
+
+    /// Runs the statements as the caller and returns each one's rows.
+    func run(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
+        let results = try await pool.transaction(
+            ["select authenticate(\(identity.sessionID), \(identity.userID))"] + statements
+        )
+        return Array(results.dropFirst())
+    }
+
+    func run(_ statement: PostgresQuery) async throws -> PostgresRows {
+        try await run([statement])[0]
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Hummingbird
+import DiaryModels
+import PostgresClient
+
+enum RequestBody {
+    static let maximumBytes = 64 * 1024
+}
+
+/// Decodes JSON bodies with errors that say where they failed, and refuses fields a
+/// client may never set (`read_only_field`) instead of silently applying them.
+struct APIRequestDecoder: RequestDecoder {
+    /// Fields that belong to the server. A body naming one is refused whatever the route.
+    static let readOnlyFields: Set<String> = [
+        "author", "userId", "user_id", "role", "inviteCode", "invite_code", "isPremium", "premiumExpiresAt",
+        "createdAt", "updatedAt", "joinedAt", "diaryId", "memberCount", "maxMembers", "isMine", "readBy",
+        "appleSub", "email", "lastEntryAt", "unreadCount", "id", "type", "members",
+    ]
+
+    func decode<T: Decodable>(_ type: T.Type, from request: Request, context: some RequestContext) async throws -> T {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: context.maxUploadSize)
+        } catch {
+            throw Problem(status: .contentTooLarge, code: "payload_too_large", detail: "the body is larger than \(RequestBody.maximumBytes) bytes")
+        }
+        let data = Data(buffer: buffer)
+        let object: Any
+        do {
+            object = try JSONSerialization.jsonObject(with: data)
+        } catch {
+            throw Problem(status: .badRequest, code: "validation_failed", detail: "the body is not valid JSON: \((error as NSError).userInfo[NSDebugDescriptionErrorKey] ?? "malformed")")
+        }
+        guard let fields = object as? [String: Any] else {
+            throw Problem(status: .badRequest, code: "validation_failed", detail: "the body must be a JSON object")
+        }
+        let allowed = (T.self as? AllowsServerFields.Type)?.allowedServerFields ?? []
+        if let field = fields.keys.sorted().first(where: { Self.readOnlyFields.contains($0) && !allowed.contains($0) }) {
+            throw Problem(status: .badRequest, code: "read_only_field", detail: "\(field) is set by the server and cannot be sent")
+        }
+        do {
+            return try PostgresJSONCoding.decoder.decode(T.self, from: data)
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw Problem.validation(field: Self.path(context.codingPath + [key]), "is required")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            throw Problem.validation(field: Self.path(context.codingPath), "has the wrong type")
+        } catch let DecodingError.dataCorrupted(context) {
+            throw Problem.validation(field: Self.path(context.codingPath), "is not valid: \(context.debugDescription)")
+        }
+    }
+
+    static func path(_ codingPath: [any CodingKey]) -> String {
+        codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+    }
+}
+
+/// A request type that may carry some of the otherwise read-only field names.
+protocol AllowsServerFields {
+    static var allowedServerFields: Set<String> { get }
+}
+
+struct APIResponseEncoder: ResponseEncoder {
+    func encode(_ value: some Encodable, from request: Request, context: some RequestContext) throws -> Response {
+        let data = try PostgresJSONCoding.encoder.encode(value)
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data))
+        )
+    }
+}
+
+extension CreateEntryRequest: AllowsServerFields {
+    /// Offline-first clients choose the entry's id.
+    static var allowedServerFields: Set<String> { ["id"] }
+}
+
+extension CreateDiaryRequest: AllowsServerFields {
+    static var allowedServerFields: Set<String> { ["type"] }
+}
+
+extension JoinDiaryRequest: AllowsServerFields {
+    static var allowedServerFields: Set<String> { ["inviteCode"] }
+}

@@ -1,0 +1,170 @@
+import DiaryModels
+import Foundation
+import PostgresClient
+
+/// Diaries and their members, always as the caller (see `RequestScope`).
+struct DiaryRepository: Sendable {
+    let scope: RequestScope
+
+    /// A diary as the caller sees it: their role, counts, last entry, unread entries by
+    /// others, and members (aliased in anonymous diaries), in one statement for any number
+    /// of diaries.
+    static let diaryColumns: PostgresFragment = """
+        select diaries.id, diaries.name, diaries.type, diaries.invite_code, me.role, diaries.created_at,
+            (select count(*) from diary_members m where m.diary_id = diaries.id) as member_count,
+            (select max(e.created_at) from entries e where e.diary_id = diaries.id) as last_entry_at,
+            (select count(*) from entries e
+              where e.diary_id = diaries.id and e.user_id <> me.user_id
+                and not exists (select 1 from entry_reads r
+                                where r.diary_id = e.diary_id and r.entry_id = e.id and r.user_id = me.user_id)) as unread_count,
+            (select coalesce(json_agg(json_build_object(
+                        'userId', p.public_id, 'displayName', p.display_name, 'profileImageUrl', p.profile_image_url,
+                        'role', p.role, 'joinedAt', p.joined_at) order by p.joined_at, p.public_id), '[]')
+              from member_profiles p where p.diary_id = diaries.id) as members
+        from diaries
+        join diary_members me on me.diary_id = diaries.id and me.user_id = (select app_user_id())
+        """
+
+    static func diary(from row: PostgresRow) throws -> Diary {
+        guard let type = DiaryType(rawValue: try row.decode("type")), let role = MemberRole(rawValue: try row.decode("role")) else {
+            throw PostgresDecodingError(column: "type", targetType: "DiaryType", failure: .malformed("unknown diary type or role"))
+        }
+        return Diary(
+            id: try row.decode("id"), name: try row.decode("name"), type: type, inviteCode: try row.decode("invite_code"),
+            role: role, memberCount: try row.decode("member_count"),
+            members: try row.decode("members", as: PostgresJSON<[Member]>.self).value,
+            createdAt: try row.decode("created_at"), lastEntryAt: try row.decode("last_entry_at"),
+            unreadCount: try row.decode("unread_count")
+        )
+    }
+
+    func list() async throws -> [Diary] {
+        try await scope.run("""
+            \(Self.diaryColumns)
+            where \(DiariesPolicy.diariesSelect)
+            order by last_entry_at desc nulls last, diaries.created_at desc
+            """).map(Self.diary(from:))
+    }
+
+    func find(_ id: UUID) async throws -> Diary {
+        let rows = try await scope.run("\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.diariesSelect)")
+        guard let row = rows.first else { throw Problem.notFound("no such diary") }
+        return try Self.diary(from: row)
+    }
+
+    /// Creates a diary owned by the caller. A new invite code that collides with an
+    /// existing one (about one in 10^15 per diary) is drawn again.
+    func create(name: String, type: DiaryType) async throws -> Diary {
+        for attempt in 1...3 {
+            let id = UUID()
+            do {
+                let results = try await scope.run([
+                    """
+                    insert into diaries (id, name, type, created_by)
+                    select \(id), \(name), \(type.rawValue), (select app_user_id())
+                    """,
+                    "insert into diary_members (diary_id, user_id, role) values (\(id), (select app_user_id()), 'owner')",
+                    "\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.diariesSelect)",
+                ])
+                guard let row = results[2].first else { throw Problem.internalError() }
+                return try Self.diary(from: row)
+            } catch let error as PostgresError where error.constraint == "diaries_invite_code_key" && attempt < 3 {
+                continue
+            }
+        }
+        throw Problem.internalError()
+    }
+
+    /// Renames the diary: members see it (else 404), only the owner may change it (else 403).
+    func rename(_ id: UUID, to name: String) async throws -> Diary {
+        let results = try await scope.run([
+            """
+            with target as (
+                select diaries.id, \(DiariesPolicy.diariesUpdateCheck) as permitted
+                from diaries where diaries.id = \(id) and \(DiariesPolicy.diariesUpdateUsing)
+            ), changed as (
+                update diaries set name = \(name) from target
+                where diaries.id = target.id and target.permitted
+                returning diaries.id
+            )
+            select permitted from target
+            """,
+            "\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.diariesSelect)",
+        ])
+        try Self.requirePermitted(results[0], missing: "no such diary", forbidden: "only the owner can rename the diary")
+        guard let row = results[1].first else { throw Problem.notFound("no such diary") }
+        return try Self.diary(from: row)
+    }
+
+    /// Replaces the invite code, so the old one stops working. Owner only.
+    func rotateInviteCode(_ id: UUID) async throws -> String {
+        for attempt in 1...3 {
+            do {
+                let rows = try await scope.run("""
+                    with target as (
+                        select diaries.id, \(DiariesPolicy.diariesUpdateCheck) as permitted
+                        from diaries where diaries.id = \(id) and \(DiariesPolicy.diariesUpdateUsing)
+                    ), changed as (
+                        update diaries set invite_code = generate_invite_code() from target
+                        where diaries.id = target.id and target.permitted
+                        returning diaries.invite_code
+                    )
+                    select target.permitted, (select invite_code from changed) as invite_code from target
+                    """)
+                try Self.requirePermitted(rows, missing: "no such diary", forbidden: "only the owner can change the invite code")
+                guard let code = try rows.first?.decode("invite_code", as: String?.self) else { throw Problem.internalError() }
+                return code
+            } catch let error as PostgresError where error.constraint == "diaries_invite_code_key" && attempt < 3 {
+                continue
+            }
+        }
+        throw Problem.internalError()
+    }
+
+    /// Joins by invite code through `join_diary`, which keeps the diary under its cap.
+    func join(inviteCode: String) async throws -> Diary {
+        let results = try await scope.run([
+            "select join_diary(\(inviteCode), (select app_user_id()))",
+            "\(Self.diaryColumns) where diaries.invite_code = normalize_invite_code(\(inviteCode)) and \(DiariesPolicy.diariesSelect)",
+        ])
+        guard let row = results[1].first else { throw Problem.notFound("no such diary") }
+        return try Self.diary(from: row)
+    }
+
+    func members(of id: UUID) async throws -> [Member] {
+        let results = try await scope.run([
+            "select 1 from diaries where diaries.id = \(id) and \(DiariesPolicy.diariesSelect)",
+            """
+            select p.public_id, p.display_name, p.profile_image_url, p.role, p.joined_at
+            from member_profiles p join diary_members on diary_members.diary_id = p.diary_id and diary_members.user_id = p.user_id
+            where p.diary_id = \(id) and \(DiaryMembersPolicy.diaryMembersSelect)
+            order by p.joined_at, p.public_id
+            """,
+        ])
+        guard !results[0].isEmpty else { throw Problem.notFound("no such diary") }
+        return try results[1].map { row in
+            Member(
+                userId: try row.decode("public_id"), displayName: try row.decode("display_name"),
+                profileImageUrl: try row.decode("profile_image_url"),
+                role: MemberRole(rawValue: try row.decode("role")) ?? .member, joinedAt: try row.decode("joined_at")
+            )
+        }
+    }
+
+    /// Leaves the diary (`member` is the caller) or, as its owner, removes someone.
+    /// `remove_diary_member` applies `diary_members_delete` and hands ownership on.
+    func remove(member: UUID, from diary: UUID) async throws {
+        let rows = try await scope.run("select remove_diary_member(\(diary), \(member)) as outcome")
+        switch try rows.first?.decode("outcome", as: String.self) {
+        case "removed": return
+        case "forbidden": throw Problem.forbidden("only the owner can remove other members")
+        default: throw Problem.notFound("no such member")
+        }
+    }
+
+    /// Reads the `permitted` column of a USING/WITH CHECK statement: no row is 404, false is 403.
+    static func requirePermitted(_ rows: PostgresRows, missing: String, forbidden: String) throws {
+        guard let row = rows.first else { throw Problem.notFound(missing) }
+        guard try row.decode("permitted", as: Bool.self) else { throw Problem.forbidden(forbidden) }
+    }
+}

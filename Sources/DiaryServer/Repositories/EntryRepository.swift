@@ -1,0 +1,200 @@
+import DiaryModels
+import Foundation
+import PostgresClient
+
+/// Entries and read receipts, always as the caller (see `RequestScope`).
+struct EntryRepository: Sendable {
+    let scope: RequestScope
+
+    /// An author who has left the diary is no longer a co-member, so their profile is not
+    /// visible: they appear under this id and name.
+    static let departedAuthorID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+    static let departedAuthorName = "退会したユーザー"
+
+    static let entryColumns: PostgresFragment = """
+        select entries.id, entries.diary_id, entries.content, entries.question, entries.images,
+            entries.created_at, entries.updated_at, entries.user_id = (select app_user_id()) as is_mine,
+            author.public_id as author_id, author.display_name as author_name, author.profile_image_url as author_image,
+            (select coalesce(json_agg(json_build_object('userId', reader.public_id, 'readAt', entry_reads.read_at)
+                                      order by entry_reads.read_at, reader.public_id), '[]')
+              from entry_reads
+              join member_profiles reader on reader.diary_id = entry_reads.diary_id and reader.user_id = entry_reads.user_id
+              where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id
+                and is_diary_member(entry_reads.diary_id)) as read_by
+        from entries
+        left join member_profiles author on author.diary_id = entries.diary_id and author.user_id = entries.user_id
+        """
+
+    static func entry(from row: PostgresRow) throws -> Entry {
+        Entry(
+            id: try row.decode("id"), diaryId: try row.decode("diary_id"),
+            author: Entry.Author(
+                id: try row.decode("author_id", as: UUID?.self) ?? departedAuthorID,
+                displayName: try row.decode("author_name", as: String?.self) ?? departedAuthorName,
+                profileImageUrl: try row.decode("author_image")
+            ),
+            content: try row.decode("content"), question: try row.decode("question"), images: try row.decode("images"),
+            createdAt: try row.decode("created_at"), updatedAt: try row.decode("updated_at"),
+            readBy: try row.decode("read_by", as: PostgresJSON<[ReadReceipt]>.self).value,
+            isMine: try row.decode("is_mine")
+        )
+    }
+
+    private static func diaryVisible(_ diary: UUID) -> PostgresQuery {
+        "select 1 from diaries where diaries.id = \(diary) and \(DiariesPolicy.diariesSelect)"
+    }
+
+    enum CreateOutcome {
+        case created(Entry)
+        case replayed(Entry)
+    }
+
+    /// Inserts the entry, or recognises a replay of the same post by the same author.
+    /// Any other reuse of the id is `entry_id_conflict`, and the stored entry is untouched.
+    func create(in diary: UUID, id: UUID?, content: String, question: String?) async throws -> CreateOutcome {
+        let entryID = id ?? UUID()
+        let results = try await scope.run([
+            Self.diaryVisible(diary),
+            """
+            insert into entries (diary_id, id, user_id, content, question)
+            select \(diary), \(entryID), (select app_user_id()), \(content), \(question)
+            where is_diary_member(\(diary))
+            on conflict (diary_id, id) do nothing
+            returning id
+            """,
+            """
+            \(Self.entryColumns)
+            where entries.diary_id = \(diary) and entries.id = \(entryID) and \(EntriesPolicy.entriesSelect)
+            """,
+        ])
+        guard !results[0].isEmpty else { throw Problem.notFound("no such diary") }
+        guard let row = results[2].first else { throw Self.entryIDConflict }
+        let entry = try Self.entry(from: row)
+        if !results[1].isEmpty { return .created(entry) }
+        guard entry.isMine, entry.content == content, entry.question == question else { throw Self.entryIDConflict }
+        return .replayed(entry)
+    }
+
+    static let entryIDConflict = Problem(status: .conflict, code: "entry_id_conflict", detail: "an entry with this id already exists with other content")
+
+    struct Cursor {
+        var createdAt: String
+        var id: UUID
+
+        init(createdAt: String, id: UUID) {
+            self.createdAt = createdAt
+            self.id = id
+        }
+
+        init?(_ text: String) {
+            guard text.count <= 128, let data = Base64URL.decode(text), let plain = String(data: data, encoding: .utf8) else { return nil }
+            let parts = plain.split(separator: "|")
+            guard parts.count == 2, PostgresTimestamp.parse(String(parts[0])) != nil, let id = UUID(uuidString: String(parts[1])) else { return nil }
+            self.init(createdAt: String(parts[0]), id: id)
+        }
+
+        var encoded: String { Base64URL.encode(Data("\(createdAt)|\(id.uuidString.lowercased())".utf8)) }
+    }
+
+    /// Newest first, keyset-paginated over (created_at, id): one round trip per page.
+    func timeline(of diary: UUID, limit: Int, before cursor: Cursor?) async throws -> EntryPage {
+        let page: PostgresQuery
+        if let cursor {
+            page = """
+                \(Self.entryColumns)
+                where entries.diary_id = \(diary) and \(EntriesPolicy.entriesSelect)
+                  and (entries.created_at, entries.id) < (\(cursor.createdAt)::timestamptz, \(cursor.id))
+                order by entries.created_at desc, entries.id desc limit \(limit + 1)
+                """
+        } else {
+            page = """
+                \(Self.entryColumns)
+                where entries.diary_id = \(diary) and \(EntriesPolicy.entriesSelect)
+                order by entries.created_at desc, entries.id desc limit \(limit + 1)
+                """
+        }
+        let results = try await scope.run([Self.diaryVisible(diary), page])
+        guard !results[0].isEmpty else { throw Problem.notFound("no such diary") }
+        var entries = try results[1].map(Self.entry(from:))
+        var next: String?
+        if entries.count > limit {
+            entries.removeLast()
+            if let last = entries.last {
+                next = Cursor(createdAt: PostgresTimestamp.format(last.createdAt), id: last.id).encoded
+            }
+        }
+        return EntryPage(entries: entries, nextCursor: next)
+    }
+
+    func find(_ id: UUID, in diary: UUID) async throws -> Entry {
+        let rows = try await scope.run("""
+            \(Self.entryColumns)
+            where entries.diary_id = \(diary) and entries.id = \(id) and \(EntriesPolicy.entriesSelect)
+            """)
+        guard let row = rows.first else { throw Problem.notFound("no such entry") }
+        return try Self.entry(from: row)
+    }
+
+    /// Author only: members who are not the author get 403, everyone else 404.
+    func update(_ id: UUID, in diary: UUID, content: String?, question: String?) async throws -> Entry {
+        let results = try await scope.run([
+            """
+            with target as (
+                select entries.diary_id, entries.id, \(EntriesPolicy.entriesUpdateCheck) as permitted
+                from entries where entries.diary_id = \(diary) and entries.id = \(id) and \(EntriesPolicy.entriesUpdateUsing)
+            ), changed as (
+                update entries set content = coalesce(\(content), entries.content), question = coalesce(\(question), entries.question)
+                from target
+                where entries.diary_id = target.diary_id and entries.id = target.id and target.permitted
+                returning entries.id
+            )
+            select permitted from target
+            """,
+            """
+            \(Self.entryColumns)
+            where entries.diary_id = \(diary) and entries.id = \(id) and \(EntriesPolicy.entriesSelect)
+            """,
+        ])
+        try DiaryRepository.requirePermitted(results[0], missing: "no such entry", forbidden: "only the author can edit this entry")
+        guard let row = results[1].first else { throw Problem.notFound("no such entry") }
+        return try Self.entry(from: row)
+    }
+
+    func delete(_ id: UUID, in diary: UUID) async throws {
+        let rows = try await scope.run("""
+            with target as (
+                select entries.diary_id, entries.id, \(EntriesPolicy.entriesDeleteCheck) as permitted
+                from entries where entries.diary_id = \(diary) and entries.id = \(id) and \(EntriesPolicy.entriesDeleteUsing)
+            ), removed as (
+                delete from entries using target
+                where entries.diary_id = target.diary_id and entries.id = target.id and target.permitted
+                returning entries.id
+            )
+            select permitted from target
+            """)
+        try DiaryRepository.requirePermitted(rows, missing: "no such entry", forbidden: "only the author can delete this entry")
+    }
+
+    /// Records the caller's read through `mark_as_read`; reading again just moves read_at.
+    func markRead(_ id: UUID, in diary: UUID) async throws {
+        let results = try await scope.run([
+            "select 1 from entries where entries.diary_id = \(diary) and entries.id = \(id) and \(EntriesPolicy.entriesSelect)",
+            "select mark_as_read(\(id), (select app_user_id()))",
+        ])
+        guard !results[0].isEmpty else { throw Problem.notFound("no such entry") }
+    }
+
+    func reads(of id: UUID, in diary: UUID) async throws -> [ReadReceipt] {
+        let results = try await scope.run([
+            "select 1 from entries where entries.diary_id = \(diary) and entries.id = \(id) and \(EntriesPolicy.entriesSelect)",
+            """
+            select reader.public_id, entry_reads.read_at from entry_reads
+            join member_profiles reader on reader.diary_id = entry_reads.diary_id and reader.user_id = entry_reads.user_id
+            where entry_reads.diary_id = \(diary) and entry_reads.entry_id = \(id) and \(EntryReadsPolicy.entryReadsSelect)
+            order by entry_reads.read_at, reader.public_id
+            """,
+        ])
+        guard !results[0].isEmpty else { throw Problem.notFound("no such entry") }
+        return try results[1].map { ReadReceipt(userId: try $0.decode("public_id"), readAt: try $0.decode("read_at")) }
+    }
+}

@@ -1,0 +1,37 @@
+import DiaryModels
+import Foundation
+import PostgresClient
+
+/// The columns that make a `Me`, and how to read them.
+enum UserColumns {
+    static let me: PostgresFragment = """
+        users.id, users.display_name, users.profile_image_url, users.settings, users.time_zone,
+        users.premium_expires_at, coalesce(users.premium_expires_at > now(), false) as is_premium, users.created_at
+        """
+
+    /// How settings are stored: snake_case keys in jsonb.
+    struct StoredSettings: Codable, Sendable {
+        var notification_new_entry: Bool?
+        var notification_reminder: Bool?
+        var reminder_time: String?
+    }
+
+    static func me(from row: PostgresRow) throws -> Me {
+        let stored = try row.decode("settings", as: PostgresJSON<StoredSettings>.self).value
+        let defaults = UserSettings()
+        return Me(
+            id: try row.decode("id"),
+            displayName: try row.decode("display_name"),
+            profileImageUrl: try row.decode("profile_image_url"),
+            settings: UserSettings(
+                notificationNewEntry: stored.notification_new_entry ?? defaults.notificationNewEntry,
+                notificationReminder: stored.notification_reminder ?? defaults.notificationReminder,
+                reminderTime: stored.reminder_time ?? defaults.reminderTime
+            ),
+            timeZone: try row.decode("time_zone"),
+            isPremium: try row.decode("is_premium"),
+            premiumExpiresAt: try row.decode("premium_expires_at"),
+            createdAt: try row.decode("created_at")
+        )
+    }
+}
