@@ -10,14 +10,17 @@ import TestSupport
 @Suite("Health and readiness")
 struct HealthRouteTests {
     static func configuration(database: PostgresConfiguration) -> ServerConfiguration {
-        ServerConfiguration(host: "127.0.0.1", port: 0, database: database, poolOptions: .init(size: 2, acquireTimeout: .seconds(1)), databaseWait: .seconds(1))
+        ServerConfiguration(host: "127.0.0.1", port: 0, database: database, poolOptions: .init(size: 2, acquireTimeout: .seconds(1)), databaseWait: .seconds(1),
+                            auth: AuthConfiguration(production: false, devSignIn: false, jwtKeyFile: nil,
+                                                    dataDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("diary-health-\(UUID().uuidString)").path,
+                                                    apple: .init(audiences: [], jwksURL: URL(string: "https://keys.invalid/")!)))
     }
 
     @Test("/health and /ready answer 200 with a database")
     func healthy() async throws {
         try await MigratedTemplate.withDatabase { database in
             let pool = PostgresPool(configuration: database, options: .init(size: 2), logger: TestDatabase.logger)
-            let app = buildApplication(configuration: Self.configuration(database: database), pool: pool, logger: TestDatabase.logger)
+            let app = try buildApplication(configuration: Self.configuration(database: database), pool: pool, logger: TestDatabase.logger)
             try await app.test(.router) { client in
                 try await client.execute(uri: "/health", method: .get) { response in
                     #expect(response.status == .ok)
@@ -36,7 +39,7 @@ struct HealthRouteTests {
         database.host = "127.0.0.1"
         database.port = 1
         let pool = PostgresPool(configuration: database, options: .init(size: 1), logger: TestDatabase.logger)
-        let app = buildApplication(configuration: Self.configuration(database: database), pool: pool, logger: TestDatabase.logger)
+        let app = try buildApplication(configuration: Self.configuration(database: database), pool: pool, logger: TestDatabase.logger)
         try await app.test(.router) { client in
             try await client.execute(uri: "/ready", method: .get) { response in
                 #expect(response.status == .serviceUnavailable)

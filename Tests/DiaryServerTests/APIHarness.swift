@@ -1,0 +1,129 @@
+import Crypto
+import DiaryModels
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import PostgresClient
+import TestSupport
+import _CryptoExtras
+@testable import DiaryServer
+
+/// An RSA key standing in for Apple's, published as a JWKS file the server reads.
+struct AppleTestKeys: Sendable {
+    static let audience = "app.zutto-nikki.tests"
+    static let kid = "test-key-1"
+    static let shared: AppleTestKeys = try! AppleTestKeys()
+
+    let privateKeyPEM: String
+    let jwksPath: String
+
+    init() throws {
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let primitives = try key.publicKey.getKeyPrimitives()
+        let jwks = #"{"keys":[{"kty":"RSA","kid":"\#(Self.kid)","use":"sig","alg":"RS256","n":"\#(Base64URL.encode(primitives.modulus))","e":"\#(Base64URL.encode(primitives.publicExponent))"}]}"#
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("apple-jwks-\(UUID().uuidString).json").path
+        try Data(jwks.utf8).write(to: URL(fileURLWithPath: path))
+        privateKeyPEM = key.pemRepresentation
+        jwksPath = path
+    }
+
+    /// An identity token as Apple would sign it; every part can be spoiled for a test.
+    func identityToken(
+        subject: String = "apple-user-1", issuer: String = AppleIdentityVerifier.issuer, audience: String = AppleTestKeys.audience,
+        expiresIn: TimeInterval = 600, nonce: String? = nil, alg: String = "RS256", kid: String = AppleTestKeys.kid, signWith other: Bool = false
+    ) throws -> String {
+        let now = Date().timeIntervalSince1970
+        var claims: [String: Any] = ["iss": issuer, "aud": audience, "sub": subject, "iat": Int(now), "exp": Int(now + expiresIn), "email": "\(subject)@privaterelay.example"]
+        if let nonce { claims["nonce"] = SHA256.hash(data: Data(nonce.utf8)).map { String(format: "%02x", $0) }.joined() }
+        let header = Base64URL.encode(try JSONSerialization.data(withJSONObject: ["alg": alg, "kid": kid, "typ": "JWT"]))
+        let body = Base64URL.encode(try JSONSerialization.data(withJSONObject: claims))
+        let input = header + "." + body
+        guard alg == "RS256" else { return input + "." }
+        let key = other ? try _RSA.Signing.PrivateKey(keySize: .bits2048) : try _RSA.Signing.PrivateKey(pemRepresentation: privateKeyPEM)
+        let signature = try key.signature(for: SHA256.hash(data: Data(input.utf8)), padding: .insecurePKCS1v1_5)
+        return input + "." + Base64URL.encode(signature.rawRepresentation)
+    }
+}
+
+/// Drives the real application (router, middleware, repositories, PostgreSQL) in-process.
+struct APIHarness: Sendable {
+    let client: any TestClientProtocol
+    let pool: PostgresPool
+    let database: PostgresConfiguration
+
+    struct Reply: Sendable {
+        var status: HTTPResponse.Status
+        var headers: HTTPFields
+        var body: Data
+
+        var text: String { String(decoding: body, as: UTF8.self) }
+
+        func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+            try PostgresJSONCoding.decoder.decode(T.self, from: body)
+        }
+
+        var code: String? {
+            (try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["code"] as? String
+        }
+    }
+
+    /// Runs `body` against a fresh database and a new application.
+    static func run(poolSize: Int = 4, _ body: @Sendable (APIHarness) async throws -> Void) async throws {
+        try await MigratedTemplate.withDatabase { database in
+            let pool = PostgresPool(configuration: database, options: .init(size: poolSize, acquireTimeout: .seconds(10)), logger: TestDatabase.logger)
+            let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("diary-tests-\(UUID().uuidString)").path
+            let configuration = ServerConfiguration(
+                host: "127.0.0.1", port: 0, database: database, poolOptions: .init(size: poolSize), databaseWait: .seconds(1),
+                auth: AuthConfiguration(
+                    production: false, devSignIn: true, jwtKeyFile: nil, dataDirectory: dataDirectory,
+                    apple: .init(audiences: [AppleTestKeys.audience], jwksURL: URL(string: "https://keys.invalid/")!, jwksFile: AppleTestKeys.shared.jwksPath)
+                )
+            )
+            let app = try buildApplication(configuration: configuration, pool: pool, logger: TestDatabase.logger)
+            try await app.test(.router) { client in
+                try await body(APIHarness(client: client, pool: pool, database: database))
+            }
+            try? await pool.close()
+        }
+    }
+
+    @discardableResult
+    func call(_ method: HTTPRequest.Method, _ path: String, token: String? = nil, json: String? = nil) async throws -> Reply {
+        var headers: HTTPFields = [:]
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        if json != nil { headers[.contentType] = "application/json" }
+        return try await client.execute(uri: path, method: method, headers: headers, body: json.map { ByteBuffer(string: $0) }) { response in
+            Reply(status: response.status, headers: response.headers, body: Data(buffer: response.body))
+        }
+    }
+
+    func call<Body: Encodable>(_ method: HTTPRequest.Method, _ path: String, token: String? = nil, body: Body) async throws -> Reply {
+        try await call(method, path, token: token, json: String(decoding: try JSONEncoder().encode(body), as: UTF8.self))
+    }
+
+    /// Signs in a development user and returns their session.
+    func signIn(_ name: String) async throws -> Session {
+        let reply = try await call(.post, "/v1/auth/dev", body: DevSignInRequest(name: name))
+        guard reply.status == .ok else { throw HarnessError("sign-in of \(name) answered \(reply.status): \(reply.text)") }
+        return try reply.decode()
+    }
+
+    func createDiary(_ name: String, type: DiaryType, token: String) async throws -> Diary {
+        let reply = try await call(.post, "/v1/diaries", token: token, body: CreateDiaryRequest(name: name, type: type))
+        guard reply.status == .created else { throw HarnessError("create diary answered \(reply.status): \(reply.text)") }
+        return try reply.decode()
+    }
+
+    func join(_ code: String, token: String) async throws -> Reply {
+        try await call(.post, "/v1/diaries/join", token: token, body: JoinDiaryRequest(inviteCode: code))
+    }
+
+    func post(_ content: String, in diary: UUID, token: String, id: UUID? = nil) async throws -> Reply {
+        try await call(.post, "/v1/diaries/\(diary)/entries", token: token, body: CreateEntryRequest(id: id, content: content))
+    }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
