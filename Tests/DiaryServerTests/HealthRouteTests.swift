@@ -28,6 +28,10 @@ struct HealthRouteTests {
                 try await client.execute(uri: "/ready", method: .get) { response in
                     #expect(response.status == .ok)
                 }
+                // Dev sign-in is off in this configuration: the route does not exist.
+                try await client.execute(uri: "/v1/auth/dev", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: #"{"name":"x"}"#)) { response in
+                    #expect(response.status == .notFound)
+                }
             }
             try await pool.close()
         }

@@ -28,8 +28,7 @@ struct AuthConfiguration: Sendable {
     var dataDirectory: String
     var apple: AppleIdentityVerifier.Configuration
 
-    static func fromEnvironment() throws -> AuthConfiguration {
-        let environment = ProcessInfo.processInfo.environment
+    static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> AuthConfiguration {
         let production = environment["DIARY_ENV"] == "production"
         let devSignIn = environment["DIARY_DEV_AUTH"] == "1"
         if production && devSignIn {
