@@ -68,9 +68,9 @@ struct APIHarness: Sendable {
     }
 
     /// Runs `body` against a fresh database and a new application.
-    static func run(poolSize: Int = 4, _ body: @Sendable (APIHarness) async throws -> Void) async throws {
+    static func run(poolSize: Int = 4, acquireTimeout: Duration = .seconds(10), _ body: @Sendable (APIHarness) async throws -> Void) async throws {
         try await MigratedTemplate.withDatabase { database in
-            let pool = PostgresPool(configuration: database, options: .init(size: poolSize, acquireTimeout: .seconds(10)), logger: TestDatabase.logger)
+            let pool = PostgresPool(configuration: database, options: .init(size: poolSize, acquireTimeout: acquireTimeout), logger: TestDatabase.logger)
             let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("diary-tests-\(UUID().uuidString)").path
             let configuration = ServerConfiguration(
                 host: "127.0.0.1", port: 0, database: database, poolOptions: .init(size: poolSize), databaseWait: .seconds(1),

@@ -12,8 +12,10 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             return try problem.response(from: request, context: context)
         } catch let error as PostgresError {
             let problem = DatabaseErrorMapping.problem(for: error)
-            if problem.status.code >= 500 {
+            if problem.status == .internalServerError {
                 context.logger.error("database error", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
+            } else if problem.status.code >= 500 {
+                context.logger.warning("database unavailable", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
             }
             return try problem.response(from: request, context: context)
         } catch let error as HTTPError {
