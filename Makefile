@@ -17,7 +17,7 @@ run: db
 	exec "$$bin" serve
 
 test: db
-	eval "$$($(PG) env)"; swift test
+	eval "$$($(PG) env)"; swift build --product diary-server; swift test; Tests/contract/schemathesis.sh
 
 build:
 	swift build

@@ -56,6 +56,24 @@ struct RequestLimitTests {
         }
     }
 
+    @Test("a known path called with a method it does not take is 405 with Allow, not 404")
+    func methodNotAllowed() async throws {
+        try await APIHarness.run { api in
+            let aiko = try await api.signIn("aiko")
+            for (method, path, allow) in [
+                (HTTPRequest.Method("TRACE")!, "/v1/questions/today", "GET"),
+                (.post, "/v1/diaries/\(UUID())", "GET, PATCH"),
+                (.get, "/v1/diaries/join", "POST"),
+                (.put, "/v1/me", "GET, PATCH, DELETE"),
+            ] {
+                let reply = try await api.call(method, path, token: aiko.accessToken)
+                #expect(reply.status == .methodNotAllowed && reply.code == "method_not_allowed", "\(method) \(path)")
+                #expect(reply.headers[.allow] == allow, "\(method) \(path)")
+            }
+            #expect(try await api.call(.get, "/v1/nothing/here", token: aiko.accessToken).status == .notFound)
+        }
+    }
+
     @Test("profile updates validate time zones, reminder times, names and image URLs")
     func profileValidation() async throws {
         try await APIHarness.run { api in

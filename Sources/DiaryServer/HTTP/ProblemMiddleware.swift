@@ -19,6 +19,13 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             }
             return try problem.response(from: request, context: context)
         } catch let error as HTTPError {
+            if error.status == .notFound, let allowed = AllowedMethods.methods(for: request.uri.path), !allowed.contains(request.method) {
+                let problem = Problem(
+                    status: .methodNotAllowed, code: "method_not_allowed", detail: "this route does not accept \(request.method)",
+                    headers: [.allow: allowed.map(\.rawValue).joined(separator: ", ")]
+                )
+                return try problem.response(from: request, context: context)
+            }
             return try Self.problem(for: error).response(from: request, context: context)
         } catch is AppleKeysUnavailable {
             return try Problem.serviceUnavailable("Apple's sign-in keys cannot be loaded right now", retryAfterSeconds: 5).response(from: request, context: context)

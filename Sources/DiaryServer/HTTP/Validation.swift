@@ -5,7 +5,8 @@ import Hummingbird
 enum Validation {
     static func text(_ value: String, field: String, length: ClosedRange<Int>) throws -> String {
         let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard length.contains(trimmed.count) else {
+        // Counted in code points, as PostgreSQL's char_length and JSON Schema count them.
+        guard length.contains(trimmed.unicodeScalars.count) else {
             throw Problem.validation(field: field, "must be \(length.lowerBound) to \(length.upperBound) characters")
         }
         guard !trimmed.unicodeScalars.contains(where: { $0.value == 0 }) else {

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Holds the live server to openapi.yaml with schemathesis (from PyPI): a fresh database,
+# a server with dev sign-in, two users with a diary each, a fixed seed and a bounded
+# number of examples. Run by `make test` after `swift test`; needs the project's
+# Postgres and its environment (PGHOST, PGPORT), as `make test` sets them.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+examples=${SCHEMATHESIS_EXAMPLES:-25}
+
+if ! command -v schemathesis >/dev/null 2>&1; then
+    python3 -m pip install --quiet --disable-pip-version-check schemathesis >&2
+fi
+
+bin="$(swift build --show-bin-path)/diary-server"
+[ -x "$bin" ] || swift build --product diary-server >&2
+db="contract_$$"
+work=$(mktemp -d)
+admin=(psql -X -q -v ON_ERROR_STOP=1 -U postgres -d postgres)
+"${admin[@]}" -c "create database $db owner diary_owner"
+server_pid=""
+cleanup() {
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
+    "${admin[@]}" -c "drop database if exists $db with (force)" || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+export DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$db?host=$PGHOST"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$bin" migrate >/dev/null
+DIARY_DEV_AUTH=1 DIARY_DATA_DIR="$work" PORT=$port LOG_LEVEL=warning "$bin" serve 2>"$work/server.log" &
+server_pid=$!
+for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.2; done
+
+token() {
+    curl -fs -X POST "http://127.0.0.1:$port/v1/auth/dev" -H 'content-type: application/json' -d "{\"name\":\"$1\"}" \
+        | python3 -c 'import json,sys; print(json.load(sys.stdin)["accessToken"])'
+}
+alice=$(token alice)
+bob=$(token bob)
+for t in "$alice" "$bob"; do
+    curl -fs -X POST "http://127.0.0.1:$port/v1/diaries" -H "authorization: Bearer $t" -H 'content-type: application/json' \
+        -d '{"name":"contract","type":"family"}' >/dev/null
+done
+
+status=0
+schemathesis run openapi.yaml --url "http://127.0.0.1:$port" \
+    -H "Authorization: Bearer $alice" \
+    --checks all --exclude-checks positive_data_acceptance \
+    --exclude-path /v1/me --exclude-path /v1/auth/logout \
+    --seed 20261122 --max-examples "$examples" --generation-deterministic \
+    --no-color --warnings off --request-timeout 10 || status=$?
+if grep -q "unexpected error" "$work/server.log"; then
+    echo "server logged unexpected errors:" >&2
+    grep "unexpected error" "$work/server.log" | head -5 >&2
+    status=1
+fi
+exit $status
