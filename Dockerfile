@@ -14,7 +14,8 @@ RUN useradd --system --uid 10001 diary
 WORKDIR /app
 COPY --from=build /src/.build/release/diary-server /usr/local/bin/diary-server
 COPY sql sql
+COPY openapi.yaml openapi.yaml
 USER diary
-ENV HOST=0.0.0.0 PORT=8080 DIARY_MIGRATIONS_DIR=/app/sql/migrations
+ENV HOST=0.0.0.0 PORT=8080 DIARY_MIGRATIONS_DIR=/app/sql/migrations DIARY_OPENAPI_FILE=/app/openapi.yaml
 EXPOSE 8080
 CMD ["sh", "-c", "diary-server migrate && exec diary-server serve"]
