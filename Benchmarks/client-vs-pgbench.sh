@@ -12,7 +12,8 @@ admin=(psql -X -q -v ON_ERROR_STOP=1 -U postgres -d postgres)
 bench_url="postgres://postgres@localhost:$PGPORT/$db?host=$PGHOST"
 
 "${admin[@]}" -c "drop database if exists $db with (force)" -c "create database $db"
-swift build -c release --product diary-server --product client-benchmark >&2
+swift build -c release --product diary-server >&2
+swift build -c release --product client-benchmark >&2
 bin=$(swift build -c release --show-bin-path)
 DATABASE_URL="$bench_url" "$bin/diary-server" migrate >&2
 psql -X -q -v ON_ERROR_STOP=1 -U postgres -d "$db" -f Benchmarks/seed.sql

@@ -5,10 +5,11 @@ import Glibc
 import Darwin
 #endif
 
-/// One libpq connection, always in pipeline mode, driven with blocking calls.
+/// One libpq connection, always in non-blocking pipeline mode.
 ///
-/// Every method blocks, so it is called only from the pool's own threads, never
-/// from an event loop. The pool leases a connection to one task at a time, and
+/// Sending and reading never block; `PostgresIODriver` waits for the socket. Only
+/// connecting, reconnecting and `runScript` block, and they run on the pool's threads,
+/// never on an event loop. The pool leases a connection to one task at a time, and
 /// that task runs at most one job on it at once, which is the invariant that makes
 /// the unchecked `Sendable` conformance sound.
 final class LibPQConnection: @unchecked Sendable {
@@ -20,15 +21,9 @@ final class LibPQConnection: @unchecked Sendable {
     /// A bound on server memory: past it, statements run unnamed instead of being prepared.
     static let maxPreparedStatements = 256
 
-    private struct StatementKey: Hashable {
+    struct StatementKey: Hashable {
         var sql: String
         var types: [PostgresDataType]
-    }
-
-    /// What the pipeline owes us, in the order the server answers.
-    private enum Expected {
-        case preparation(StatementKey, name: String)
-        case statement(index: Int)
     }
 
     private init(handle: OpaquePointer, configuration: PostgresConfiguration) {
@@ -62,40 +57,54 @@ final class LibPQConnection: @unchecked Sendable {
         }
         // Notices and the server's parting FATAL go to logs via errors, not to stderr.
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
-        guard PQenterPipelineMode(handle) == 1 else {
+        guard PQenterPipelineMode(handle) == 1, PQsetnonblocking(handle, 1) == 0 else {
             let message = errorMessage(handle)
             PQfinish(handle)
-            throw PostgresError(kind: .protocolViolation, message: "cannot enter pipeline mode: \(message)")
+            throw PostgresError(kind: .protocolViolation, message: "cannot enter non-blocking pipeline mode: \(message)")
         }
         return handle
     }
 
     var isBroken: Bool { PQstatus(handle) != CONNECTION_OK }
 
+    /// For reading error fields; never used to send.
+    var handleForErrors: OpaquePointer { handle }
+
     var isIdle: Bool { PQtransactionStatus(handle) == PQTRANS_IDLE }
 
     var socket: Int32 { PQsocket(handle) }
 
-    /// Called before a leased connection's first job. An idle connection has nothing to
-    /// read, so readable data means the server hung up (a restart, `pg_terminate_backend`)
-    /// or sent something we must consume; either way we learn it before sending work.
-    func reconnectIfBroken() throws {
+    /// Set when a pipeline ended in a state we cannot vouch for (a read failed half-way),
+    /// so the next lease reconnects instead of reading a stale answer.
+    private var condemned = false
+
+    func condemn() { condemned = true }
+
+    /// Checked before a leased connection's first job, without blocking. An idle
+    /// connection has nothing to read, so readable data means the server hung up (a
+    /// restart, `pg_terminate_backend`) or sent something we must consume.
+    var needsReconnect: Bool {
+        if condemned || isBroken { return true }
         var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
         // The server's last words (57P01 "terminating connection") can arrive before the
         // hang-up itself, leaving libpq's status OK for a moment; any input at all on an
         // idle connection therefore condemns it. A needless reconnect is the worst case.
-        let unsolicitedInput = !isBroken && poll(&descriptor, 1, 0) > 0
-        guard isBroken || unsolicitedInput else { return }
+        return poll(&descriptor, 1, 0) > 0
+    }
+
+    /// Replaces the server connection; blocks, so it runs on the pool's threads.
+    func reconnect() throws {
         let fresh = try Self.openHandle(configuration)
         PQfinish(handle)
         handle = fresh
         preparedStatements.removeAll()
+        condemned = false
     }
 
-    /// Sends the statements as one pipeline, followed by a single sync, and reads every answer:
-    /// one network round trip. Throws the first error; the statements after it did not run.
-    func run(_ statements: [PostgresQuery]) throws -> [PostgresRows] {
-        var expected: [Expected] = []
+    /// Queues the statements and a sync in libpq's output buffer and tries to send them;
+    /// the connection is non-blocking, so anything left over goes out with `flush()`.
+    func startPipeline(_ statements: [PostgresQuery]) throws -> PipelineReader {
+        var expected: [PipelineReader.Expected] = []
         expected.reserveCapacity(statements.count + 1)
         var sendFailure: PostgresError?
         for (index, statement) in statements.enumerated() {
@@ -109,22 +118,31 @@ final class LibPQConnection: @unchecked Sendable {
         guard PQpipelineSync(handle) == 1 else {
             throw connectionError("could not send the pipeline")
         }
-        var results = [PostgresRows?](repeating: nil, count: statements.count)
-        var firstError: PostgresError? = sendFailure
-        for expectation in expected {
-            let outcome = try readOne()
-            switch (expectation, outcome) {
-            case (.preparation(let key, let name), .success):
-                preparedStatements[key] = name
-            case (.statement(let index), .success(let rows)):
-                results[index] = rows
-            case (_, .failure(let error)):
-                if firstError == nil { firstError = error }
-            }
+        return PipelineReader(expected: expected, statementCount: statements.count, sendFailure: sendFailure)
+    }
+
+    /// Sends what libpq still holds; true when everything has gone out.
+    func flush() throws -> Bool {
+        switch PQflush(handle) {
+        case 0: return true
+        case 1: return false
+        default: throw connectionError("could not send to the server")
         }
-        try readSync()
-        if let firstError { throw firstError }
-        return results.map { $0 ?? PostgresRows() }
+    }
+
+    /// Reads what the socket has; false when the connection failed.
+    func consumeInput() -> Bool { PQconsumeInput(handle) == 1 }
+
+    /// True when `nextResult()` would have to wait for the server.
+    var isBusy: Bool { PQisBusy(handle) == 1 }
+
+    func nextResult() -> OpaquePointer? { PQgetResult(handle) }
+
+    /// Applies what the pipeline learnt (statements now prepared) and returns its rows or its first error.
+    func finish(_ reader: PipelineReader) throws -> [PostgresRows] {
+        for (key, name) in reader.prepared { preparedStatements[key] = name }
+        if let error = reader.firstError { throw error }
+        return reader.results.map { $0 ?? PostgresRows() }
     }
 
     /// Runs a multi-statement script with the simple query protocol, which pipeline
@@ -148,7 +166,7 @@ final class LibPQConnection: @unchecked Sendable {
         }
     }
 
-    private func send(_ statement: PostgresQuery, index: Int, expected: inout [Expected]) throws {
+    private func send(_ statement: PostgresQuery, index: Int, expected: inout [PipelineReader.Expected]) throws {
         let bindings = statement.bindings
         for value in bindings.values where value?.utf8.contains(0) == true {
             throw PostgresError(kind: .invalidInput, sqlState: SQLState("22021"), message: "a text value contains a NUL character")
@@ -175,45 +193,7 @@ final class LibPQConnection: @unchecked Sendable {
         expected.append(.statement(index: index))
     }
 
-    /// Reads the results of one pipelined command, up to the NULL that ends it.
-    private func readOne() throws -> Result<PostgresRows, PostgresError> {
-        var outcome: Result<PostgresRows, PostgresError>?
-        while let result = PQgetResult(handle) {
-            switch PQresultStatus(result) {
-            case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
-                if outcome == nil { outcome = .success(PostgresRows(taking: result)) } else { PQclear(result) }
-            case PGRES_PIPELINE_ABORTED:
-                PQclear(result)
-                outcome = outcome ?? .failure(PostgresError(kind: .other, message: "skipped: an earlier statement in the pipeline failed"))
-            case PGRES_PIPELINE_SYNC:
-                PQclear(result)
-                throw PostgresError(kind: .protocolViolation, message: "the pipeline ended before every statement was answered")
-            default:
-                let error = Self.error(from: result, connection: handle)
-                PQclear(result)
-                if case .failure = outcome {} else { outcome = .failure(error) }
-            }
-            if isBroken { break }
-        }
-        if let outcome { return outcome }
-        throw connectionError("the connection closed before the statement was answered")
-    }
-
-    private func readSync() throws {
-        // A stray NULL may precede the sync; anything else past a few reads means the stream is lost.
-        for _ in 0..<4 {
-            guard let result = PQgetResult(handle) else {
-                if isBroken { throw connectionError("the connection closed during the pipeline") }
-                continue
-            }
-            let status = PQresultStatus(result)
-            PQclear(result)
-            if status == PGRES_PIPELINE_SYNC { return }
-        }
-        throw PostgresError(kind: .protocolViolation, message: "the pipeline did not end with a sync")
-    }
-
-    private func connectionError(_ context: String) -> PostgresError {
+    func connectionError(_ context: String) -> PostgresError {
         PostgresError(kind: .connectionFailure, sqlState: SQLState("08006"), message: "\(context): \(Self.errorMessage(handle))")
     }
 

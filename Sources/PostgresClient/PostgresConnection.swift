@@ -3,10 +3,12 @@ import NIOPosix
 
 /// A connection leased from `PostgresPool` for the duration of one closure.
 ///
-/// Each call hops once to the pool's threads, where libpq blocks, and back; the
-/// event loops never wait on the database. Calls on one lease must not overlap.
+/// A call sends from the caller's thread without blocking and suspends until the
+/// pool's I/O driver has the answers; the event loops never wait on the database.
+/// Calls on one lease must not overlap.
 public struct PostgresConnection: Sendable {
     let connection: LibPQConnection
+    let driver: PostgresIODriver
     let threads: NIOThreadPool
     let logger: Logger
 
@@ -20,26 +22,21 @@ public struct PostgresConnection: Sendable {
     /// Outside a transaction each statement commits on its own.
     public func pipeline(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
         logger.trace("postgres pipeline", metadata: ["statements": "\(statements.map(\.description))"])
-        let connection = self.connection
-        return try await threads.runIfActive {
-            try connection.run(statements)
-        }
+        return try await driver.run(statements, on: connection)
     }
 
     /// `BEGIN`, the statements, `COMMIT`: all in one round trip. If any statement
     /// fails, nothing commits and the error is thrown.
     public func transaction(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
-        let connection = self.connection
-        return try await threads.runIfActive {
-            do {
-                let results = try connection.run(["BEGIN"] + statements + ["COMMIT"])
-                return Array(results.dropFirst().dropLast())
-            } catch {
-                if !connection.isBroken && !connection.isIdle {
-                    _ = try? connection.run(["ROLLBACK"])
-                }
-                throw error
+        do {
+            let results = try await driver.run(["BEGIN"] + statements + ["COMMIT"], on: connection)
+            return Array(results.dropFirst().dropLast())
+        } catch {
+            // The failed statement aborted the transaction, and the COMMIT after it did not run.
+            if !connection.isBroken && !connection.isIdle {
+                _ = try? await driver.run(["ROLLBACK"], on: connection)
             }
+            throw error
         }
     }
 

@@ -6,8 +6,8 @@ import ServiceLifecycle
 /// A bounded pool of libpq connections, run as a ServiceLifecycle service.
 ///
 /// Connections open lazily up to `size`. A caller that finds none free waits up to
-/// `acquireTimeout`, then gets `PostgresError.Kind.poolExhausted`. Each connection
-/// gets its own thread, so blocking libpq work never queues behind another's.
+/// `acquireTimeout`, then gets `PostgresError.Kind.poolExhausted`. One I/O thread waits
+/// on every connection's answers; a few more threads open connections, which blocks.
 public final class PostgresPool: Service, Sendable {
     public struct Options: Sendable {
         public var size: Int
@@ -48,6 +48,7 @@ public final class PostgresPool: Service, Sendable {
     public let configuration: PostgresConfiguration
     public let options: Options
     private let threads: NIOThreadPool
+    private let driver = PostgresIODriver()
     private let logger: Logger
     private let state = NIOLockedValueBox(State())
 
@@ -55,7 +56,7 @@ public final class PostgresPool: Service, Sendable {
         self.configuration = configuration
         self.options = options
         self.logger = logger
-        self.threads = NIOThreadPool(numberOfThreads: options.size)
+        self.threads = NIOThreadPool(numberOfThreads: min(options.size, 4))
         threads.start()
     }
 
@@ -88,6 +89,7 @@ public final class PostgresPool: Service, Sendable {
         }
         try await threads.runIfActive { withExtendedLifetime(idle) {} }
         try await threads.shutdownGracefully()
+        driver.shutdown()
         logger.debug("postgres pool closed", metadata: ["connections": "\(idle.count)"])
     }
 
@@ -95,7 +97,7 @@ public final class PostgresPool: Service, Sendable {
     public func withConnection<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
         let connection = try await acquire()
         do {
-            let result = try await body(PostgresConnection(connection: connection, threads: threads, logger: logger))
+            let result = try await body(PostgresConnection(connection: connection, driver: driver, threads: threads, logger: logger))
             release(connection)
             return result
         } catch {
@@ -128,7 +130,9 @@ public final class PostgresPool: Service, Sendable {
         do {
             switch grant {
             case .reuse(let connection):
-                try await threads.runIfActive { try connection.reconnectIfBroken() }
+                if connection.needsReconnect {
+                    try await threads.runIfActive { try connection.reconnect() }
+                }
                 return connection
             case .open:
                 return try await threads.runIfActive { try LibPQConnection.connect(configuration) }
