@@ -111,8 +111,8 @@ start() {
             -o "-p $port -k $socket_dir -c listen_addresses=127.0.0.1 -c max_connections=500 -c shared_buffers=256MB -c fsync=${DIARY_PG_FSYNC:-on}" >/dev/null \
             || { tail -n 20 "$log" >&2; exit 1; }
     fi
+    psql_super -d postgres -q -f "$root/sql/roles.sql" >/dev/null
     psql_super -d postgres <<SQL
-select 'create role diary_owner login createdb' where not exists (select from pg_roles where rolname = 'diary_owner') \gexec
 select 'create database $database owner diary_owner' where not exists (select from pg_database where datname = '$database') \gexec
 SQL
 }
@@ -129,7 +129,8 @@ print_env() {
     port=$(cat "$port_file")
     echo "export PGHOST='$socket_dir' PGPORT='$port'"
     # Values already in the environment win, so `DATABASE_URL=… make run` reaches the server.
-    echo "export DATABASE_URL=\"\${DATABASE_URL:-postgres://diary_owner@localhost:$port/$database?host=$socket_dir}\""
+    echo "export DATABASE_URL=\"\${DATABASE_URL:-postgres://diary_app@localhost:$port/$database?host=$socket_dir}\""
+    echo "export MIGRATION_DATABASE_URL=\"\${MIGRATION_DATABASE_URL:-postgres://diary_owner@localhost:$port/$database?host=$socket_dir}\""
     echo "export TEST_DATABASE_URL=\"\${TEST_DATABASE_URL:-postgres://postgres@localhost:$port/postgres?host=$socket_dir}\""
     echo "export DIARY_PG_BIN='$(pg_bin)' DIARY_PG_DATA='$pgdata' DIARY_PG_USER='$( [ "$(id -u)" -eq 0 ] && echo "$service_user" || id -un)'"
 }

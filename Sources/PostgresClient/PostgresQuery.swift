@@ -101,5 +101,14 @@ public struct PostgresFragment: Sendable, Hashable, ExpressibleByStringLiteral, 
         sql = value.description
     }
 
+    private init(sql: String) {
+        self.sql = sql
+    }
+
+    /// Both halves are literals, so the sum is one too.
+    public static func + (lhs: PostgresFragment, rhs: PostgresFragment) -> PostgresFragment {
+        PostgresFragment(sql: lhs.sql + rhs.sql)
+    }
+
     public var description: String { sql }
 }

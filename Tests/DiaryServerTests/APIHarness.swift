@@ -70,10 +70,11 @@ struct APIHarness: Sendable {
     /// Runs `body` against a fresh database and a new application.
     static func run(poolSize: Int = 4, acquireTimeout: Duration = .seconds(10), _ body: @Sendable (APIHarness) async throws -> Void) async throws {
         try await MigratedTemplate.withDatabase { database in
-            let pool = PostgresPool(configuration: database, options: .init(size: poolSize, acquireTimeout: acquireTimeout), logger: TestDatabase.logger)
+            // The server's own role: no ownership, no BYPASSRLS, so every policy applies.
+            let pool = PostgresPool(configuration: database.as(TestDatabase.appRole), options: .init(size: poolSize, acquireTimeout: acquireTimeout), logger: TestDatabase.logger)
             let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("diary-tests-\(UUID().uuidString)").path
             let configuration = ServerConfiguration(
-                host: "127.0.0.1", port: 0, database: database, poolOptions: .init(size: poolSize), databaseWait: .seconds(1),
+                host: "127.0.0.1", port: 0, database: database.as(TestDatabase.appRole), poolOptions: .init(size: poolSize), databaseWait: .seconds(1),
                 auth: AuthConfiguration(
                     production: false, devSignIn: true, jwtKeyFile: nil, dataDirectory: dataDirectory,
                     apple: .init(audiences: [AppleTestKeys.audience], jwksURL: URL(string: "https://keys.invalid/")!, jwksFile: AppleTestKeys.shared.jwksPath)
@@ -99,6 +100,12 @@ struct APIHarness: Sendable {
 
     func call<Body: Encodable>(_ method: HTTPRequest.Method, _ path: String, token: String? = nil, body: Body) async throws -> Reply {
         try await call(method, path, token: token, json: String(decoding: try JSONEncoder().encode(body), as: UTF8.self))
+    }
+
+    /// Runs `statement` as the superuser, beneath every policy: for setting up and checking state.
+    @discardableResult
+    func asSuperuser(_ statement: PostgresQuery) async throws -> PostgresRows {
+        try await TestDatabase.withPool(database, size: 1) { try await $0.query(statement) }
     }
 
     /// Signs in a development user and returns their session.

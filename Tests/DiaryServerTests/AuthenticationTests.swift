@@ -80,7 +80,7 @@ struct AuthenticationTests {
         try await APIHarness.run { api in
             let start = try await api.signIn("aiko")
             let second = try await api.call(.post, "/v1/auth/refresh", body: RefreshRequest(refreshToken: start.refreshToken)).decode(Session.self)
-            try await api.pool.query("update refresh_tokens set rotated_at = now() - interval '11 seconds' where rotated_at is not null")
+            try await api.asSuperuser("update refresh_tokens set rotated_at = now() - interval '11 seconds' where rotated_at is not null")
             #expect(try await api.call(.post, "/v1/auth/refresh", body: RefreshRequest(refreshToken: start.refreshToken)).status == .unauthorized)
             #expect(try await api.call(.get, "/v1/me", token: second.accessToken).status == .unauthorized)
         }
@@ -125,7 +125,7 @@ struct AuthenticationTests {
             #expect(try await api.call(.get, "/v1/me").status == .unauthorized)
             // A well-signed token whose session no longer exists.
             #expect(try await api.call(.get, "/v1/me", token: session.accessToken).status == .ok)
-            try await api.pool.query("delete from sessions")
+            try await api.asSuperuser("delete from sessions")
             let unknown = try await api.call(.get, "/v1/me", token: session.accessToken)
             #expect(unknown.status == .unauthorized && unknown.headers[.wwwAuthenticate] != nil)
         }

@@ -108,7 +108,7 @@ struct AuthorizationMatrixTests {
             _ = try await api.join(diary.inviteCode, token: taro.accessToken)
             let entry = try await api.post("こんにちは", in: diary.id, token: hana.accessToken).decode(Entry.self)
             _ = try await api.call(.post, "/v1/diaries/\(diary.id)/entries/\(entry.id)/read", token: hana.accessToken)
-            try await api.pool.query("update users set profile_image_url = 'https://img.example/hana.png' where id = \(hana.user.id)")
+            try await api.asSuperuser("update users set profile_image_url = 'https://img.example/hana.png' where id = \(hana.user.id)")
 
             let paths = [
                 "/v1/diaries", "/v1/diaries/\(diary.id)", "/v1/diaries/\(diary.id)/members", "/v1/diaries/\(diary.id)/entries",

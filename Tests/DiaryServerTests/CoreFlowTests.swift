@@ -101,7 +101,7 @@ struct CoreFlowTests {
             }
             #expect(statuses.filter { $0 == .created }.count == 1)
             #expect(statuses.filter { $0 == .ok }.count == 19)
-            let count = try #require(try await api.pool.query("select count(*)::int8 as n from entries where id = \(id)").first)
+            let count = try #require(try await api.asSuperuser("select count(*)::int8 as n from entries where id = \(id)").first)
             #expect(try count.decode("n", as: Int.self) == 1)
         }
     }
@@ -150,11 +150,11 @@ struct CoreFlowTests {
             #expect(try await api.call(.get, "/v1/me", token: owner.accessToken).status == .unauthorized)
             let inherited = try await api.call(.get, "/v1/diaries/\(diary.id)", token: first.accessToken).decode(Diary.self)
             #expect(inherited.role == .owner && inherited.memberCount == 1)
-            let gone = try #require(try await api.pool.query("select count(*)::int8 as n from diaries where id = \(solo.id)").first)
+            let gone = try #require(try await api.asSuperuser("select count(*)::int8 as n from diaries where id = \(solo.id)").first)
             #expect(try gone.decode("n", as: Int.self) == 0)
 
             #expect(try await api.call(.delete, "/v1/diaries/\(diary.id)/members/\(first.user.id)", token: first.accessToken).status == .noContent)
-            let emptied = try #require(try await api.pool.query("select count(*)::int8 as n from diaries where id = \(diary.id)").first)
+            let emptied = try #require(try await api.asSuperuser("select count(*)::int8 as n from diaries where id = \(diary.id)").first)
             #expect(try emptied.decode("n", as: Int.self) == 0)
         }
     }

@@ -40,6 +40,11 @@ enum Seed {
         return (try row.decode("id", as: UUID.self), try row.decode("invite_code", as: String.self))
     }
 
+    /// `statement` in a transaction whose caller (app.user_id) is `user`, as authenticate() sets it.
+    static func asCaller(_ user: UUID, _ statement: PostgresQuery, in pool: PostgresPool) async throws -> PostgresRows {
+        try await pool.transaction(["select set_config('app.user_id', \(user)::text, true)", statement])[1]
+    }
+
     static func memberCount(_ diary: UUID, in pool: PostgresPool) async throws -> Int {
         let row = try #require(try await pool.query("select count(*)::int8 as n from diary_members where diary_id = \(diary)").first)
         return try row.decode("n", as: Int.self)
@@ -63,7 +68,10 @@ struct JoinDiaryTests {
                             try await connection.query("select 1")
                             await line.arriveAndWait()
                             do {
-                                try await connection.query("select \(unsafeRaw: function)(\(diary.inviteCode), \(user))")
+                                try await connection.transaction([
+                                    "select set_config('app.user_id', \(user)::text, true)",
+                                    "select \(unsafeRaw: function)(\(diary.inviteCode), \(user))",
+                                ])
                                 return .joined
                             } catch let error as PostgresError where error.sqlState == SQLState("ZN002") {
                                 return .full
@@ -111,17 +119,26 @@ struct JoinDiaryTests {
                 let diary = try await Seed.diary(type: "family", owner: users[0], in: pool)
                 let messy = diary.inviteCode.lowercased().prefix(5) + "-" + diary.inviteCode.lowercased().dropFirst(5)
                 for code in [String(messy), diary.inviteCode, " \(diary.inviteCode) "] {
-                    let row = try #require(try await pool.query("select join_diary(\(code), \(users[1])) as id").first)
+                    let row = try #require(try await Seed.asCaller(users[1], "select join_diary(\(code), \(users[1])) as id", in: pool).first)
                     #expect(try row.decode("id", as: UUID.self) == diary.id)
                 }
                 let value6 = try await Seed.memberCount(diary.id, in: pool)
                 #expect(value6 == 2)
-                let ownerAgain = try #require(try await pool.query("select join_diary(\(diary.inviteCode), \(users[0])) as id").first)
+                let ownerAgain = try #require(try await Seed.asCaller(users[0], "select join_diary(\(diary.inviteCode), \(users[0])) as id", in: pool).first)
                 #expect(try ownerAgain.decode("id", as: UUID.self) == diary.id)
                 let unknown = await #expect(throws: PostgresError.self) {
-                    try await pool.query("select join_diary(\("ZZZZZZZZZZ"), \(users[1]))")
+                    try await Seed.asCaller(users[1], "select join_diary(\("ZZZZZZZZZZ"), \(users[1]))", in: pool)
                 }
                 #expect(unknown?.sqlState == SQLState("ZN001"))
+                // It runs as the schema's owner, so it joins nobody but the caller.
+                let forSomeoneElse = await #expect(throws: PostgresError.self) {
+                    try await Seed.asCaller(users[0], "select join_diary(\(diary.inviteCode), \(users[1]))", in: pool)
+                }
+                #expect(forSomeoneElse?.sqlState == SQLState("42501"))
+                let nobody = await #expect(throws: PostgresError.self) {
+                    try await pool.query("select join_diary(\(diary.inviteCode), \(users[1]))")
+                }
+                #expect(nobody?.sqlState == SQLState("42501"))
             }
         }
     }
@@ -132,7 +149,7 @@ struct JoinDiaryTests {
             try await TestDatabase.withPool(configuration, size: 1) { pool in
                 let users = try await Seed.users(3, in: pool)
                 let diary = try await Seed.diary(type: "couple", owner: users[0], in: pool)
-                try await pool.query("select join_diary(\(diary.inviteCode), \(users[1]))")
+                try await Seed.asCaller(users[1], "select join_diary(\(diary.inviteCode), \(users[1]))", in: pool)
                 let entry = try #require(try await pool.query("insert into entries (diary_id, user_id, content) values (\(diary.id), \(users[0]), \("今日は晴れ")) returning id").first)
                 let entryID = try entry.decode("id", as: UUID.self)
                 let first = try #require(try await pool.query("select mark_as_read(\(entryID), \(users[1])) as at").first).decode("at", as: Date.self)

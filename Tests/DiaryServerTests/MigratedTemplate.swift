@@ -36,7 +36,9 @@ enum MigratedTemplate {
                 let exists = try await connection.query("select 1 from pg_database where datname = \(name)")
                 guard exists.isEmpty else { return }
                 let building = try await TestDatabase.create()
-                try await TestDatabase.withPool(building, size: 1) { pool in
+                try await connection.query(PostgresQuery(unsafeSQL: "alter database \(building.database!) owner to \(TestDatabase.ownerRole)"))
+                // Migrated as in production: by the owner role, so the owner owns every object.
+                try await TestDatabase.withPool(building.as(TestDatabase.ownerRole), size: 1) { pool in
                     try await Migrator(pool: pool, files: files, logger: TestDatabase.logger).migrate()
                 }
                 try await connection.query(PostgresQuery(unsafeSQL: "alter database \(building.database!) rename to \(name)"))

@@ -13,6 +13,11 @@ public enum TestDatabase {
         return logger
     }()
 
+    /// The roles `scripts/postgres.sh` creates: the schema's owner, who migrates, and
+    /// the server's login role, to which every policy applies.
+    public static let ownerRole = "diary_owner"
+    public static let appRole = "diary_app"
+
     public static func adminConfiguration() throws -> PostgresConfiguration {
         guard let url = ProcessInfo.processInfo.environment["TEST_DATABASE_URL"] else {
             throw PostgresError(kind: .invalidConfiguration, message: "TEST_DATABASE_URL is not set: run the tests with `make test`")
@@ -76,5 +81,15 @@ public enum TestDatabase {
             try? await pool.close()
             throw error
         }
+    }
+}
+
+extension PostgresConfiguration {
+    /// The same database, logged into as `role` (the test cluster trusts local connections).
+    public func `as`(_ role: String) -> PostgresConfiguration {
+        var configuration = self
+        configuration.user = role
+        configuration.password = nil
+        return configuration
     }
 }

@@ -1,6 +1,6 @@
 import PostgresClient
 
-/// Row rules for `diaries`, mirroring the RLS policies of the same names.
+/// Row rules for `diaries`, twins of the RLS policies of the same names (sql/migrations/0004).
 ///
 /// | policy          | command | USING                        | WITH CHECK                         |
 /// |-----------------|---------|------------------------------|------------------------------------|
@@ -10,10 +10,11 @@ import PostgresClient
 /// | diaries_delete  | DELETE  | the owner                    |                                    |
 ///
 /// Renaming and rotating the invite code are updates, so only the owner may do them.
+/// A new diary and its owner's membership are made together by `create_diary`.
 enum DiariesPolicy {
-    static let diariesSelect: PostgresFragment = "is_diary_member(diaries.id)"
-    static let diariesInsert: PostgresFragment = "diaries.created_by = (select app_user_id())"
-    static let diariesUpdateUsing: PostgresFragment = "is_diary_member(diaries.id)"
-    static let diariesUpdateCheck: PostgresFragment = "is_diary_owner(diaries.id)"
-    static let diariesDelete: PostgresFragment = "is_diary_owner(diaries.id)"
+    static var diariesSelect: PostgresFragment { PolicyRule.rule("diaries.id = any ((select app_diary_ids())::uuid[])") }
+    static var diariesInsert: PostgresFragment { PolicyRule.rule("diaries.created_by = (select app_user_id())") }
+    static var diariesUpdateUsing: PostgresFragment { PolicyRule.rule("diaries.id = any ((select app_diary_ids())::uuid[])") }
+    static var diariesUpdateCheck: PostgresFragment { PolicyRule.rule("is_diary_owner(diaries.id)") }
+    static var diariesDelete: PostgresFragment { PolicyRule.rule("is_diary_owner(diaries.id)") }
 }

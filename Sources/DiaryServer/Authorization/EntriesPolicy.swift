@@ -1,20 +1,25 @@
 import PostgresClient
 
-/// Row rules for `entries`, mirroring the RLS policies of the same names.
+/// Row rules for `entries`, twins of the RLS policies of the same names (sql/migrations/0004).
 ///
-/// | policy          | command | USING                         | WITH CHECK                                  |
-/// |-----------------|---------|-------------------------------|---------------------------------------------|
-/// | entries_select  | SELECT  | members of the entry's diary  |                                             |
-/// | entries_insert  | INSERT  |                               | author is the caller, and the caller is a   |
-/// |                 |         |                               | member of the diary                         |
-/// | entries_update  | UPDATE  | members (others: 404)         | the caller is the author (others: 403)      |
-/// | entries_delete  | DELETE  | members (others: 404)         | the caller is the author (others: 403)      |
+/// | policy          | command | USING                                   | WITH CHECK                             |
+/// |-----------------|---------|-----------------------------------------|----------------------------------------|
+/// | entries_select  | SELECT  | members of the entry's diary            |                                        |
+/// | entries_insert  | INSERT  |                                         | the author is the caller, a member     |
+/// | entries_update  | UPDATE  | members (others: 404)                   | the author is the caller (others: 403) |
+/// | entries_delete  | DELETE  | members (others: 404), and only the     |                                        |
+/// |                 |         | author (others: 403)                    |                                        |
+///
+/// SQL has no WITH CHECK for DELETE, so entries_delete's USING holds both halves; a
+/// member's delete of someone else's entry removes nothing, which the repository
+/// reports as 403.
 enum EntriesPolicy {
-    static let entriesSelect: PostgresFragment = "is_diary_member(entries.diary_id)"
-    static let entriesInsert: PostgresFragment =
-        "(entries.user_id = (select app_user_id()) and is_diary_member(entries.diary_id))"
-    static let entriesUpdateUsing: PostgresFragment = "is_diary_member(entries.diary_id)"
-    static let entriesUpdateCheck: PostgresFragment = "entries.user_id = (select app_user_id())"
-    static let entriesDeleteUsing: PostgresFragment = "is_diary_member(entries.diary_id)"
-    static let entriesDeleteCheck: PostgresFragment = "entries.user_id = (select app_user_id())"
+    static var entriesSelect: PostgresFragment { PolicyRule.rule("entries.diary_id = any ((select app_diary_ids())::uuid[])") }
+    static var entriesInsert: PostgresFragment {
+        PolicyRule.rule("(entries.user_id = (select app_user_id()) and entries.diary_id = any ((select app_diary_ids())::uuid[]))")
+    }
+    static var entriesUpdateUsing: PostgresFragment { PolicyRule.rule("entries.diary_id = any ((select app_diary_ids())::uuid[])") }
+    static var entriesUpdateCheck: PostgresFragment { PolicyRule.rule("entries.user_id = (select app_user_id())") }
+    static var entriesDeleteUsing: PostgresFragment { PolicyRule.rule("entries.diary_id = any ((select app_diary_ids())::uuid[])") }
+    static var entriesDeleteCheck: PostgresFragment { PolicyRule.rule("entries.user_id = (select app_user_id())") }
 }

@@ -1,19 +1,19 @@
 import PostgresClient
 
-/// Row rules for `users`, mirroring the RLS policies of the same names.
+/// Row rules for `users`, twins of the RLS policies of the same names (sql/migrations/0004).
 ///
-/// | policy        | command | USING (who sees or affects a row)                  | WITH CHECK                |
-/// |---------------|---------|----------------------------------------------------|---------------------------|
-/// | users_select  | SELECT  | the caller's own row, in full; a co-member's row,  |                           |
-/// |               |         | public profile only (id, display name, image)      |                           |
-/// | users_insert  | INSERT  | nobody: accounts are made by sign-in, not by users |                           |
+/// | policy        | command | USING (who sees or affects a row)                  | WITH CHECK                    |
+/// |---------------|---------|----------------------------------------------------|-------------------------------|
+/// | users_select  | SELECT  | the caller, and members of the caller's diaries    |                               |
+/// |               |         | that are not anonymous                             |                               |
+/// | users_insert  | INSERT  | nobody: accounts are made by open_session          |                               |
 /// | users_update  | UPDATE  | the caller's own row                               | the row is still the caller's |
-/// | users_delete  | DELETE  | the caller's own row                               |                           |
+/// | users_delete  | DELETE  | the caller's own row                               |                               |
 ///
-/// The public profile of a co-member is served through `member_profiles`, which applies
-/// anonymous aliases; no query here selects another user's email, settings or premium.
+/// Policies are row rules. Which columns of a co-member leave the server is up to the
+/// queries: only `member_profiles` (with its anonymous aliases) reads another user.
 enum UsersPolicy {
-    static let usersSelectOwn: PostgresFragment = "users.id = (select app_user_id())"
-    static let usersUpdate: PostgresFragment = "users.id = (select app_user_id())"
-    static let usersDelete: PostgresFragment = "users.id = (select app_user_id())"
+    static var usersSelect: PostgresFragment { PolicyRule.rule("users.id = any ((select app_visible_user_ids())::uuid[])") }
+    static var usersUpdate: PostgresFragment { PolicyRule.rule("users.id = (select app_user_id())") }
+    static var usersDelete: PostgresFragment { PolicyRule.rule("users.id = (select app_user_id())") }
 }

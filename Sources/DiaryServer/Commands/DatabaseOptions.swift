@@ -3,14 +3,21 @@ import PostgresClient
 
 /// The database flags shared by every subcommand.
 struct DatabaseOptions: ParsableArguments {
-    @Option(name: .customLong("database-url"), help: "postgres:// URL of the database (default: $DATABASE_URL).")
+    @Option(name: .customLong("database-url"), help: "postgres:// URL of the database (default: $DATABASE_URL; for migrate, $MIGRATION_DATABASE_URL first).")
     var databaseURL: String?
 
     @Option(name: .customLong("database-wait"), help: "Seconds to keep retrying an unreachable database at start-up (default: $DB_WAIT_SECONDS or 30).")
     var databaseWaitSeconds: Int?
 
+    /// The server's connection: DATABASE_URL, as the unprivileged role diary_app.
     func configuration() throws -> PostgresConfiguration {
         try Setting.databaseURL(flag: databaseURL)
+    }
+
+    /// Migrations run as the owner of the schema: MIGRATION_DATABASE_URL, or DATABASE_URL
+    /// where one role does both (a superuser in development).
+    func migrationConfiguration() throws -> PostgresConfiguration {
+        try Setting.databaseURL(flag: databaseURL, environment: ["MIGRATION_DATABASE_URL", "DATABASE_URL"])
     }
 
     func waitDuration() throws -> Duration {

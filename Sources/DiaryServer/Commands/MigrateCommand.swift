@@ -32,7 +32,7 @@ struct MigrateCommand: AsyncParsableCommand {
         do {
             let directory = Setting.string(flag: migrationsDirectory, environment: "DIARY_MIGRATIONS_DIR", default: "sql/migrations")!
             files = try MigrationFile.load(from: URL(fileURLWithPath: directory))
-            pool = PostgresPool(configuration: try database.configuration(), options: .init(size: 1, acquireTimeout: .seconds(3600)), logger: logger)
+            pool = PostgresPool(configuration: try database.migrationConfiguration(), options: .init(size: 1, acquireTimeout: .seconds(3600)), logger: logger)
         } catch {
             printError("migrate: \(error)")
             throw ExitCode.failure

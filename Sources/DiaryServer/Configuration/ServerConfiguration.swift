@@ -82,6 +82,12 @@ enum Setting {
     }
 
     static func databaseURL(flag: String?, environment name: String = "DATABASE_URL") throws -> PostgresConfiguration {
+        try databaseURL(flag: flag, environment: [name])
+    }
+
+    /// The first of `names` that is set wins, after the flag.
+    static func databaseURL(flag: String?, environment names: [String]) throws -> PostgresConfiguration {
+        let name = names.first { string(flag: nil, environment: $0) != nil } ?? names[names.count - 1]
         guard let url = string(flag: flag, environment: name) else {
             throw ConfigurationError(description: "\(name) is not set; give a postgres:// URL in \(name) or with --database-url")
         }

@@ -59,14 +59,10 @@ struct DiaryRepository: Sendable {
             let id = UUID()
             do {
                 let results = try await scope.run([
-                    """
-                    insert into diaries (id, name, type, created_by)
-                    select \(id), \(name), \(type.rawValue), (select app_user_id())
-                    """,
-                    "insert into diary_members (diary_id, user_id, role) values (\(id), (select app_user_id()), 'owner')",
+                    "select create_diary(\(id), \(name), \(type.rawValue))",
                     "\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.diariesSelect)",
                 ])
-                guard let row = results[2].first else { throw Problem.internalError() }
+                guard let row = results[1].first else { throw Problem.internalError() }
                 return try Self.diary(from: row)
             } catch let error as PostgresError where error.constraint == "diaries_invite_code_key" && attempt < 3 {
                 continue

@@ -57,8 +57,9 @@ struct EntryRepository: Sendable {
             Self.diaryVisible(diary),
             """
             insert into entries (diary_id, id, user_id, content, question)
-            select \(diary), \(entryID), (select app_user_id()), \(content), \(question)
-            where is_diary_member(\(diary))
+            select * from (values (\(diary), \(entryID), (select app_user_id()), \(content), \(question)))
+                as entries (diary_id, id, user_id, content, question)
+            where \(EntriesPolicy.entriesInsert)
             on conflict (diary_id, id) do nothing
             returning id
             """,
@@ -170,7 +171,8 @@ struct EntryRepository: Sendable {
                 where entries.diary_id = target.diary_id and entries.id = target.id and target.permitted
                 returning entries.id
             )
-            select permitted from target
+            -- entries_delete may still refuse what Swift permitted: nothing removed is a 403 too.
+            select permitted and exists (select 1 from removed) as permitted from target
             """)
         try DiaryRepository.requirePermitted(rows, missing: "no such entry", forbidden: "only the author can delete this entry")
     }

@@ -6,8 +6,11 @@ import PostgresClient
 struct UserRepository: Sendable {
     let scope: RequestScope
 
+    /// Which row is asked for, not a permission: users_select also shows co-members.
+    static var callersRow: PostgresFragment { "users.id = (select app_user_id()) and " + UsersPolicy.usersSelect }
+
     func me() async throws -> Me {
-        let rows = try await scope.run("select \(UserColumns.me) from users where \(UsersPolicy.usersSelectOwn)")
+        let rows = try await scope.run("select \(UserColumns.me) from users where \(Self.callersRow)")
         // A live session whose user is gone cannot happen (sessions cascade), but if it did it is not a 500.
         guard let row = rows.first else { throw Problem.unauthorized("the account no longer exists") }
         return try UserColumns.me(from: row)
@@ -29,7 +32,7 @@ struct UserRepository: Sendable {
                 settings = settings || coalesce(jsonb_strip_nulls(\(settings)), '{}')
             where \(UsersPolicy.usersUpdate)
             """,
-            "select \(UserColumns.me) from users where \(UsersPolicy.usersSelectOwn)",
+            "select \(UserColumns.me) from users where \(Self.callersRow)",
         ])
         guard let row = results[1].first else { throw Problem.unauthorized("the account no longer exists") }
         return try UserColumns.me(from: row)
@@ -49,7 +52,7 @@ struct UserRepository: Sendable {
     func todaysQuestion() async throws -> TodayQuestion {
         let rows = try await scope.run("""
             with today as (
-                select (now() at time zone users.time_zone)::date as day from users where \(UsersPolicy.usersSelectOwn)
+                select (now() at time zone users.time_zone)::date as day from users where \(Self.callersRow)
             )
             select to_char(today.day, 'YYYY-MM-DD') as day, questions.text
             from today, questions

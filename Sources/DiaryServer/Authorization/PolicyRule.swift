@@ -1,0 +1,19 @@
+import PostgresClient
+
+/// A policy's predicate, spliced into the statements that need it.
+///
+/// Debug builds can turn every rule into `true` for one request's task, so a test can
+/// show that PostgreSQL's own policies (sql/migrations/0004) still refuse what Swift
+/// would have: the second wall. Release builds have no such switch.
+enum PolicyRule {
+    #if DEBUG
+    @TaskLocal static var swiftChecksDisabled = false
+    #endif
+
+    static func rule(_ predicate: PostgresFragment) -> PostgresFragment {
+        #if DEBUG
+        if swiftChecksDisabled { return "true" }
+        #endif
+        return predicate
+    }
+}

@@ -1,0 +1,12 @@
+-- The cluster's two roles for Zutto Nikki. Run once per cluster, as a superuser, before
+-- migrating:  psql -v ON_ERROR_STOP=1 -f sql/roles.sql
+-- (scripts/postgres.sh does it for `make run` and `make test`; compose.yaml at first start.)
+--   diary_owner  owns the schema and runs the migrations (MIGRATION_DATABASE_URL). BYPASSRLS,
+--                so the SECURITY DEFINER functions, which check their caller themselves,
+--                see past the row-level policies.
+--   diary_app    the server's role (DATABASE_URL): owns nothing, no BYPASSRLS; every policy applies.
+-- Set passwords separately where connections are not trusted: alter role … password ….
+select 'create role diary_owner login createdb' where not exists (select from pg_roles where rolname = 'diary_owner') \gexec
+select 'create role diary_app login' where not exists (select from pg_roles where rolname = 'diary_app') \gexec
+alter role diary_owner bypassrls;
+alter role diary_app nobypassrls nosuperuser nocreatedb nocreaterole;
