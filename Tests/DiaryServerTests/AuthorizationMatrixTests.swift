@@ -1,6 +1,7 @@
 import DiaryModels
 import Foundation
 import Hummingbird
+import PostgresClient
 import Testing
 @testable import DiaryServer
 
@@ -71,15 +72,40 @@ struct AuthorizationMatrixTests {
         ]
     }
 
-    @Test("each route answers each role as the policy says, and nothing leaks to outsiders or ex-members")
-    func matrix() async throws {
+    /// Which of the two walls stand: the Swift policies (switched off with the debug-only
+    /// `PolicyRule` switch, which makes every predicate `true`) and PostgreSQL's RLS
+    /// (switched off by disabling it on every table). Either one alone must hold.
+    enum Walls: String, CaseIterable, CustomTestStringConvertible {
+        case both, databaseOnly, swiftOnly
+        var testDescription: String { rawValue }
+        var swiftChecksDisabled: Bool { self == .databaseOnly }
+        var rowSecurityDisabled: Bool { self == .swiftOnly }
+    }
+
+    static let protectedTables = ["users", "diaries", "diary_members", "entries", "entry_reads", "sessions", "refresh_tokens"]
+
+    static func disableRowSecurity(_ api: APIHarness) async throws {
+        for table in protectedTables {
+            try await api.asSuperuser(PostgresQuery(unsafeSQL: "alter table \(table) disable row level security"))
+        }
+    }
+
+    @Test(
+        "each route answers each role as the policy says, and nothing leaks to outsiders or ex-members",
+        arguments: Walls.allCases
+    )
+    func matrix(walls: Walls) async throws {
         try await APIHarness.run { api in
             let world = try await Self.makeWorld(api)
+            if walls.rowSecurityDisabled { try await Self.disableRowSecurity(api) }
+            let swiftChecksDisabled = walls.swiftChecksDisabled
             var failures: [String] = []
             for testCase in Self.cases(world) {
                 for role in Role.allCases {
                     guard let expected = testCase.expected[role] else { continue }
-                    let reply = try await api.call(testCase.method, testCase.path, token: world.tokens[role]!, json: testCase.json)
+                    let reply = try await PolicyRule.$swiftChecksDisabled.withValue(swiftChecksDisabled) {
+                        try await api.call(testCase.method, testCase.path, token: world.tokens[role]!, json: testCase.json)
+                    }
                     if reply.status != expected {
                         failures.append("\(testCase.name) as \(role): \(reply.status.code), expected \(expected.code)")
                     }
@@ -91,11 +117,27 @@ struct AuthorizationMatrixTests {
                 }
             }
             for role in [Role.outsider, .exMember] {
-                let list = try await api.call(.get, "/v1/diaries", token: world.tokens[role]!)
+                let list = try await PolicyRule.$swiftChecksDisabled.withValue(swiftChecksDisabled) {
+                    try await api.call(.get, "/v1/diaries", token: world.tokens[role]!)
+                }
                 #expect(try list.decode(DiaryList.self).diaries.isEmpty, "\(role) sees a diary in the list")
                 for secret in world.secrets where list.text.contains(secret) { failures.append("list as \(role) leaked \(secret)") }
             }
             #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+        }
+    }
+
+    /// Shows that the walls are what protects the diary, so the test above can fail.
+    @Test("with both walls down, an outsider reads the diary")
+    func bothWallsDown() async throws {
+        try await APIHarness.run { api in
+            let world = try await Self.makeWorld(api)
+            try await Self.disableRowSecurity(api)
+            let reply = try await PolicyRule.$swiftChecksDisabled.withValue(true) {
+                try await api.call(.get, "/v1/diaries/\(world.diary.id)/entries/\(world.ownersEntry)", token: world.tokens[.outsider]!)
+            }
+            #expect(reply.status == .ok)
+            #expect(reply.text.contains("誰にも言えない話"))
         }
     }
 

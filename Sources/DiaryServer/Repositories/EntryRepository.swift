@@ -59,7 +59,8 @@ struct EntryRepository: Sendable {
             insert into entries (diary_id, id, user_id, content, question)
             select * from (values (\(diary), \(entryID), (select app_user_id()), \(content), \(question)))
                 as entries (diary_id, id, user_id, content, question)
-            where \(EntriesPolicy.entriesInsert)
+            -- An invisible diary does not exist: nothing is tried there, so it is a 404, never a 403.
+            where exists (select 1 from diaries where diaries.id = \(diary)) and \(EntriesPolicy.entriesInsert)
             on conflict (diary_id, id) do nothing
             returning id
             """,

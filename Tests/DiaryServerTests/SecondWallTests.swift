@@ -1,0 +1,191 @@
+import DiaryModels
+import Foundation
+import Hummingbird
+import PostgresClient
+import Testing
+import TestSupport
+@testable import DiaryServer
+
+/// PostgreSQL's row-level security agrees with the Swift policies, keeps identities apart
+/// on a shared connection, and turns an identity that cannot be set into 401.
+@Suite("Row-level security: the second wall")
+struct SecondWallTests {
+    typealias Role = AuthorizationMatrixTests.Role
+
+    enum Verdict: Equatable, CustomStringConvertible {
+        case allowed, hidden, forbidden, unexpected(String)
+
+        init(_ status: HTTPResponse.Status) {
+            switch status.code {
+            case 200..<300: self = .allowed
+            case 404: self = .hidden
+            case 403: self = .forbidden
+            default: self = .unexpected("HTTP \(status.code)")
+            }
+        }
+
+        var description: String {
+            switch self {
+            case .allowed: "allowed"
+            case .hidden: "hidden"
+            case .forbidden: "forbidden"
+            case .unexpected(let what): what
+            }
+        }
+    }
+
+    /// The authorization matrix's operations, as SQL the app role runs itself with the
+    /// caller's identity set: a row the caller cannot see is `hidden`, a write the
+    /// policies refuse (42501, or nothing changed on a visible row) is `forbidden`.
+    struct SQLProbe {
+        let connection: PostgresConnection
+        let world: AuthorizationMatrixTests.World
+        let caller: UUID
+
+        var diary: UUID { world.diary.id }
+        var entry: UUID { world.ownersEntry }
+
+        func verdict(for operation: String) async throws -> Verdict {
+            switch operation {
+            case "get diary", "timeline":
+                return try await exists("select 1 from diaries where id = \(diary)") ? .allowed : .hidden
+            case "rename diary":
+                return try await changes("update diaries set name = name where id = \(diary) returning 1")
+            case "rotate invite code":
+                return try await changes("update diaries set invite_code = generate_invite_code() where id = \(diary) returning 1")
+            case "list members":
+                return try await exists("select 1 from diary_members where diary_id = \(diary)") ? .allowed : .hidden
+            case "remove the owner":
+                let outcome = try await connection.query("select remove_diary_member(\(diary), \(world.ids[.owner]!)) as outcome")
+                switch try outcome.first?.decode("outcome", as: String.self) {
+                case "removed": return .allowed
+                case "forbidden": return .forbidden
+                default: return .hidden
+                }
+            case "post entry":
+                guard try await exists("select 1 from diaries where id = \(diary)") else { return .hidden }
+                return try await changes("insert into entries (diary_id, user_id, content) values (\(diary), \(caller), \("書く")) returning 1")
+            case "get entry", "list reads":
+                return try await exists("select 1 from entries where diary_id = \(diary) and id = \(entry)") ? .allowed : .hidden
+            case "edit entry":
+                return try await changes("update entries set content = content where diary_id = \(diary) and id = \(entry) returning 1")
+            case "mark read":
+                do {
+                    try await connection.query("select mark_as_read(\(entry), \(caller))")
+                    return .allowed
+                } catch let error as PostgresError where error.sqlState == SQLState("ZN003") {
+                    return .hidden
+                }
+            case "delete entry":
+                guard try await exists("select 1 from entries where diary_id = \(diary) and id = \(entry)") else { return .hidden }
+                // The row is visible, so a delete that removes nothing was refused.
+                let deleted = try await changes("delete from entries where diary_id = \(diary) and id = \(entry) returning 1")
+                return deleted == .hidden ? .forbidden : deleted
+            default:
+                return .unexpected("no SQL for \(operation)")
+            }
+        }
+
+        private func exists(_ query: PostgresQuery) async throws -> Bool {
+            try await !connection.query(query).isEmpty
+        }
+
+        /// A visible row the statement leaves alone was refused, as was a 42501.
+        private func changes(_ statement: PostgresQuery) async throws -> Verdict {
+            do {
+                return try await connection.query(statement).isEmpty ? .hidden : .allowed
+            } catch let error as PostgresError where error.sqlState == SQLState("42501") {
+                return .forbidden
+            }
+        }
+    }
+
+    /// Runs `operation` as `caller` in a transaction that is rolled back, so it changes nothing.
+    static func sqlVerdict(_ operation: String, as caller: UUID, world: AuthorizationMatrixTests.World, pool: PostgresPool) async throws -> Verdict {
+        try await pool.withConnection { connection in
+            try await connection.query("begin")
+            try await connection.query("select set_config('app.user_id', \(caller)::text, true)")
+            let verdict: Verdict
+            do {
+                verdict = try await SQLProbe(connection: connection, world: world, caller: caller).verdict(for: operation)
+            } catch {
+                verdict = .unexpected("\(error)")
+            }
+            try await connection.query("rollback")
+            return verdict
+        }
+    }
+
+    @Test("the authorization matrix gives the same answer through HTTP and directly in SQL as diary_app")
+    func agreement() async throws {
+        try await APIHarness.run { api in
+            let world = try await AuthorizationMatrixTests.makeWorld(api)
+            var disagreements: [String] = []
+            var compared = 0
+            for testCase in AuthorizationMatrixTests.cases(world) {
+                for role in Role.allCases {
+                    guard let expected = testCase.expected[role] else { continue }
+                    // Still the diary's row for "delete entry" and "edit entry": SQL first, rolled back.
+                    let sql = try await Self.sqlVerdict(testCase.name, as: world.ids[role]!, world: world, pool: api.pool)
+                    let http = Verdict(try await api.call(testCase.method, testCase.path, token: world.tokens[role]!, json: testCase.json).status)
+                    compared += 1
+                    if sql != http || http != Verdict(expected) {
+                        disagreements.append("\(testCase.name) as \(role): HTTP \(http), SQL \(sql), table \(Verdict(expected))")
+                    }
+                }
+            }
+            #expect(compared >= 40)
+            #expect(disagreements.isEmpty, "\(disagreements.joined(separator: "\n"))")
+        }
+    }
+
+    @Test("1,000 alternating requests from two users over one pooled connection: neither sees the other's rows")
+    func poolIdentity() async throws {
+        try await APIHarness.run(poolSize: 1) { api in
+            var users: [(token: String, diary: UUID, secret: String)] = []
+            for name in ["ユーザーA", "ユーザーB"] {
+                let session = try await api.signIn(name)
+                let diary = try await api.createDiary("\(name)の日記", type: .couple, token: session.accessToken)
+                let secret = "\(name)だけの秘密 \(UUID())"
+                _ = try await api.post(secret, in: diary.id, token: session.accessToken)
+                users.append((session.accessToken, diary.id, secret))
+            }
+            var leaks = 0
+            var served = 0
+            for index in 0..<1000 {
+                let me = users[index % 2], other = users[(index + 1) % 2]
+                let path = index % 4 < 2 ? "/v1/diaries/\(me.diary)/entries" : "/v1/diaries"
+                let reply = try await api.call(.get, path, token: me.token)
+                if reply.status == .ok { served += 1 }
+                if reply.text.contains(other.secret) || reply.text.contains(other.diary.uuidString.lowercased()) { leaks += 1 }
+                // The other user's diary stays a 404 on the same connection.
+                if index % 100 == 0 {
+                    #expect(try await api.call(.get, "/v1/diaries/\(other.diary)/entries", token: me.token).status == .notFound)
+                }
+            }
+            #expect(served == 1000)
+            #expect(leaks == 0)
+            // Nothing of the last request stays on the connection: no identity, so no rows.
+            let after = try #require(try await api.pool.query("""
+                select coalesce(current_setting('app.user_id', true), '') as identity,
+                       (select count(*) from entries) + (select count(*) from diaries) + (select count(*) from diary_members)
+                     + (select count(*) from entry_reads) + (select count(*) from users) + (select count(*) from sessions) as visible
+                """).first)
+            #expect(try after.decode("identity", as: String.self) == "")
+            #expect(try after.decode("visible", as: Int.self) == 0)
+        }
+    }
+
+    @Test("a request whose user was deleted mid-session is 401, never 500")
+    func deletedUser() async throws {
+        try await APIHarness.run { api in
+            let session = try await api.signIn("消える人")
+            #expect(try await api.call(.get, "/v1/me", token: session.accessToken).status == .ok)
+            try await api.asSuperuser("delete from users where id = \(session.user.id)")
+            for path in ["/v1/me", "/v1/diaries", "/v1/questions/today"] {
+                let reply = try await api.call(.get, path, token: session.accessToken)
+                #expect(reply.status == .unauthorized, "\(path): \(reply.status)")
+            }
+        }
+    }
+}
