@@ -6,7 +6,7 @@ PG := scripts/postgres.sh
 # `make run CONFIG=release` for an optimised server.
 CONFIG ?= debug
 
-.PHONY: run test build db db-stop psql bench clean-db
+.PHONY: run test build db db-stop psql bench bench-rls clean-db
 
 run: db
 	swift build -c $(CONFIG) --product diary-server
@@ -17,7 +17,7 @@ run: db
 	exec "$$bin" serve
 
 test: db
-	eval "$$($(PG) env)"; swift build --product diary-server; swift test; Tests/contract/schemathesis.sh
+	eval "$$($(PG) env)"; swift build --product diary-server; swift test; Tests/sql/run-pgtap.sh; Tests/contract/schemathesis.sh
 
 build:
 	swift build
@@ -33,6 +33,9 @@ psql: db
 
 bench: db
 	eval "$$($(PG) env)"; Benchmarks/client-vs-pgbench.sh
+
+bench-rls: db
+	eval "$$($(PG) env)"; Benchmarks/rls-overhead.sh
 
 clean-db: db-stop
 	rm -rf .data/postgres

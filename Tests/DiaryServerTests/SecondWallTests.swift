@@ -104,7 +104,9 @@ struct SecondWallTests {
     static func sqlVerdict(_ operation: String, as caller: UUID, world: AuthorizationMatrixTests.World, pool: PostgresPool) async throws -> Verdict {
         try await pool.withConnection { connection in
             try await connection.query("begin")
+            // What authenticate() does, without a session: the identity, then the caller's diaries.
             try await connection.query("select set_config('app.user_id', \(caller)::text, true)")
+            try await connection.query("select refresh_app_diary_ids()")
             let verdict: Verdict
             do {
                 verdict = try await SQLProbe(connection: connection, world: world, caller: caller).verdict(for: operation)

@@ -30,31 +30,96 @@ begin
 end
 $$;
 
+-- The caller, redefined so PostgreSQL can inline it: every policy reads it, and a
+-- function with a SET clause is never inlined but called, with a GUC save and restore
+-- each time. Instead of pinning search_path, the body names everything by schema, so
+-- no search_path can change what it means.
+create or replace function app_user_id() returns uuid
+language sql stable
+as $$
+    select nullif(pg_catalog.current_setting('app.user_id', true), '')::pg_catalog.uuid
+$$;
+
 -- The caller's diaries, as an array a policy compares against once per statement:
--- `diary_id = any ((select app_diary_ids())::uuid[])` is an initPlan plus an index condition,
--- where calling a membership function per row would run a subquery per row.
--- SECURITY DEFINER because diary_members' own policy uses it (no recursion); it only
--- ever answers for the caller.
+-- `diary_id = any ((select app_diary_ids())::uuid[])` is an initPlan plus an index
+-- condition. It is read from app.diary_ids, which refresh_app_diary_ids() fills when
+-- the identity is set and again whenever the caller's own memberships change, so a
+-- policy costs no query at all. Like app.user_id it lives for one transaction.
 create function app_diary_ids() returns uuid[]
-language sql stable security definer
+language sql stable
+as $$
+    select nullif(pg_catalog.current_setting('app.diary_ids', true), '')::pg_catalog.uuid[]
+$$;
+
+-- SECURITY DEFINER because it reads diary_members beneath that table's own policy,
+-- which is written in terms of app_diary_ids(); it only ever answers for the caller.
+create function refresh_app_diary_ids() returns void
+language plpgsql volatile security definer
 set search_path = pg_catalog, public
 as $$
-    select coalesce(array_agg(m.diary_id), '{}') from diary_members m where m.user_id = (select app_user_id())
+begin
+    perform set_config('app.diary_ids',
+        (select coalesce(array_agg(m.diary_id), '{}') from diary_members m where m.user_id = app_user_id())::text, true);
+end
+$$;
+
+create function refresh_app_diary_ids_after_membership_change() returns trigger
+language plpgsql security definer
+set search_path = pg_catalog, public
+as $$
+begin
+    if coalesce(new.user_id, old.user_id) = app_user_id() then
+        perform refresh_app_diary_ids();
+    end if;
+    return null;
+end
+$$;
+
+-- Joining, creating, leaving and deleting the account all change the caller's own rows here.
+create trigger diary_members_refresh_app_diary_ids
+    after insert or delete on diary_members
+    for each row execute function refresh_app_diary_ids_after_membership_change();
+
+-- As in 0002, and the caller's diaries with the identity.
+create or replace function authenticate(session uuid, caller uuid) returns void
+language plpgsql volatile security definer
+set search_path = pg_catalog, public
+as $$
+begin
+    if not exists (
+        select 1 from sessions s
+        where s.id = authenticate.session and s.user_id = authenticate.caller and s.revoked_at is null
+    ) then
+        raise exception 'session is not valid' using errcode = 'ZN401';
+    end if;
+    perform set_config('app.user_id', caller::text, true);
+    perform refresh_app_diary_ids();
+end
 $$;
 
 -- The users whose row the caller may see: themself, and the members of their diaries
 -- that are not anonymous. Anonymous co-members stay hidden even from a query that
 -- forgets member_profiles' aliases.
 create function app_visible_user_ids() returns uuid[]
-language sql stable security definer
+language plpgsql stable security definer
 set search_path = pg_catalog, public
 as $$
-    select array(
-        select (select app_user_id()) where (select app_user_id()) is not null
+declare
+    caller constant uuid := app_user_id();
+begin
+    if caller is null then
+        return '{}';
+    end if;
+    return array(
+        select caller
         union
-        select m.user_id from diary_members m join diaries d on d.id = m.diary_id
-        where m.diary_id = any ((select app_diary_ids())::uuid[]) and d.type <> 'anonymous'
-    )
+        select m.user_id
+        from diary_members mine
+        join diaries d on d.id = mine.diary_id and d.type <> 'anonymous'
+        join diary_members m on m.diary_id = mine.diary_id
+        where mine.user_id = caller
+    );
+end
 $$;
 
 -- These read diary_members on the caller's behalf, beneath its policy.
@@ -65,8 +130,6 @@ alter function check_diary_has_one_owner() security definer;
 -- They act only for app_user_id() and check it themselves (0003).
 alter function remove_diary_member(uuid, uuid) security definer;
 alter function delete_my_account() security definer;
--- They run before there is a caller: the session id or refresh token is the proof.
-alter function authenticate(uuid, uuid) security definer;
 
 -- A joiner cannot see the diary yet, so join_diary runs as the owner; it acts only
 -- for the caller.
@@ -152,6 +215,7 @@ begin
     insert into sessions (id, user_id) values (session, account);
     insert into refresh_tokens (token_hash, session_id, expires_at) values (refresh_token_hash, session, now() + lifetime);
     perform set_config('app.user_id', account::text, true);
+    perform refresh_app_diary_ids();
     return account;
 end
 $$;
@@ -182,12 +246,14 @@ begin
         insert into refresh_tokens (token_hash, session_id, issued_at, expires_at)
         values (successor, owning_session.id, now(), now() + lifetime);
         perform set_config('app.user_id', owning_session.user_id::text, true);
+        perform refresh_app_diary_ids();
         return query select 'rotated'::text, owning_session.id, owning_session.user_id, now();
         return;
     end if;
     select * into next_token from refresh_tokens t where t.token_hash = successor and t.session_id = owning_session.id;
     if token.rotated_at > now() - interval '10 seconds' and found and next_token.rotated_at is null then
         perform set_config('app.user_id', owning_session.user_id::text, true);
+        perform refresh_app_diary_ids();
         return query select 'replayed'::text, owning_session.id, owning_session.user_id, next_token.issued_at;
         return;
     end if;
@@ -290,16 +356,27 @@ create policy questions_delete on questions for delete using (false);
 
 -- Privileges: nothing for PUBLIC beyond what PostgreSQL itself needs; diary_app gets
 -- exactly what the server's queries use.
+-- (Extensions' functions, such as pgcrypto's gen_random_bytes, keep their own grants.)
 revoke all on all tables in schema public from public;
-revoke execute on all functions in schema public from public;
--- pgcrypto's functions live in public too; the invite-code default needs gen_random_bytes.
-grant execute on function gen_random_bytes(integer) to diary_app;
+do $$
+declare
+    function regprocedure;
+begin
+    for function in
+        select p.oid::regprocedure from pg_proc p
+        where p.pronamespace = 'public'::regnamespace
+          and not exists (select from pg_depend d where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')
+    loop
+        execute format('revoke execute on function %s from public', function);
+    end loop;
+end
+$$;
 
 grant select, insert, update, delete on users, diaries, diary_members, entries, entry_reads to diary_app;
 grant select, update on sessions to diary_app;
 grant select on questions, member_profiles to diary_app;
 grant execute on function
-    app_user_id(), app_diary_ids(), app_visible_user_ids(), is_diary_member(uuid), is_diary_owner(uuid),
+    app_user_id(), app_diary_ids(), refresh_app_diary_ids(), app_visible_user_ids(), is_diary_member(uuid), is_diary_owner(uuid),
     authenticate(uuid, uuid), open_session(text, text, text, text, uuid, bytea, interval),
     rotate_refresh_token(bytea, bytea, interval), create_diary(uuid, text, text), join_diary(text, uuid),
     mark_as_read(uuid, uuid), remove_diary_member(uuid, uuid), delete_my_account(),

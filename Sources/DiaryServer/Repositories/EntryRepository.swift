@@ -11,7 +11,9 @@ struct EntryRepository: Sendable {
     static let departedAuthorID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
     static let departedAuthorName = "退会したユーザー"
 
-    static let entryColumns: PostgresFragment = """
+    static var entryColumns: PostgresFragment { entryColumnsHead + EntryReadsPolicy.entryReadsSelect + entryColumnsTail }
+
+    private static let entryColumnsHead: PostgresFragment = """
         select entries.id, entries.diary_id, entries.content, entries.question, entries.images,
             entries.created_at, entries.updated_at, entries.user_id = (select app_user_id()) as is_mine,
             author.public_id as author_id, author.display_name as author_name, author.profile_image_url as author_image,
@@ -19,8 +21,12 @@ struct EntryRepository: Sendable {
                                       order by entry_reads.read_at, reader.public_id), '[]')
               from entry_reads
               join member_profiles reader on reader.diary_id = entry_reads.diary_id and reader.user_id = entry_reads.user_id
-              where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id
-                and is_diary_member(entry_reads.diary_id)) as read_by
+              where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id and \
+
+        """
+
+    private static let entryColumnsTail: PostgresFragment = """
+        ) as read_by
         from entries
         left join member_profiles author on author.diary_id = entries.diary_id and author.user_id = entries.user_id
         """

@@ -1,0 +1,147 @@
+-- pgTAP: the row-level security of sql/migrations, checked inside the database.
+-- Run by Tests/sql/run-pgtap.sh (part of `make test`) on a freshly migrated database.
+\set ON_ERROR_STOP 1
+\set QUIET 1
+\pset format unaligned
+\pset tuples_only true
+\pset pager off
+
+begin;
+set search_path = public, tap;
+select plan(57);
+
+-- Two users, each alone in their own diary with an entry and a read.
+insert into users (id, display_name) values
+    ('aaaaaaaa-0000-0000-0000-000000000001', 'A'),
+    ('bbbbbbbb-0000-0000-0000-000000000002', 'B');
+insert into sessions (id, user_id) values
+    ('aaaaaaaa-5e55-0000-0000-000000000001', 'aaaaaaaa-0000-0000-0000-000000000001'),
+    ('bbbbbbbb-5e55-0000-0000-000000000002', 'bbbbbbbb-0000-0000-0000-000000000002');
+insert into diaries (id, name, type, created_by) values
+    ('aaaaaaaa-d1a2-0000-0000-000000000001', 'A の日記', 'couple', 'aaaaaaaa-0000-0000-0000-000000000001'),
+    ('bbbbbbbb-d1a2-0000-0000-000000000002', 'B の日記', 'couple', 'bbbbbbbb-0000-0000-0000-000000000002');
+insert into diary_members (diary_id, user_id, role) values
+    ('aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-0000-0000-0000-000000000001', 'owner'),
+    ('bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-0000-0000-0000-000000000002', 'owner');
+insert into entries (diary_id, id, user_id, content) values
+    ('aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-e000-0000-0000-000000000001', 'aaaaaaaa-0000-0000-0000-000000000001', 'A の秘密'),
+    ('bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-e000-0000-0000-000000000002', 'bbbbbbbb-0000-0000-0000-000000000002', 'B の秘密');
+insert into entry_reads (diary_id, entry_id, user_id) values
+    ('aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-e000-0000-0000-000000000001', 'aaaaaaaa-0000-0000-0000-000000000001'),
+    ('bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-e000-0000-0000-000000000002', 'bbbbbbbb-0000-0000-0000-000000000002');
+
+-- Structure: every table enabled and forced, a policy per command, safe functions and views.
+select is(
+    (select string_agg(relname, ', ' order by relname) from pg_class
+     where relnamespace = 'public'::regnamespace and relkind = 'r' and relname <> 'schema_migrations'
+       and not (relrowsecurity and relforcerowsecurity)),
+    null, 'row-level security is enabled and forced on every table');
+select policies_are('public', 'users', array['users_select', 'users_insert', 'users_update', 'users_delete']);
+select policies_are('public', 'diaries', array['diaries_select', 'diaries_insert', 'diaries_update', 'diaries_delete']);
+select policies_are('public', 'diary_members', array['diary_members_select', 'diary_members_insert', 'diary_members_update', 'diary_members_delete']);
+select policies_are('public', 'entries', array['entries_select', 'entries_insert', 'entries_update', 'entries_delete']);
+select policies_are('public', 'entry_reads', array['entry_reads_select', 'entry_reads_insert', 'entry_reads_update', 'entry_reads_delete']);
+select policies_are('public', 'sessions', array['sessions_select', 'sessions_insert', 'sessions_update', 'sessions_delete']);
+select policies_are('public', 'refresh_tokens', array['refresh_tokens_select', 'refresh_tokens_insert', 'refresh_tokens_update', 'refresh_tokens_delete']);
+select policies_are('public', 'questions', array['questions_select', 'questions_insert', 'questions_update', 'questions_delete']);
+select is(
+    (select string_agg(format('%s.%s', c.relname, p.polname), ', ') from pg_policy p join pg_class c on c.oid = p.polrelid
+     where c.relnamespace = 'public'::regnamespace
+       and p.polname <> c.relname || '_' || case p.polcmd when 'r' then 'select' when 'a' then 'insert' when 'w' then 'update' when 'd' then 'delete' else 'all' end),
+    null, 'every policy is named <table>_<command> after the one command it covers');
+select is(
+    (select string_agg(format('%s.%s', c.relname, p.polname), ', ') from pg_policy p join pg_class c on c.oid = p.polrelid
+     where c.relnamespace = 'public'::regnamespace and p.polcmd = 'w' and (p.polqual is null or p.polwithcheck is null)),
+    null, 'every UPDATE policy has both USING and WITH CHECK');
+select is(
+    (select string_agg(p.oid::regprocedure::text, ', ') from pg_proc p
+     where p.pronamespace = 'public'::regnamespace and p.prosecdef
+       and (p.proacl is null or exists (select from aclexplode(p.proacl) a where a.grantee = 0 and a.privilege_type = 'EXECUTE'))),
+    null, 'no SECURITY DEFINER function is executable by PUBLIC');
+select is(
+    (select string_agg(p.oid::regprocedure::text, ', ') from pg_proc p
+     where p.pronamespace = 'public'::regnamespace and p.prosecdef
+       and not exists (select from unnest(p.proconfig) c where c like 'search_path=%')),
+    null, 'every SECURITY DEFINER function pins search_path');
+select is(
+    (select string_agg(relname, ', ') from pg_class
+     where relnamespace = 'public'::regnamespace and relkind = 'v'
+       and not coalesce(reloptions @> array['security_invoker=true'], false)),
+    null, 'no view lacks security_invoker');
+select is(
+    (select string_agg(c.relname, ', ') from pg_class c
+     where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'v') and c.relowner = 'diary_app'::regrole),
+    null, 'diary_app owns nothing');
+select ok(not (select rolbypassrls or rolsuper from pg_roles where rolname = 'diary_app'), 'diary_app has no BYPASSRLS');
+
+-- No identity: diary_app sees nothing at all.
+set local role diary_app;
+select is((select count(*) from users), 0::bigint, 'no identity: 0 users');
+select is((select count(*) from diaries), 0::bigint, 'no identity: 0 diaries');
+select is((select count(*) from diary_members), 0::bigint, 'no identity: 0 diary_members');
+select is((select count(*) from entries), 0::bigint, 'no identity: 0 entries');
+select is((select count(*) from entry_reads), 0::bigint, 'no identity: 0 entry_reads');
+select is((select count(*) from sessions), 0::bigint, 'no identity: 0 sessions');
+select throws_ok('select count(*) from refresh_tokens', '42501', null, 'refresh_tokens are not readable at all');
+
+-- As A: A's own rows are there, B's do not exist.
+do $$ begin perform set_config('app.user_id', 'aaaaaaaa-0000-0000-0000-000000000001', true); perform refresh_app_diary_ids(); end $$;
+select is((select count(*) from diaries), 1::bigint, 'A sees their own diary');
+select is((select count(*) from entries where content = 'A の秘密'), 1::bigint, 'A sees their own entry');
+
+select is((select count(*) from users where id = 'bbbbbbbb-0000-0000-0000-000000000002'), 0::bigint, 'foreign SELECT users: 0 rows');
+select is((select count(*) from diaries where id = 'bbbbbbbb-d1a2-0000-0000-000000000002'), 0::bigint, 'foreign SELECT diaries: 0 rows');
+select is((select count(*) from diary_members where diary_id = 'bbbbbbbb-d1a2-0000-0000-000000000002'), 0::bigint, 'foreign SELECT diary_members: 0 rows');
+select is((select count(*) from entries where diary_id = 'bbbbbbbb-d1a2-0000-0000-000000000002'), 0::bigint, 'foreign SELECT entries: 0 rows');
+select is((select count(*) from entry_reads where diary_id = 'bbbbbbbb-d1a2-0000-0000-000000000002'), 0::bigint, 'foreign SELECT entry_reads: 0 rows');
+select is((select count(*) from sessions where user_id = 'bbbbbbbb-0000-0000-0000-000000000002'), 0::bigint, 'foreign SELECT sessions: 0 rows');
+select is((select count(*) from member_profiles where diary_id = 'bbbbbbbb-d1a2-0000-0000-000000000002'), 0::bigint, 'foreign SELECT member_profiles: 0 rows');
+
+select throws_ok($$insert into users (display_name) values ('mallory')$$, '42501', null, 'INSERT users: 42501 (accounts come from open_session)');
+select throws_ok($$insert into diaries (name, type, created_by) values ('x', 'couple', 'bbbbbbbb-0000-0000-0000-000000000002')$$,
+    '42501', null, 'foreign INSERT diaries (created_by B): 42501');
+select throws_ok($$insert into diary_members (diary_id, user_id) values ('bbbbbbbb-d1a2-0000-0000-000000000002', 'aaaaaaaa-0000-0000-0000-000000000001')$$,
+    '42501', null, 'foreign INSERT diary_members (A into B''s diary): 42501');
+select throws_ok($$insert into entries (diary_id, user_id, content) values ('bbbbbbbb-d1a2-0000-0000-000000000002', 'aaaaaaaa-0000-0000-0000-000000000001', 'x')$$,
+    '42501', null, 'foreign INSERT entries (into B''s diary): 42501');
+select throws_ok($$insert into entries (diary_id, user_id, content) values ('aaaaaaaa-d1a2-0000-0000-000000000001', 'bbbbbbbb-0000-0000-0000-000000000002', 'x')$$,
+    '42501', null, 'foreign INSERT entries (as B, into A''s diary): 42501');
+select throws_ok($$insert into entry_reads (diary_id, entry_id, user_id) values ('bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-e000-0000-0000-000000000002', 'aaaaaaaa-0000-0000-0000-000000000001')$$,
+    '42501', null, 'foreign INSERT entry_reads: 42501');
+select throws_ok($$insert into sessions (user_id) values ('bbbbbbbb-0000-0000-0000-000000000002')$$, '42501', null, 'INSERT sessions: 42501');
+
+create temporary table affected (what text, n bigint) on commit drop;
+with u as (update users set display_name = 'x' where id = 'bbbbbbbb-0000-0000-0000-000000000002' returning 1) insert into affected select 'users update', count(*) from u;
+with u as (update diaries set name = 'x' where id = 'bbbbbbbb-d1a2-0000-0000-000000000002' returning 1) insert into affected select 'diaries update', count(*) from u;
+with u as (update diary_members set role = 'member' where diary_id = 'bbbbbbbb-d1a2-0000-0000-000000000002' returning 1) insert into affected select 'diary_members update', count(*) from u;
+with u as (update entries set content = 'x' where diary_id = 'bbbbbbbb-d1a2-0000-0000-000000000002' returning 1) insert into affected select 'entries update', count(*) from u;
+with u as (update entry_reads set read_at = now() where diary_id = 'bbbbbbbb-d1a2-0000-0000-000000000002' returning 1) insert into affected select 'entry_reads update', count(*) from u;
+with u as (update sessions set revoked_at = now() where user_id = 'bbbbbbbb-0000-0000-0000-000000000002' returning 1) insert into affected select 'sessions update', count(*) from u;
+with d as (delete from users where id = 'bbbbbbbb-0000-0000-0000-000000000002' returning 1) insert into affected select 'users delete', count(*) from d;
+with d as (delete from diaries where id = 'bbbbbbbb-d1a2-0000-0000-000000000002' returning 1) insert into affected select 'diaries delete', count(*) from d;
+with d as (delete from diary_members where diary_id = 'bbbbbbbb-d1a2-0000-0000-000000000002' returning 1) insert into affected select 'diary_members delete', count(*) from d;
+with d as (delete from entries where diary_id = 'bbbbbbbb-d1a2-0000-0000-000000000002' returning 1) insert into affected select 'entries delete', count(*) from d;
+with d as (delete from entry_reads where diary_id = 'bbbbbbbb-d1a2-0000-0000-000000000002' returning 1) insert into affected select 'entry_reads delete', count(*) from d;
+select is(n, 0::bigint, 'foreign ' || what || ': 0 rows') from affected order by what;
+select throws_ok($$delete from sessions where user_id = 'bbbbbbbb-0000-0000-0000-000000000002'$$, '42501', null,
+    'DELETE sessions: not even granted (42501)');
+
+-- A's own rows cannot be handed to B either.
+select throws_ok($$update entries set user_id = 'bbbbbbbb-0000-0000-0000-000000000002' where id = 'aaaaaaaa-e000-0000-0000-000000000001'$$,
+    '42501', null, 'UPDATE of an own entry to another author: 42501');
+select throws_ok($$update entries set diary_id = 'bbbbbbbb-d1a2-0000-0000-000000000002' where id = 'aaaaaaaa-e000-0000-0000-000000000001'$$,
+    '42501', null, 'UPDATE moving an own entry into a foreign diary: 42501');
+
+-- The definer functions act only for the caller.
+select throws_ok($$select join_diary((select invite_code from diaries limit 1), 'bbbbbbbb-0000-0000-0000-000000000002')$$,
+    '42501', null, 'join_diary for someone else: 42501');
+select throws_ok($$select mark_as_read('bbbbbbbb-e000-0000-0000-000000000002', 'aaaaaaaa-0000-0000-0000-000000000001')$$,
+    'ZN003', null, 'mark_as_read of a foreign entry: ZN003');
+select is(remove_diary_member('bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-0000-0000-0000-000000000002'), 'not_found',
+    'remove_diary_member in a foreign diary: not_found');
+select throws_ok($$select authenticate('bbbbbbbb-5e55-0000-0000-000000000002', 'aaaaaaaa-0000-0000-0000-000000000001')$$,
+    'ZN401', null, 'authenticate with another user''s session: ZN401');
+
+reset role;
+select * from finish();
+rollback;
