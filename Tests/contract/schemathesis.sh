@@ -25,7 +25,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-export DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$db?host=$PGHOST"
+# As in production: migrated by the owner, served as diary_app, under row-level security.
+export MIGRATION_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$db?host=$PGHOST"
+export DATABASE_URL="postgres://diary_app@localhost:$PGPORT/$db?host=$PGHOST"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$bin" migrate >/dev/null
 DIARY_DEV_AUTH=1 DIARY_DATA_DIR="$work" PORT=$port LOG_LEVEL=warning "$bin" serve 2>"$work/server.log" &
@@ -34,7 +36,8 @@ for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$port/health" >/dev/null && 
 
 token() {
     curl -fs -X POST "http://127.0.0.1:$port/v1/auth/dev" -H 'content-type: application/json' -d "{\"name\":\"$1\"}" \
-        | python3 -c 'import json,sys; print(json.load(sys.stdin)["accessToken"])'
+        | python3 -c 'import json,sys; print(json.load(sys.stdin)["accessToken"])' \
+        || { echo "dev sign-in of $1 failed; server log:" >&2; tail -20 "$work/server.log" >&2; exit 1; }
 }
 alice=$(token alice)
 bob=$(token bob)
