@@ -1,7 +1,7 @@
 import CLibPQ
 
-/// Reads one pipeline's answers in order, one `PGresult` at a time, so the same code
-/// serves a blocking read loop and an event loop that reads when the socket is ready.
+/// Reads one pipeline's answers in order, one `PGresult` at a time, as
+/// `PostgresIODriver` gets them whenever the socket has data.
 ///
 /// The server answers each command with its results then a NULL, and the whole
 /// pipeline with PGRES_PIPELINE_SYNC. After an error, the remaining commands answer

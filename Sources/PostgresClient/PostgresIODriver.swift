@@ -15,7 +15,9 @@ import Glibc
 /// on each connection cost a hop there and a hop back (measured: a cheap SELECT ran at
 /// a third of pgbench's rate that way, see Benchmarks/results).
 final class PostgresIODriver: Sendable {
-    /// One pipeline in flight. Only the driver's thread touches it once it is armed.
+    /// One pipeline in flight. Unchecked because `reader` is mutable: it is handed over
+    /// through `state`'s lock, after which only the driver's thread touches it, and
+    /// whoever takes it out of `state` (`take`) is the one that resumes the continuation.
     private final class InFlight: @unchecked Sendable {
         let connection: LibPQConnection
         var reader: PipelineReader
@@ -52,6 +54,7 @@ final class PostgresIODriver: Sendable {
     func run(_ statements: [PostgresQuery], on connection: LibPQConnection) async throws -> [PostgresRows] {
         try await withCheckedThrowingContinuation { continuation in
             let socket = connection.socket
+            var registered = false
             do {
                 let reader = try connection.startPipeline(statements)
                 // A flush that could not finish, or one that already buffered an answer
@@ -65,13 +68,28 @@ final class PostgresIODriver: Sendable {
                     return true
                 }
                 guard accepted else { throw PostgresError(kind: .poolClosed, message: "the connection pool is shut down") }
+                registered = true
                 try arm(socket, writable: needsService)
             } catch {
                 connection.condemn()
-                state.withLockedValue { _ = $0.inFlight.removeValue(forKey: socket) }
-                continuation.resume(throwing: error)
+                // Before registration the continuation is ours. After it, shutdown may
+                // already have taken and failed the job: resume only if we take it back.
+                if !registered || take(socket) != nil {
+                    continuation.resume(throwing: error)
+                }
             }
         }
+    }
+
+    /// Removes the socket's job; its caller then owns the continuation.
+    private func take(_ socket: Int32) -> InFlight? {
+        state.withLockedValue { $0.inFlight.removeValue(forKey: socket) }
+    }
+
+    deinit {
+        // Here, not when the loop ends: a late `arm` must never reach a closed, reused descriptor.
+        close(epoll)
+        close(wakeup)
     }
 
     /// Stops the thread; pipelines still in flight fail.
@@ -98,6 +116,8 @@ final class PostgresIODriver: Sendable {
             let count = epoll_wait(epoll, &events, Int32(events.count), -1)
             if count < 0 {
                 if errno == EINTR { continue }
+                // The remaining errors (EBADF, EFAULT, EINVAL) mean this object is corrupt:
+                // both descriptors live until deinit and `events` is ours.
                 fatalError("epoll_wait failed: errno \(errno)")
             }
             for index in 0..<Int(count) {
@@ -120,7 +140,7 @@ final class PostgresIODriver: Sendable {
             guard connection.consumeInput() else { throw connection.connectionError("could not read from the server") }
             while !connection.isBusy {
                 if try job.reader.accept(connection.nextResult(), from: connection) {
-                    state.withLockedValue { _ = $0.inFlight.removeValue(forKey: socket) }
+                    guard take(socket) === job else { return }
                     job.continuation.resume(with: Result { try connection.finish(job.reader) })
                     return
                 }
@@ -128,7 +148,7 @@ final class PostgresIODriver: Sendable {
             try arm(socket, writable: !flushed)
         } catch {
             connection.condemn()
-            state.withLockedValue { _ = $0.inFlight.removeValue(forKey: socket) }
+            guard take(socket) === job else { return }
             job.continuation.resume(throwing: error)
         }
     }
@@ -142,7 +162,5 @@ final class PostgresIODriver: Sendable {
             job.connection.condemn()
             job.continuation.resume(throwing: PostgresError(kind: .poolClosed, message: "the connection pool is shut down"))
         }
-        close(epoll)
-        close(wakeup)
     }
 }
