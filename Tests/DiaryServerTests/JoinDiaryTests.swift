@@ -40,9 +40,14 @@ enum Seed {
         return (try row.decode("id", as: UUID.self), try row.decode("invite_code", as: String.self))
     }
 
-    /// `statement` in a transaction whose caller (app.user_id) is `user`, as authenticate() sets it.
+    /// Makes `user` the transaction's caller (app.user_id), as authenticate() does, without a session.
+    static func identity(_ user: UUID) -> PostgresQuery {
+        "select set_config('app.user_id', \(user)::text, true)"
+    }
+
+    /// `statement` in a transaction whose caller is `user`.
     static func asCaller(_ user: UUID, _ statement: PostgresQuery, in pool: PostgresPool) async throws -> PostgresRows {
-        try await pool.transaction(["select set_config('app.user_id', \(user)::text, true)", statement])[1]
+        try await pool.transaction([identity(user), statement])[1]
     }
 
     static func memberCount(_ diary: UUID, in pool: PostgresPool) async throws -> Int {
@@ -69,7 +74,7 @@ struct JoinDiaryTests {
                             await line.arriveAndWait()
                             do {
                                 try await connection.transaction([
-                                    "select set_config('app.user_id', \(user)::text, true)",
+                                    Seed.identity(user),
                                     "select \(unsafeRaw: function)(\(diary.inviteCode), \(user))",
                                 ])
                                 return .joined

@@ -105,7 +105,7 @@ struct SecondWallTests {
         try await pool.withConnection { connection in
             try await connection.query("begin")
             // What authenticate() does, without a session: the identity, then the caller's diaries.
-            try await connection.query("select set_config('app.user_id', \(caller)::text, true)")
+            try await connection.query(Seed.identity(caller))
             try await connection.query("select refresh_app_diary_ids()")
             let verdict: Verdict
             do {
