@@ -15,6 +15,8 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     public var parameters: [String: String]
     public var applicationName: String = "diary-server"
     public var connectTimeoutSeconds: Int = 5
+    /// The server cancels any statement that runs longer (SQLSTATE 57014); nil leaves the server's default.
+    public var statementTimeout: Duration?
 
     /// libpq keywords that may appear in the URL's query. Anything else is refused by name.
     static let allowedParameters: Set<String> = [
@@ -99,6 +101,9 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
         pairs.append(("client_encoding", "UTF8"))
         // Decoding relies on ISO dates in UTC; see PostgresTimestamp.
         var options = "-c DateStyle=ISO,YMD -c TimeZone=UTC -c IntervalStyle=iso_8601 -c client_min_messages=warning"
+        if let statementTimeout {
+            options += " -c statement_timeout=\(max(1, statementTimeout.milliseconds))"
+        }
         if let extra = parameters["options"] { options += " " + extra }
         pairs.append(("options", options))
         for (key, value) in parameters.sorted(by: { $0.key < $1.key }) where key != "options" {
@@ -115,5 +120,12 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
         if let port { text += ":\(port)" }
         text += "/" + (database ?? "")
         return text
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, rounded down.
+    var milliseconds: Int64 {
+        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
     }
 }

@@ -68,24 +68,48 @@ struct APIHarness: Sendable {
     }
 
     /// Runs `body` against a fresh database and a new application.
-    static func run(poolSize: Int = 4, acquireTimeout: Duration = .seconds(10), _ body: @Sendable (APIHarness) async throws -> Void) async throws {
+    static func run(
+        poolSize: Int = 4, acquireTimeout: Duration = .seconds(10), statementTimeout: Duration? = nil,
+        maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, testing: TestingSetup = .router,
+        _ body: @Sendable (APIHarness) async throws -> Void
+    ) async throws {
         try await MigratedTemplate.withDatabase { database in
-            // The server's own role: no ownership, no BYPASSRLS, so every policy applies.
-            let pool = PostgresPool(configuration: database.as(TestDatabase.appRole), options: .init(size: poolSize, acquireTimeout: acquireTimeout), logger: TestDatabase.logger)
-            let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("diary-tests-\(UUID().uuidString)").path
-            let configuration = ServerConfiguration(
-                host: "127.0.0.1", port: 0, database: database.as(TestDatabase.appRole), poolOptions: .init(size: poolSize), databaseWait: .seconds(1),
-                auth: AuthConfiguration(
-                    production: false, devSignIn: true, jwtKeyFile: nil, dataDirectory: dataDirectory,
-                    apple: .init(audiences: [AppleTestKeys.audience], jwksURL: URL(string: "https://keys.invalid/")!, jwksFile: AppleTestKeys.shared.jwksPath)
-                )
+            try await run(
+                on: database, poolSize: poolSize, acquireTimeout: acquireTimeout, statementTimeout: statementTimeout,
+                maxConcurrentRequests: maxConcurrentRequests, testing: testing, body
             )
-            let app = try buildApplication(configuration: configuration, pool: pool, logger: TestDatabase.logger)
-            try await app.test(.router) { client in
+        }
+    }
+
+    /// Runs `body` with a new application on `database`, which must be migrated already.
+    static func run(
+        on database: PostgresConfiguration, poolSize: Int = 4, acquireTimeout: Duration = .seconds(10), statementTimeout: Duration? = nil,
+        maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, testing: TestingSetup = .router,
+        _ body: @Sendable (APIHarness) async throws -> Void
+    ) async throws {
+        // The server's own role: no ownership, no BYPASSRLS, so every policy applies.
+        var serverDatabase = database.as(TestDatabase.appRole)
+        serverDatabase.statementTimeout = statementTimeout
+        let pool = PostgresPool(configuration: serverDatabase, options: .init(size: poolSize, acquireTimeout: acquireTimeout), logger: TestDatabase.logger)
+        let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("diary-tests-\(UUID().uuidString)").path
+        let configuration = ServerConfiguration(
+            host: "127.0.0.1", port: 0, database: serverDatabase, poolOptions: .init(size: poolSize), databaseWait: .seconds(1),
+            auth: AuthConfiguration(
+                production: false, devSignIn: true, jwtKeyFile: nil, dataDirectory: dataDirectory,
+                apple: .init(audiences: [AppleTestKeys.audience], jwksURL: URL(string: "https://keys.invalid/")!, jwksFile: AppleTestKeys.shared.jwksPath)
+            ),
+            maxConcurrentRequests: maxConcurrentRequests
+        )
+        let app = try buildApplication(configuration: configuration, pool: pool, logger: TestDatabase.logger)
+        do {
+            try await app.test(testing) { client in
                 try await body(APIHarness(client: client, pool: pool, database: database))
             }
+        } catch {
             try? await pool.close()
+            throw error
         }
+        try? await pool.close()
     }
 
     @discardableResult

@@ -22,6 +22,14 @@ enum MigratedTemplate {
         try await TestDatabase.with(template: try await name(), body)
     }
 
+    /// Migrates as in production: by the owner role, so the owner owns every object.
+    static func migrate(_ database: PostgresConfiguration, files: [MigrationFile]? = nil) async throws {
+        let files = try files ?? MigrationFile.load(from: migrationsDirectory)
+        _ = try await TestDatabase.withPool(database.as(TestDatabase.ownerRole), size: 1) { pool in
+            try await Migrator(pool: pool, files: files, logger: TestDatabase.logger).migrate()
+        }
+    }
+
     private static func build() async throws -> String {
         let files = try MigrationFile.load(from: migrationsDirectory)
         let fingerprint = files.map(\.checksum).joined().utf8.reduce(into: UInt64(14_695_981_039_346_656_037)) { hash, byte in
@@ -37,10 +45,7 @@ enum MigratedTemplate {
                 guard exists.isEmpty else { return }
                 let building = try await TestDatabase.create()
                 try await connection.query(PostgresQuery(unsafeSQL: "alter database \(building.database!) owner to \(TestDatabase.ownerRole)"))
-                // Migrated as in production: by the owner role, so the owner owns every object.
-                try await TestDatabase.withPool(building.as(TestDatabase.ownerRole), size: 1) { pool in
-                    try await Migrator(pool: pool, files: files, logger: TestDatabase.logger).migrate()
-                }
+                try await migrate(building, files: files)
                 try await connection.query(PostgresQuery(unsafeSQL: "alter database \(building.database!) rename to \(name)"))
             }
         }

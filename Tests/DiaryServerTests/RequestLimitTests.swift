@@ -115,19 +115,4 @@ struct RequestLimitTests {
             #expect(try await api.join(diary.inviteCode, token: other.accessToken).status == .ok)
         }
     }
-
-    @Test("a full pool answers 503 pool_exhausted with Retry-After, never 500")
-    func poolExhausted() async throws {
-        try await APIHarness.run(poolSize: 1, acquireTimeout: .milliseconds(500)) { api in
-            let aiko = try await api.signIn("aiko")
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await api.pool.query("select pg_sleep(2)") }
-                try await Task.sleep(for: .milliseconds(300))
-                let reply = try await api.call(.get, "/v1/me", token: aiko.accessToken)
-                #expect(reply.status == .serviceUnavailable && reply.code == "pool_exhausted")
-                #expect(reply.headers[.retryAfter] != nil)
-                try await group.waitForAll()
-            }
-        }
-    }
 }

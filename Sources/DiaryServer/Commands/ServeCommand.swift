@@ -13,6 +13,9 @@ struct ServeCommand: AsyncParsableCommand {
               HOST           address to bind (default 127.0.0.1)
               PORT           port to bind (default 8080)
               DB_POOL_SIZE   database connections (default 8)
+              DB_ACQUIRE_TIMEOUT_MS     wait for a free connection before answering 503 (default 2000)
+              DB_STATEMENT_TIMEOUT_MS   longest a statement may run before it is cancelled (default 5000)
+              MAX_CONCURRENT_REQUESTS   requests served at once; more get 503 at once (default 256)
               LOG_LEVEL      trace, debug, info, notice, warning, error or critical (default info)
               DIARY_ENV           "production" forbids dev sign-in and generated keys
               DIARY_DEV_AUTH      1 enables POST /v1/auth/dev (never in production)
@@ -38,13 +41,23 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = AppLogger.make(label: "diary-server")
         let configuration: ServerConfiguration
         do {
+            var databaseConfiguration = try database.configuration()
+            databaseConfiguration.statementTimeout = .milliseconds(
+                try Setting.integer(flag: nil, environment: "DB_STATEMENT_TIMEOUT_MS", default: ServerConfiguration.defaultStatementTimeoutMilliseconds, range: 1...600_000)
+            )
             configuration = ServerConfiguration(
                 host: Setting.string(flag: host, environment: "HOST", default: ServerConfiguration.defaultHost)!,
                 port: try Setting.integer(flag: port, environment: "PORT", default: ServerConfiguration.defaultPort, range: 0...65535),
-                database: try database.configuration(),
-                poolOptions: .init(size: try Setting.integer(flag: poolSize, environment: "DB_POOL_SIZE", default: ServerConfiguration.defaultPoolSize, range: 1...ServerConfiguration.maximumPoolSize)),
+                database: databaseConfiguration,
+                poolOptions: .init(
+                    size: try Setting.integer(flag: poolSize, environment: "DB_POOL_SIZE", default: ServerConfiguration.defaultPoolSize, range: 1...ServerConfiguration.maximumPoolSize),
+                    acquireTimeout: .milliseconds(
+                        try Setting.integer(flag: nil, environment: "DB_ACQUIRE_TIMEOUT_MS", default: ServerConfiguration.defaultAcquireTimeoutMilliseconds, range: 1...60_000)
+                    )
+                ),
                 databaseWait: try database.waitDuration(),
-                auth: try AuthConfiguration.fromEnvironment()
+                auth: try AuthConfiguration.fromEnvironment(),
+                maxConcurrentRequests: try Setting.integer(flag: nil, environment: "MAX_CONCURRENT_REQUESTS", default: ServerConfiguration.defaultMaxConcurrentRequests, range: 1...100_000)
             )
         } catch let error as ConfigurationError {
             logger.critical("invalid configuration", metadata: ["reason": "\(error)"])

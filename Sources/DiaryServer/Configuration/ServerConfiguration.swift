@@ -10,11 +10,16 @@ struct ServerConfiguration: Sendable {
     /// How long start-up keeps retrying an unreachable database before giving up.
     var databaseWait: Duration
     var auth: AuthConfiguration
+    /// Requests worked on at once; the rest get 503 at the door (see ConcurrencyLimitMiddleware).
+    var maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests
 
     static let defaultHost = "127.0.0.1"
     static let defaultPort = 8080
     static let defaultPoolSize = 8
     static let maximumPoolSize = 200
+    static let defaultMaxConcurrentRequests = 256
+    static let defaultAcquireTimeoutMilliseconds = 2000
+    static let defaultStatementTimeoutMilliseconds = 5000
 }
 
 /// Sign-in and token settings.

@@ -6,8 +6,10 @@ import PostgresClient
 /// Builds the HTTP application; `serve` runs it and the tests drive it.
 func buildApplication(configuration: ServerConfiguration, pool: PostgresPool, logger: Logger) throws -> some ApplicationProtocol {
     let key = try TokenService.loadKey(path: configuration.auth.jwtKeyFile, dataDirectory: configuration.auth.dataDirectory, production: configuration.auth.production)
+    AppMetrics.bootstrap()
     let router = buildRouter(
         pool: pool,
+        maxConcurrentRequests: configuration.maxConcurrentRequests,
         tokens: TokenService(key: key),
         apple: AppleIdentityVerifier(configuration: configuration.auth.apple, logger: logger),
         devSignIn: configuration.auth.devSignIn
@@ -23,12 +25,17 @@ func buildApplication(configuration: ServerConfiguration, pool: PostgresPool, lo
     )
 }
 
-/// request → problem mapping → auth → route (plan and query in a repository) → response.
-func buildRouter(pool: PostgresPool, tokens: TokenService, apple: AppleIdentityVerifier, devSignIn: Bool) -> Router<AppRequestContext> {
+/// request → metrics → problem mapping → admission → auth → route (plan and query in a repository) → response.
+func buildRouter(pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenService, apple: AppleIdentityVerifier, devSignIn: Bool) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
+    // Outermost, so it records the status the client gets, problems included.
+    router.middlewares.add(MetricsMiddleware())
     router.middlewares.add(LogRequestsMiddleware(.info))
+    router.middlewares.add(RequestIDMiddleware())
     router.middlewares.add(ProblemMiddleware())
+    router.middlewares.add(ConcurrencyLimitMiddleware(limit: maxConcurrentRequests))
     HealthRoutes(pool: pool).register(on: router)
+    MetricsRoutes(pool: pool).register(on: router)
     router.get("/openapi.yaml") { _, _ -> Response in
         Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.text)))
     }

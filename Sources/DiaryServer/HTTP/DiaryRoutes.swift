@@ -20,6 +20,7 @@ struct DiaryRoutes {
             let body = try await request.decode(as: JoinDiaryRequest.self, context: context)
             let code = try Validation.text(body.inviteCode, field: "inviteCode", length: 1...32)
             if let wait = joinLimiter.retryAfter(for: context.userID) {
+                AppMetrics.recordRateLimitRejection("join_attempts")
                 throw Problem(status: .tooManyRequests, code: "rate_limited", detail: "too many wrong invite codes; try again later", headers: [.retryAfter: String(wait)])
             }
             do {

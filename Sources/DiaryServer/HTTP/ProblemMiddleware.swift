@@ -11,6 +11,7 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let problem as Problem {
             return try problem.response(from: request, context: context)
         } catch let error as PostgresError {
+            AppMetrics.recordDatabaseError(error)
             let problem = DatabaseErrorMapping.problem(for: error)
             if problem.status == .internalServerError {
                 context.logger.error("database error", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
