@@ -74,6 +74,27 @@ struct RequestLimitTests {
         }
     }
 
+    @Test("the 405 table lists exactly the paths and methods of openapi.yaml")
+    func allowedMethodsMatchContract() throws {
+        var contract: [String: Set<String>] = [:]
+        var path: String?
+        for line in OpenAPIDocument.text.split(separator: "\n") {
+            if line.hasPrefix("  /"), line.hasSuffix(":") {
+                path = String(line.dropFirst(2).dropLast()).replacingOccurrences(of: #"\{[^}]+\}"#, with: ":id", options: .regularExpression)
+                contract[path!] = []
+            } else if let current = path, line.hasPrefix("    "), !line.hasPrefix("     "), line.hasSuffix(":"), !line.contains("parameters") {
+                contract[current]!.insert(line.trimmingCharacters(in: .whitespaces).dropLast().uppercased())
+            } else if !line.hasPrefix(" ") {
+                path = nil
+            }
+        }
+        let table = Dictionary(uniqueKeysWithValues: AllowedMethods.routes.map { ("/" + $0.template.joined(separator: "/"), Set($0.methods.map(\.rawValue))) })
+        #expect(!contract.isEmpty)
+        for path in Set(table.keys).union(contract.keys) {
+            #expect(table[path] == contract[path], "\(path): the 405 table says \(table[path] ?? []), openapi.yaml says \(contract[path] ?? [])")
+        }
+    }
+
     @Test("profile updates validate time zones, reminder times, names and image URLs")
     func profileValidation() async throws {
         try await APIHarness.run { api in

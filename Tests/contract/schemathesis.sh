@@ -2,7 +2,8 @@
 # Holds the live server to openapi.yaml with schemathesis (from PyPI): a fresh database,
 # a server with dev sign-in, two users with a diary each, a fixed seed and a bounded
 # number of examples. Run by `make test` after `swift test`; needs the project's
-# Postgres and its environment (PGHOST, PGPORT), as `make test` sets them.
+# Postgres and its environment (PGHOST, PGPORT), as `make test` sets them. All checks run,
+# the multi-user object_level_authorization among them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 examples=${SCHEMATHESIS_EXAMPLES:-25}
@@ -46,9 +47,22 @@ for t in "$alice" "$bob"; do
         -d '{"name":"contract","type":"family"}' >/dev/null
 done
 
+# Two identities as Web Fuzzing Commons users, declared peers: schemathesis replays each
+# one's successful reads as the other (object_level_authorization) and expects nothing shared.
+cat > "$work/auth.json" <<JSON
+{"auth": [
+  {"name": "alice", "fixedHeaders": [{"name": "Authorization", "value": "Bearer $alice"}]},
+  {"name": "bob", "fixedHeaders": [{"name": "Authorization", "value": "Bearer $bob"}]}
+]}
+JSON
+cat > "$work/schemathesis.toml" <<TOML
+[auth.wfc]
+path = "$work/auth.json"
+peers = ["alice", "bob"]
+TOML
+
 status=0
-schemathesis run openapi.yaml --url "http://127.0.0.1:$port" \
-    -H "Authorization: Bearer $alice" \
+schemathesis --config-file "$work/schemathesis.toml" run openapi.yaml --url "http://127.0.0.1:$port" \
     --checks all --exclude-checks positive_data_acceptance \
     --exclude-path /v1/me --exclude-path /v1/auth/logout \
     --seed 20261122 --max-examples "$examples" --generation-deterministic \
