@@ -38,6 +38,10 @@ final class PostgresIODriver: Sendable {
     private let epoll: Int32
     private let wakeup: Int32
     private let state = NIOLockedValueBox(State())
+    private let sentPipelines = NIOLockedValueBox(0)
+
+    /// Pipelines sent so far: each is one network round trip to the server.
+    var roundTrips: Int { sentPipelines.withLockedValue { $0 } }
 
     init() {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -52,7 +56,8 @@ final class PostgresIODriver: Sendable {
 
     /// Sends the statements as one pipeline and suspends until the sync answers.
     func run(_ statements: [PostgresQuery], on connection: LibPQConnection) async throws -> [PostgresRows] {
-        try await withCheckedThrowingContinuation { continuation in
+        sentPipelines.withLockedValue { $0 += 1 }
+        return try await withCheckedThrowingContinuation { continuation in
             let socket = connection.socket
             var registered = false
             do {

@@ -23,6 +23,8 @@ public final class PostgresPool: Service, Sendable {
         public var inUse: Int
         public var idle: Int
         public var waiting: Int
+        /// Round trips to the server since the pool started (the benchmark divides it by requests).
+        public var roundTrips: Int = 0
     }
 
     private enum Grant {
@@ -63,7 +65,7 @@ public final class PostgresPool: Service, Sendable {
     public var statistics: Statistics {
         state.withLockedValue { state in
             Statistics(inUse: state.open - state.idle.count, idle: state.idle.count, waiting: state.waiters.count)
-        }
+        }.with(roundTrips: driver.roundTrips)
     }
 
     /// Waits for a graceful shutdown, then closes every connection.
@@ -234,5 +236,13 @@ public final class PostgresPool: Service, Sendable {
     private func giveUpSlot() {
         state.withLockedValue { $0.open -= 1 }
         serveWaiters()
+    }
+}
+
+extension PostgresPool.Statistics {
+    fileprivate func with(roundTrips: Int) -> Self {
+        var statistics = self
+        statistics.roundTrips = roundTrips
+        return statistics
     }
 }

@@ -1,3 +1,4 @@
+import DiaryModels
 import Foundation
 import Hummingbird
 import Testing
@@ -30,6 +31,30 @@ struct MetricsTests {
             #expect(text.contains("db_pool_waiting"))
             #expect(text.contains(#"db_errors_total{class="23"}"#))
             #expect(text.contains(#"rate_limit_rejections_total{limit="join_attempts"}"#))
+        }
+    }
+
+    @Test("each benchmarked request is one round trip to Postgres: POST entry, GET timeline, POST read, GET /v1/diaries, POST join")
+    func oneRoundTripPerRequest() async throws {
+        try await APIHarness.run { api in
+            let aiko = try await api.signIn("aiko")
+            let ben = try await api.signIn("ben")
+            let diary = try await api.createDiary("日記", type: .family, token: aiko.accessToken)
+            let entry = try await api.post("一行", in: diary.id, token: aiko.accessToken).decode(DiaryModels.Entry.self)
+            #expect(try await api.join(diary.inviteCode, token: ben.accessToken).status == .ok)
+            let requests: [(HTTPRequest.Method, String, String?, String)] = [
+                (.post, "/v1/diaries/\(diary.id)/entries", #"{"content":"もう一行"}"#, aiko.accessToken),
+                (.get, "/v1/diaries/\(diary.id)/entries?limit=20", nil, aiko.accessToken),
+                (.post, "/v1/diaries/\(diary.id)/entries/\(entry.id)/read", nil, ben.accessToken),
+                (.get, "/v1/diaries", nil, ben.accessToken),
+                (.post, "/v1/diaries/join", #"{"inviteCode":"\#(diary.inviteCode)"}"#, ben.accessToken),
+            ]
+            for (method, path, json, token) in requests {
+                let before = api.pool.statistics.roundTrips
+                let reply = try await api.call(method, path, token: token, json: json)
+                #expect(reply.status.code < 300, "\(method) \(path): \(reply.status)")
+                #expect(api.pool.statistics.roundTrips - before == 1, "\(method) \(path)")
+            }
         }
     }
 
