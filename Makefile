@@ -6,7 +6,7 @@ PG := scripts/postgres.sh
 # `make run CONFIG=release` for an optimised server.
 CONFIG ?= debug
 
-.PHONY: run test build db db-stop psql bench bench-rls clean-db
+.PHONY: run test build db db-stop psql bench bench-client bench-rls clean-db
 
 run: db
 	swift build -c $(CONFIG) --product diary-server
@@ -36,6 +36,9 @@ psql: db
 	eval "$$($(PG) env)"; psql -X "$$DATABASE_URL"
 
 bench: db
+	eval "$$($(PG) env)"; Benchmarks/endpoints.sh
+
+bench-client: db
 	eval "$$($(PG) env)"; Benchmarks/client-vs-pgbench.sh
 
 bench-rls: db

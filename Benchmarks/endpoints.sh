@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The server against pgbench running the same SQL, endpoint by endpoint (issue 5).
+#
+#   Benchmarks/endpoints.sh [seconds per run, default 10]
+#
+# Seeds 10,000 users, 4,000 diaries, 200,000 entries and reads (endpoints/seed.sql), starts
+# the release server as diary_app, then for POST entry, GET timeline, POST read,
+# GET /v1/diaries and POST join, at 16 and 64 connections, back to back:
+#   pgbench  endpoints/<name>.sql: the server's statements, pipelined in one round trip
+#   wrk      endpoints/wrk.lua: the HTTP endpoint, each request as a random user
+# and prints req/s, p50/p99 and the HTTP/pgbench ratio; round trips per request (the
+# server's db_round_trips); the server's peak RSS; timeline p99 at half its maximum rate;
+# and /health against swift-nio's NIOHTTP1Server example. Results go to Benchmarks/results/.
+# Needs the project's Postgres and its environment (`make bench` does both).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-10}
+db=diary_bench_endpoints
+work=$(mktemp -d)
+admin=(psql -X -q -v ON_ERROR_STOP=1 -U postgres)
+server_pid="" nio_pid=""
+cleanup() {
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
+    [ -n "$nio_pid" ] && kill "$nio_pid" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+command -v wrk >/dev/null || { sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo; $sudo apt-get install -y -qq wrk >&2; }
+
+echo "building release binaries" >&2
+swift build -c release --product diary-server >&2
+swift build -c release --package-path .build/checkouts/swift-nio --scratch-path .build/nio-example --product NIOHTTP1Server >&2
+bin="$(swift build -c release --show-bin-path)/diary-server"
+nio_bin=".build/nio-example/release/NIOHTTP1Server"
+
+echo "seeding $db" >&2
+"${admin[@]}" -d postgres -c "drop database if exists $db with (force)" -c "create database $db owner diary_owner"
+for migration in sql/migrations/*.sql; do
+    psql -X -q -v ON_ERROR_STOP=1 -U diary_owner -d "$db" -f "$migration" >/dev/null
+done
+psql -X -q -v ON_ERROR_STOP=1 -U diary_owner -d "$db" -f Benchmarks/endpoints/seed.sql
+head -c 32 /dev/urandom > "$work/jwt.key"
+python3 Benchmarks/endpoints/tokens.py "$work/jwt.key" "$work/users.tsv"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port=$(free_port)
+DATABASE_URL="postgres://diary_app@localhost:$PGPORT/$db?host=$PGHOST" DIARY_JWT_KEY_FILE="$work/jwt.key" DIARY_DATA_DIR="$work" \
+    PORT=$port LOG_LEVEL=warning "$bin" serve 2>"$work/server.log" &
+server_pid=$!
+for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.1; done
+url="http://127.0.0.1:$port"
+
+round_trips() { curl -fs "$url/metrics" | awk '/^db_round_trips / {print int($2)}'; }
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$server_pid/status"; }
+
+# pgbench: tps, p50 and p99 from its per-transaction log (third field, microseconds).
+run_pgbench() {
+    rm -f "$work"/pg.*
+    local tps
+    tps=$(pgbench -n -M prepared -c "$2" -j 2 -T "$seconds" -U diary_app -f "Benchmarks/endpoints/$1.sql" \
+        -l --log-prefix="$work/pg" "$db" 2>/dev/null | awk '/^tps/ {print int($3)}')
+    cat "$work"/pg.* | awk '{print $3}' | sort -n | awk -v tps="$tps" '
+        {v[NR] = $1} END {printf "%d %.3f %.3f\n", tps, v[int(NR * 0.5)] / 1000, v[int(NR * 0.99)] / 1000}'
+}
+
+run_wrk() {
+    ENDPOINT=$1 USERS="$work/users.tsv" DELAY_MS=${3:-0} wrk -t 2 -c "$2" -d "${seconds}s" -s Benchmarks/endpoints/wrk.lua "${4:-$url}" \
+        | awk '/^RESULT/ {print $2, $3, $4, $5, $6, $7}'
+}
+
+out="Benchmarks/results/endpoints-$(date -u +%Y%m%dT%H%M%SZ).txt"
+peak_rss=0
+{
+    echo "# $(date -u); $(nproc) cores; PostgreSQL $(psql -X -At -U postgres -d postgres -c 'show server_version'); ${seconds}s per run"
+    echo "# data: $(psql -X -At -U postgres -d "$db" -c "select format('%s users, %s diaries, %s entries, %s reads', (select count(*) from users), (select count(*) from diaries), (select count(*) from entries), (select count(*) from entry_reads))")"
+    echo "# server: release, DB_POOL_SIZE=8; pgbench -M prepared -j 2 with \\startpipeline; wrk -t 2"
+    printf '%-13s %5s %9s %8s %8s %9s %8s %8s %7s %6s %7s\n' endpoint conns pg_tps pg_p50 pg_p99 http_rps p50_ms p99_ms ratio trips errors
+    for endpoint in post_entry timeline mark_read list_diaries join; do
+        for conns in 16 64; do
+            read -r pg_tps pg_p50 pg_p99 < <(run_pgbench "$endpoint" "$conns")
+            before=$(round_trips)
+            sampler=""
+            if [ "$conns" -eq 64 ]; then
+                ( while kill -0 "$server_pid" 2>/dev/null; do rss_kb; sleep 0.5; done ) > "$work/rss.$endpoint" &
+                sampler=$!
+            fi
+            read -r rps p50 p99 errors non2xx requests < <(run_wrk "$endpoint" "$conns")
+            [ -n "$sampler" ] && kill "$sampler" 2>/dev/null
+            after=$(round_trips)
+            # /metrics itself costs no round trip; the two scrapes are not counted as requests.
+            printf '%-13s %5s %9s %8s %8s %9s %8s %8s %6.1f%% %6.2f %7s\n' "$endpoint" "$conns" "$pg_tps" "$pg_p50" "$pg_p99" \
+                "$rps" "$p50" "$p99" "$(awk -v a="$rps" -v b="$pg_tps" 'BEGIN {print 100 * a / b}')" \
+                "$(awk -v a="$after" -v b="$before" -v r="$requests" 'BEGIN {print (a - b) / r}')" "$((errors + non2xx))"
+            [ "$endpoint" = timeline ] && [ "$conns" -eq 64 ] && timeline_max=$rps
+        done
+    done
+    peak_rss=$(cat "$work"/rss.* | sort -n | tail -1)
+    echo "server RSS during the 64-connection runs: peak $((peak_rss / 1024)) MB (VmHWM $(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$server_pid/status") MB over the whole run)"
+
+    # Half the maximum timeline rate, paced: 16 connections, each waiting between requests.
+    delay=$(awk -v max="$timeline_max" 'BEGIN {d = int(16 * 1000 / (max / 2)); print d < 1 ? 1 : d}')
+    read -r rps p50 p99 errors non2xx requests < <(run_wrk timeline 16 "$delay")
+    echo "timeline at about half its maximum rate ($timeline_max/2): $rps req/s, p50 $p50 ms, p99 $p99 ms"
+
+    nio_port=$(free_port)
+    "$nio_bin" 127.0.0.1 "$nio_port" >/dev/null 2>&1 &
+    nio_pid=$!
+    for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$nio_port/health" >/dev/null && break; sleep 0.1; done
+    read -r nio_rps _ nio_p99 _ <<< "$(run_wrk health 64 0 "http://127.0.0.1:$nio_port")"
+    read -r our_rps _ our_p99 _ <<< "$(run_wrk health 64)"
+    echo "/health at 64 connections: diary-server $our_rps req/s (p99 $our_p99 ms), NIOHTTP1Server $nio_rps req/s (p99 $nio_p99 ms): $(awk -v a="$our_rps" -v b="$nio_rps" 'BEGIN {printf "%.1f%%", 100 * a / b}')"
+} | tee "$out"
+grep -q "unexpected error" "$work/server.log" && { echo "the server logged unexpected errors:" >&2; grep "unexpected error" "$work/server.log" | head -5 >&2; exit 1; }
+echo "written to $out" >&2

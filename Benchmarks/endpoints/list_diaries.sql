@@ -1,0 +1,22 @@
+-- GET /v1/diaries (DiaryRepository.list). One round trip.
+\set n random(1, 10000)
+\startpipeline
+BEGIN;
+select authenticate(md5('s' || :n)::uuid, md5(:n::text)::uuid);
+select diaries.id, diaries.name, diaries.type, diaries.invite_code, me.role, diaries.created_at,
+    (select count(*) from diary_members m where m.diary_id = diaries.id) as member_count,
+    (select max(e.created_at) from entries e where e.diary_id = diaries.id) as last_entry_at,
+    (select count(*) from entries e
+      where e.diary_id = diaries.id and e.user_id <> me.user_id
+        and not exists (select 1 from entry_reads r
+                        where r.diary_id = e.diary_id and r.entry_id = e.id and r.user_id = me.user_id)) as unread_count,
+    (select coalesce(json_agg(json_build_object(
+                'userId', p.public_id, 'displayName', p.display_name, 'profileImageUrl', p.profile_image_url,
+                'role', p.role, 'joinedAt', p.joined_at) order by p.joined_at, p.public_id), '[]')
+      from member_profiles p where p.diary_id = diaries.id) as members
+from diaries
+join diary_members me on me.diary_id = diaries.id and me.user_id = (select app_user_id())
+where diaries.id = any ((select app_diary_ids())::uuid[])
+order by last_entry_at desc nulls last, diaries.created_at desc;
+COMMIT;
+\endpipeline

@@ -1,0 +1,22 @@
+-- GET /v1/diaries/{id}/entries?limit=20 (RequestScope + EntryRepository.timeline), pipelined
+-- like the server: BEGIN, the statements and COMMIT in one round trip.
+\set n random(1, 10000)
+\set d case when :n <= 5000 then (:n - 1) / 10 + 1 when :n <= 9000 then 501 + (:n - 5001) / 8 else 1001 + (:n - 9001) / 2 end
+\startpipeline
+BEGIN;
+select authenticate(md5('s' || :n)::uuid, md5(:n::text)::uuid);
+select 1 from diaries where diaries.id = md5('d' || :d)::uuid and diaries.id = any ((select app_diary_ids())::uuid[]);
+select entries.id, entries.diary_id, entries.content, entries.question, entries.images,
+    entries.created_at, entries.updated_at, entries.user_id = (select app_user_id()) as is_mine,
+    author.public_id as author_id, author.display_name as author_name, author.profile_image_url as author_image,
+    (select coalesce(json_agg(json_build_object('userId', reader.public_id, 'readAt', entry_reads.read_at)
+                              order by entry_reads.read_at, reader.public_id), '[]')
+      from entry_reads
+      join member_profiles reader on reader.diary_id = entry_reads.diary_id and reader.user_id = entry_reads.user_id
+      where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id and entry_reads.diary_id = any ((select app_diary_ids())::uuid[])) as read_by
+from entries
+left join member_profiles author on author.diary_id = entries.diary_id and author.user_id = entries.user_id
+where entries.diary_id = md5('d' || :d)::uuid and entries.diary_id = any ((select app_diary_ids())::uuid[])
+order by entries.created_at desc, entries.id desc limit 21;
+COMMIT;
+\endpipeline

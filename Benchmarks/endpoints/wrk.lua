@@ -1,0 +1,61 @@
+-- Drives one endpoint as the seeded users, each request as a random user with their
+-- own bearer token: wrk -s wrk.lua, with ENDPOINT (post_entry, timeline, mark_read,
+-- list_diaries, join) and USERS (the file tokens.py wrote) in the environment.
+-- DELAY_MS paces each connection, for a latency run below the maximum rate.
+local endpoint = os.getenv("ENDPOINT") or "timeline"
+local users_file = os.getenv("USERS") or "users.tsv"
+local delay_ms = tonumber(os.getenv("DELAY_MS") or "0")
+local users = {}
+local counter = 0
+
+function setup(thread)
+    counter = counter + 1
+    thread:set("id", counter)
+end
+
+function init(args)
+    for line in io.lines(users_file) do
+        local n, token, diary, code, entry = line:match("^(%d+)\t(%S+)\t(%S+)\t(%S+)\t(%S+)$")
+        if n then users[#users + 1] = { token = "Bearer " .. token, diary = diary, code = code, entry = entry } end
+    end
+    math.randomseed(os.time() + (id or 0) * 7919)
+end
+
+local function uuid()
+    local t = {}
+    for i = 1, 16 do t[i] = math.random(0, 255) end
+    t[7] = t[7] % 16 + 64
+    t[9] = t[9] % 64 + 128
+    return string.format("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", table.unpack(t))
+end
+
+function request()
+    local user = users[math.random(#users)]
+    local headers = { ["Authorization"] = user.token }
+    if endpoint == "post_entry" then
+        headers["Content-Type"] = "application/json"
+        return wrk.format("POST", "/v1/diaries/" .. user.diary .. "/entries", headers,
+            '{"id":"' .. uuid() .. '","content":"ベンチマークの日記"}')
+    elseif endpoint == "timeline" then
+        return wrk.format("GET", "/v1/diaries/" .. user.diary .. "/entries?limit=20", headers)
+    elseif endpoint == "mark_read" then
+        return wrk.format("POST", "/v1/diaries/" .. user.diary .. "/entries/" .. user.entry .. "/read", headers)
+    elseif endpoint == "list_diaries" then
+        return wrk.format("GET", "/v1/diaries", headers)
+    elseif endpoint == "join" then
+        headers["Content-Type"] = "application/json"
+        return wrk.format("POST", "/v1/diaries/join", headers, '{"inviteCode":"' .. user.code .. '"}')
+    end
+    return wrk.format("GET", "/health")
+end
+
+function delay()
+    return delay_ms
+end
+
+-- One machine-readable line: requests/s, p50 and p99 in ms, socket errors, non-2xx answers, requests.
+function done(summary, latency, requests)
+    local errors = summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout
+    io.write(string.format("RESULT %.0f %.3f %.3f %d %d %d\n", summary.requests / (summary.duration / 1e6),
+        latency:percentile(50) / 1000, latency:percentile(99) / 1000, errors, summary.errors.status, summary.requests))
+end
