@@ -26,7 +26,7 @@ local function uuid()
     for i = 1, 16 do t[i] = math.random(0, 255) end
     t[7] = t[7] % 16 + 64
     t[9] = t[9] % 64 + 128
-    return string.format("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", table.unpack(t))
+    return string.format("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", (table.unpack or unpack)(t))
 end
 
 function request()
