@@ -70,9 +70,40 @@ extension Double: PostgresDecodable {
 }
 
 extension UUID: PostgresDecodable {
+    /// PostgreSQL always writes the canonical lower-case 8-4-4-4-12 form; reading it by
+    /// hand avoids `UUID(uuidString:)`, which goes through sscanf on Linux.
     public init(postgresText text: String) throws {
-        guard let value = UUID(uuidString: text) else { throw PostgresDecodingFailure.malformed("not a uuid") }
+        var text = text
+        guard let value = text.withUTF8(UUID.parseCanonical) else { throw PostgresDecodingFailure.malformed("not a uuid") }
         self = value
+    }
+
+    static func parseCanonical(_ bytes: UnsafeBufferPointer<UInt8>) -> UUID? {
+        guard bytes.count == 36 else { return nil }
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var index = 0
+        let ok = withUnsafeMutableBytes(of: &raw) { output -> Bool in
+            for byte in 0..<16 {
+                if index == 8 || index == 13 || index == 18 || index == 23 {
+                    guard bytes[index] == UInt8(ascii: "-") else { return false }
+                    index += 1
+                }
+                guard let high = hexValue(bytes[index]), let low = hexValue(bytes[index + 1]) else { return false }
+                output[byte] = high << 4 | low
+                index += 2
+            }
+            return true
+        }
+        return ok ? UUID(uuid: raw) : nil
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 }
 

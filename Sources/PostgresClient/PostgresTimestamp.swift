@@ -12,17 +12,38 @@ import Darwin
 /// exact to the microsecond and far cheaper than a general date formatter.
 public enum PostgresTimestamp {
     /// RFC 3339 in UTC with microseconds, e.g. `2026-11-22T13:30:53.123456Z`.
+    ///
+    /// Digits are written by hand: `String(format:)` went through vfprintf, CFString and
+    /// a dynamic cast per argument, a measurable share of a timeline's CPU time.
     public static func format(_ date: Date) -> String {
         let totalMicros = (date.timeIntervalSince1970 * 1_000_000).rounded()
         var seconds = time_t((totalMicros / 1_000_000).rounded(.down))
         let micros = Int(totalMicros - Double(seconds) * 1_000_000)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
-            Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-            Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), micros
-        )
+        var bytes = [UInt8](repeating: 0, count: 27)
+        func put(_ value: Int, at start: Int, digits: Int) {
+            var remaining = value
+            for index in stride(from: start + digits - 1, through: start, by: -1) {
+                bytes[index] = UInt8(ascii: "0") + UInt8(remaining % 10)
+                remaining /= 10
+            }
+        }
+        put(Int(parts.tm_year) + 1900, at: 0, digits: 4)
+        bytes[4] = UInt8(ascii: "-")
+        put(Int(parts.tm_mon) + 1, at: 5, digits: 2)
+        bytes[7] = UInt8(ascii: "-")
+        put(Int(parts.tm_mday), at: 8, digits: 2)
+        bytes[10] = UInt8(ascii: "T")
+        put(Int(parts.tm_hour), at: 11, digits: 2)
+        bytes[13] = UInt8(ascii: ":")
+        put(Int(parts.tm_min), at: 14, digits: 2)
+        bytes[16] = UInt8(ascii: ":")
+        put(Int(parts.tm_sec), at: 17, digits: 2)
+        bytes[19] = UInt8(ascii: ".")
+        put(micros, at: 20, digits: 6)
+        bytes[26] = UInt8(ascii: "Z")
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Reads PostgreSQL's ISO output and RFC 3339 (a `T` or a space, `Z` or an offset).

@@ -51,4 +51,29 @@ struct ConfigurationAndFormatTests {
         #expect(PostgresArrayLiteral.parse("{a,b") == nil)
         #expect(PostgresArrayLiteral.format(["a\\b", "c\"d"]) == "{\"a\\\\b\",\"c\\\"d\"}")
     }
+
+    @Test("uuid text reads back exactly, and anything but the 8-4-4-4-12 form is refused")
+    func uuidText() throws {
+        for _ in 0..<1_000 {
+            let uuid = UUID()
+            #expect(try UUID(postgresText: uuid.uuidString.lowercased()) == uuid)
+            #expect(try UUID(postgresText: uuid.uuidString) == uuid)
+        }
+        for bad in ["", "not a uuid", "0123456789abcdef0123456789abcdef", "0123456-89ab-cdef-0123-456789abcdef0", "g1234567-89ab-cdef-0123-456789abcdef", "01234567-89ab-cdef-0123-456789abcdeff"] {
+            #expect(throws: PostgresDecodingFailure.self) { try UUID(postgresText: bad) }
+        }
+    }
+
+    @Test("timestamps format as RFC 3339 with microseconds and parse back to the same instant")
+    func timestampRoundTrip() throws {
+        #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000000Z")
+        #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: 1_790_000_000.000_042)) == "2026-09-21T14:13:20.000042Z")
+        for _ in 0..<1_000 {
+            let micros = Int64.random(in: 0...4_102_444_800_000_000)
+            let date = Date(timeIntervalSince1970: Double(micros) / 1_000_000)
+            let text = PostgresTimestamp.format(date)
+            #expect(text.count == 27)
+            #expect(PostgresTimestamp.parse(text).map { abs($0.timeIntervalSince(date)) < 0.000_001 } == true, "\(text)")
+        }
+    }
 }
