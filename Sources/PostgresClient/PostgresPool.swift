@@ -63,9 +63,11 @@ public final class PostgresPool: Service, Sendable {
     }
 
     public var statistics: Statistics {
-        state.withLockedValue { state in
+        var statistics = state.withLockedValue { state in
             Statistics(inUse: state.open - state.idle.count, idle: state.idle.count, waiting: state.waiters.count)
-        }.with(roundTrips: driver.roundTrips)
+        }
+        statistics.roundTrips = driver.roundTrips
+        return statistics
     }
 
     /// Waits for a graceful shutdown, then closes every connection.
@@ -236,13 +238,5 @@ public final class PostgresPool: Service, Sendable {
     private func giveUpSlot() {
         state.withLockedValue { $0.open -= 1 }
         serveWaiters()
-    }
-}
-
-extension PostgresPool.Statistics {
-    fileprivate func with(roundTrips: Int) -> Self {
-        var statistics = self
-        statistics.roundTrips = roundTrips
-        return statistics
     }
 }
