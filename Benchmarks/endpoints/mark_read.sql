@@ -6,7 +6,7 @@
 \startpipeline
 BEGIN;
 select authenticate(md5('s' || :n)::uuid, md5(:n::text)::uuid);
-select 1 from entries where entries.diary_id = md5('d' || :d)::uuid and entries.id = md5('e' || :k)::uuid and entries.diary_id = any ((select app_diary_ids())::uuid[]);
+select 1 from entries where entries.diary_id = md5('d' || :d)::uuid and md5('d' || :d)::uuid = any ((select app_diary_ids())::uuid[]) and entries.id = md5('e' || :k)::uuid;
 select mark_as_read(md5('e' || :k)::uuid, (select app_user_id()));
 COMMIT;
 \endpipeline

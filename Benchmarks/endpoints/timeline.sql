@@ -16,7 +16,7 @@ select entries.id, entries.diary_id, entries.content, entries.question, entries.
       where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id and entry_reads.diary_id = any ((select app_diary_ids())::uuid[])) as read_by
 from entries
 left join member_profiles author on author.diary_id = entries.diary_id and author.user_id = entries.user_id
-where entries.diary_id = md5('d' || :d)::uuid and entries.diary_id = any ((select app_diary_ids())::uuid[])
+where entries.diary_id = md5('d' || :d)::uuid and md5('d' || :d)::uuid = any ((select app_diary_ids())::uuid[])
 order by entries.created_at desc, entries.id desc limit 21;
 COMMIT;
 \endpipeline

@@ -58,6 +58,13 @@ public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolatio
             sql += fragment.sql
         }
 
+        /// Splices a piece that carries values of its own, such as a policy rule about one
+        /// diary: its `$n` are renumbered to follow the values bound before it.
+        public mutating func appendInterpolation(_ piece: PostgresQuery) {
+            sql += piece.sql.placeholdersShifted(by: bindings.count)
+            bindings.append(contentsOf: piece.bindings)
+        }
+
         /// Splices text into the statement itself. Never pass anything a user supplied.
         public mutating func appendInterpolation(unsafeRaw text: String) {
             sql += text
@@ -89,7 +96,53 @@ public struct PostgresBindings: Sendable, Hashable, CustomStringConvertible {
         types.append(Value.postgresType)
     }
 
+    public mutating func append(contentsOf other: PostgresBindings) {
+        values.append(contentsOf: other.values)
+        types.append(contentsOf: other.types)
+    }
+
     public var description: String { "[\(count) bind(s) redacted]" }
+}
+
+extension String {
+    /// `$1` becomes `$(1 + offset)`, and so on; quoted text, identifiers and `$$` stay as they are.
+    /// Only ever applied to statements built by `PostgresQuery`, whose placeholders it wrote itself.
+    func placeholdersShifted(by offset: Int) -> String {
+        guard offset > 0 else { return self }
+        var result = ""
+        result.reserveCapacity(utf8.count + 8)
+        var quote: Character?
+        var index = startIndex
+        while index < endIndex {
+            let character = self[index]
+            if let open = quote {
+                if character == open { quote = nil }
+                result.append(character)
+                index = self.index(after: index)
+                continue
+            }
+            if character == "'" || character == "\"" {
+                quote = character
+            } else if character == "$" {
+                var digitsEnd = self.index(after: index)
+                while digitsEnd < endIndex, self[digitsEnd].isASCII, self[digitsEnd].isNumber {
+                    digitsEnd = self.index(after: digitsEnd)
+                }
+                let precededByWord = index > startIndex && {
+                    let before = self[self.index(before: index)]
+                    return before == "_" || before.isLetter || before.isNumber
+                }()
+                if digitsEnd > self.index(after: index), !precededByWord, let number = Int(self[self.index(after: index)..<digitsEnd]) {
+                    result += "$\(number + offset)"
+                    index = digitsEnd
+                    continue
+                }
+            }
+            result.append(character)
+            index = self.index(after: index)
+        }
+        return result
+    }
 }
 
 /// A piece of SQL written as a literal in source code, never built at run time,

@@ -15,6 +15,24 @@ struct QueryAndDecodingTests {
         #expect(query.description.contains("2 bind(s) redacted"))
     }
 
+    @Test("a spliced query's binds are renumbered after the outer ones, and the values arrive in order")
+    func splicedQueryKeepsItsValues() async throws {
+        let rule: PostgresQuery = "$$x$$ <> \(7) and 'it''s $1' <> \("$2") and \(8)"
+        let query: PostgresQuery = "select \(1) as a, (\(rule)) as b, \("tail") as c"
+        #expect(query.sql == "select $1 as a, ($$x$$ <> $2 and 'it''s $1' <> $3 and $4) as b, $5 as c")
+        #expect(query.bindings.count == 5)
+
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration) { pool in
+                let rule: PostgresQuery = "\(41)::int + 1 = \(42)::int"
+                let row = try #require(try await pool.query("select \("first")::text as a, (\(rule)) as b, \("last")::text as c").first)
+                #expect(try row.decode("a", as: String.self) == "first")
+                #expect(try row.decode("b", as: Bool.self))
+                #expect(try row.decode("c", as: String.self) == "last")
+            }
+        }
+    }
+
     @Test("quotes, unicode, NUL-free control characters and NULL round-trip unchanged")
     func bindsRoundTrip() async throws {
         try await TestDatabase.with { configuration in

@@ -8,7 +8,7 @@
 
 begin;
 set search_path = public, tap;
-select plan(57);
+select plan(63);
 
 -- Two users, each alone in their own diary with an entry and a read.
 insert into users (id, display_name) values
@@ -73,6 +73,8 @@ select is(
      where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'v') and c.relowner = 'diary_app'::regrole),
     null, 'diary_app owns nothing');
 select ok(not (select rolbypassrls or rolsuper from pg_roles where rolname = 'diary_app'), 'diary_app has no BYPASSRLS');
+
+select invite_code as b_invite_code from diaries where id = 'bbbbbbbb-d1a2-0000-0000-000000000002' \gset
 
 -- No identity: diary_app sees nothing at all.
 set local role diary_app;
@@ -141,6 +143,22 @@ select is(remove_diary_member('bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-
     'remove_diary_member in a foreign diary: not_found');
 select throws_ok($$select authenticate('bbbbbbbb-5e55-0000-0000-000000000002', 'aaaaaaaa-0000-0000-0000-000000000001')$$,
     'ZN401', null, 'authenticate with another user''s session: ZN401');
+
+-- Whom the caller sees (users_select) follows memberships changed in the same transaction
+-- (0005 keeps the answer per transaction and refreshes it on every change).
+select is((select count(*) from users where id = 'bbbbbbbb-0000-0000-0000-000000000002'), 0::bigint,
+    'before joining: B''s user row does not exist for A');
+select is(join_diary(:'b_invite_code', 'aaaaaaaa-0000-0000-0000-000000000001'), 'bbbbbbbb-d1a2-0000-0000-000000000002'::uuid,
+    'A joins B''s couple diary');
+select is((select count(*) from users where id = 'bbbbbbbb-0000-0000-0000-000000000002'), 1::bigint,
+    'after joining, in the same transaction: A sees B''s user row');
+select authenticate('bbbbbbbb-5e55-0000-0000-000000000002', 'bbbbbbbb-0000-0000-0000-000000000002');
+select is(remove_diary_member('bbbbbbbb-d1a2-0000-0000-000000000002', 'aaaaaaaa-0000-0000-0000-000000000001'), 'removed',
+    'B, the owner, removes A');
+select is((select count(*) from users where id = 'aaaaaaaa-0000-0000-0000-000000000001'), 0::bigint,
+    'after removing A, in the same transaction: B no longer sees A''s user row');
+select throws_ok($$update diaries set type = 'family' where id = 'bbbbbbbb-d1a2-0000-0000-000000000002'$$,
+    '23514', null, 'a diary''s type cannot change, not even by its owner');
 
 reset role;
 select * from finish();

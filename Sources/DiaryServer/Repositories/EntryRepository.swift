@@ -72,7 +72,7 @@ struct EntryRepository: Sendable {
             """,
             """
             \(Self.entryColumns)
-            where entries.diary_id = \(diary) and entries.id = \(entryID) and \(EntriesPolicy.entriesSelect)
+            where \(EntriesPolicy.entriesSelect(inDiary: diary)) and entries.id = \(entryID)
             """,
         ])
         guard !results[0].isEmpty else { throw Problem.notFound("no such diary") }
@@ -110,14 +110,14 @@ struct EntryRepository: Sendable {
         if let cursor {
             page = """
                 \(Self.entryColumns)
-                where entries.diary_id = \(diary) and \(EntriesPolicy.entriesSelect)
+                where \(EntriesPolicy.entriesSelect(inDiary: diary))
                   and (entries.created_at, entries.id) < (\(cursor.createdAt)::timestamptz, \(cursor.id))
                 order by entries.created_at desc, entries.id desc limit \(limit + 1)
                 """
         } else {
             page = """
                 \(Self.entryColumns)
-                where entries.diary_id = \(diary) and \(EntriesPolicy.entriesSelect)
+                where \(EntriesPolicy.entriesSelect(inDiary: diary))
                 order by entries.created_at desc, entries.id desc limit \(limit + 1)
                 """
         }
@@ -137,7 +137,7 @@ struct EntryRepository: Sendable {
     func find(_ id: UUID, in diary: UUID) async throws -> Entry {
         let rows = try await scope.run("""
             \(Self.entryColumns)
-            where entries.diary_id = \(diary) and entries.id = \(id) and \(EntriesPolicy.entriesSelect)
+            where \(EntriesPolicy.entriesSelect(inDiary: diary)) and entries.id = \(id)
             """)
         guard let row = rows.first else { throw Problem.notFound("no such entry") }
         return try Self.entry(from: row)
@@ -160,7 +160,7 @@ struct EntryRepository: Sendable {
             """,
             """
             \(Self.entryColumns)
-            where entries.diary_id = \(diary) and entries.id = \(id) and \(EntriesPolicy.entriesSelect)
+            where \(EntriesPolicy.entriesSelect(inDiary: diary)) and entries.id = \(id)
             """,
         ])
         try DiaryRepository.requirePermitted(results[0], missing: "no such entry", forbidden: "only the author can edit this entry")
@@ -187,7 +187,7 @@ struct EntryRepository: Sendable {
     /// Records the caller's read through `mark_as_read`; reading again just moves read_at.
     func markRead(_ id: UUID, in diary: UUID) async throws {
         let results = try await scope.run([
-            "select 1 from entries where entries.diary_id = \(diary) and entries.id = \(id) and \(EntriesPolicy.entriesSelect)",
+            "select 1 from entries where \(EntriesPolicy.entriesSelect(inDiary: diary)) and entries.id = \(id)",
             "select mark_as_read(\(id), (select app_user_id()))",
         ])
         guard !results[0].isEmpty else { throw Problem.notFound("no such entry") }
@@ -195,7 +195,7 @@ struct EntryRepository: Sendable {
 
     func reads(of id: UUID, in diary: UUID) async throws -> [ReadReceipt] {
         let results = try await scope.run([
-            "select 1 from entries where entries.diary_id = \(diary) and entries.id = \(id) and \(EntriesPolicy.entriesSelect)",
+            "select 1 from entries where \(EntriesPolicy.entriesSelect(inDiary: diary)) and entries.id = \(id)",
             """
             select reader.public_id, entry_reads.read_at from entry_reads
             join member_profiles reader on reader.diary_id = entry_reads.diary_id and reader.user_id = entry_reads.user_id
