@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import PostgresClient
 
 /// The only way an authenticated request reaches the database.
@@ -21,13 +22,30 @@ struct RequestScope: Sendable {
 
     /// Runs the statements as the caller and returns each one's rows.
     func run(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
-        let results = try await pool.transaction(
-            ["select authenticate(\(identity.sessionID), \(identity.userID))"] + statements
-        )
+        let transaction = ["select authenticate(\(identity.sessionID), \(identity.userID))"] + statements
+        #if DEBUG
+        Self.recorder?.record(transaction)
+        #endif
+        let results = try await pool.transaction(transaction)
         return Array(results.dropFirst())
     }
 
     func run(_ statement: PostgresQuery) async throws -> PostgresRows {
         try await run([statement])[0]
     }
+
+    #if DEBUG
+    /// Debug builds only: a test collects the statements of each transaction a request
+    /// sends (BEGIN and COMMIT aside), to hold the benchmark's pgbench scripts to them.
+    @TaskLocal static var recorder: StatementRecorder?
+
+    final class StatementRecorder: Sendable {
+        private let transactions = NIOLockedValueBox<[[PostgresQuery]]>([])
+
+        init() {}
+
+        func record(_ statements: [PostgresQuery]) { transactions.withLockedValue { $0.append(statements) } }
+        var recorded: [[PostgresQuery]] { transactions.withLockedValue { $0 } }
+    }
+    #endif
 }
