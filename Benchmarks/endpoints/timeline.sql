@@ -6,16 +6,17 @@
 BEGIN;
 select authenticate(md5('s' || :n)::uuid, md5(:n::text)::uuid);
 select 1 from diaries where diaries.id = md5('d' || :d)::uuid and diaries.id = any ((select app_diary_ids())::uuid[]);
+with profiles as (select * from member_profiles where member_profiles.diary_id = md5('d' || :d)::uuid)
 select entries.id, entries.diary_id, entries.content, entries.question, entries.images,
     entries.created_at, entries.updated_at, entries.user_id = (select app_user_id()) as is_mine,
     author.public_id as author_id, author.display_name as author_name, author.profile_image_url as author_image,
     (select coalesce(json_agg(json_build_object('userId', reader.public_id, 'readAt', entry_reads.read_at)
                               order by entry_reads.read_at, reader.public_id), '[]')
       from entry_reads
-      join member_profiles reader on reader.diary_id = entry_reads.diary_id and reader.user_id = entry_reads.user_id
+      join profiles reader on reader.user_id = entry_reads.user_id
       where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id and entry_reads.diary_id = any ((select app_diary_ids())::uuid[])) as read_by
 from entries
-left join member_profiles author on author.diary_id = entries.diary_id and author.user_id = entries.user_id
+left join profiles author on author.user_id = entries.user_id
 where entries.diary_id = md5('d' || :d)::uuid and md5('d' || :d)::uuid = any ((select app_diary_ids())::uuid[])
 order by entries.created_at desc, entries.id desc limit 21;
 COMMIT;

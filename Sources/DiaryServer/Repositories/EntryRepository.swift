@@ -11,25 +11,24 @@ struct EntryRepository: Sendable {
     static let departedAuthorID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
     static let departedAuthorName = "退会したユーザー"
 
-    static var entryColumns: PostgresFragment { entryColumnsHead + EntryReadsPolicy.entryReadsSelect + entryColumnsTail }
-
-    private static let entryColumnsHead: PostgresFragment = """
+    /// An entry's columns, its author and its readers, for entries of `diary`. The diary's
+    /// member profiles are read once, for authors and readers alike: with row-level security
+    /// each read of member_profiles costs three tables' policies.
+    static func entryColumns(inDiary diary: UUID) -> PostgresQuery {
+        """
+        with profiles as (select * from member_profiles where member_profiles.diary_id = \(diary))
         select entries.id, entries.diary_id, entries.content, entries.question, entries.images,
             entries.created_at, entries.updated_at, entries.user_id = (select app_user_id()) as is_mine,
             author.public_id as author_id, author.display_name as author_name, author.profile_image_url as author_image,
             (select coalesce(json_agg(json_build_object('userId', reader.public_id, 'readAt', entry_reads.read_at)
                                       order by entry_reads.read_at, reader.public_id), '[]')
               from entry_reads
-              join member_profiles reader on reader.diary_id = entry_reads.diary_id and reader.user_id = entry_reads.user_id
-              where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id and \
-
-        """
-
-    private static let entryColumnsTail: PostgresFragment = """
-        ) as read_by
+              join profiles reader on reader.user_id = entry_reads.user_id
+              where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id and \(EntryReadsPolicy.entryReadsSelect)) as read_by
         from entries
-        left join member_profiles author on author.diary_id = entries.diary_id and author.user_id = entries.user_id
+        left join profiles author on author.user_id = entries.user_id
         """
+    }
 
     static func entry(from row: PostgresRow) throws -> Entry {
         Entry(
@@ -71,7 +70,7 @@ struct EntryRepository: Sendable {
             returning id
             """,
             """
-            \(Self.entryColumns)
+            \(Self.entryColumns(inDiary: diary))
             where \(EntriesPolicy.entriesSelect(inDiary: diary)) and entries.id = \(entryID)
             """,
         ])
@@ -109,14 +108,14 @@ struct EntryRepository: Sendable {
         let page: PostgresQuery
         if let cursor {
             page = """
-                \(Self.entryColumns)
+                \(Self.entryColumns(inDiary: diary))
                 where \(EntriesPolicy.entriesSelect(inDiary: diary))
                   and (entries.created_at, entries.id) < (\(cursor.createdAt)::timestamptz, \(cursor.id))
                 order by entries.created_at desc, entries.id desc limit \(limit + 1)
                 """
         } else {
             page = """
-                \(Self.entryColumns)
+                \(Self.entryColumns(inDiary: diary))
                 where \(EntriesPolicy.entriesSelect(inDiary: diary))
                 order by entries.created_at desc, entries.id desc limit \(limit + 1)
                 """
@@ -136,7 +135,7 @@ struct EntryRepository: Sendable {
 
     func find(_ id: UUID, in diary: UUID) async throws -> Entry {
         let rows = try await scope.run("""
-            \(Self.entryColumns)
+            \(Self.entryColumns(inDiary: diary))
             where \(EntriesPolicy.entriesSelect(inDiary: diary)) and entries.id = \(id)
             """)
         guard let row = rows.first else { throw Problem.notFound("no such entry") }
@@ -159,7 +158,7 @@ struct EntryRepository: Sendable {
             select permitted from target
             """,
             """
-            \(Self.entryColumns)
+            \(Self.entryColumns(inDiary: diary))
             where \(EntriesPolicy.entriesSelect(inDiary: diary)) and entries.id = \(id)
             """,
         ])
