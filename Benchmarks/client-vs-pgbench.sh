@@ -15,7 +15,8 @@ bench_url="postgres://postgres@localhost:$PGPORT/$db?host=$PGHOST"
 swift build -c release --product diary-server >&2
 swift build -c release --product client-benchmark >&2
 bin=$(swift build -c release --show-bin-path)
-DATABASE_URL="$bench_url" "$bin/diary-server" migrate >&2
+# MIGRATION_DATABASE_URL, when set (scripts/postgres.sh env sets it), wins over DATABASE_URL for migrate.
+MIGRATION_DATABASE_URL="$bench_url" DATABASE_URL="$bench_url" "$bin/diary-server" migrate >&2
 psql -X -q -v ON_ERROR_STOP=1 -U postgres -d "$db" -f Benchmarks/seed.sql
 
 out="Benchmarks/results/client-vs-pgbench-$(date -u +%Y%m%dT%H%M%SZ).txt"
