@@ -20,19 +20,7 @@ struct BenchmarkScriptTests {
     @Test("each endpoint's script is the transaction its request sends")
     func scriptsMatchTheServer() async throws {
         try await APIHarness.run { api in
-            let aiko = try await api.signIn("aiko")
-            let ben = try await api.signIn("ben")
-            let diary = try await api.createDiary("日記", type: .family, token: aiko.accessToken)
-            let entry = try await api.post("一行", in: diary.id, token: aiko.accessToken).decode(DiaryModels.Entry.self)
-            #expect(try await api.join(diary.inviteCode, token: ben.accessToken).status == .ok)
-            let requests: [(script: String, method: HTTPRequest.Method, path: String, json: String?, token: String)] = [
-                ("post_entry", .post, "/v1/diaries/\(diary.id)/entries", #"{"id":"\#(UUID())","content":"もう一行"}"#, aiko.accessToken),
-                ("timeline", .get, "/v1/diaries/\(diary.id)/entries?limit=20", nil, aiko.accessToken),
-                ("mark_read", .post, "/v1/diaries/\(diary.id)/entries/\(entry.id)/read", nil, ben.accessToken),
-                ("list_diaries", .get, "/v1/diaries", nil, ben.accessToken),
-                ("join", .post, "/v1/diaries/join", #"{"inviteCode":"\#(diary.inviteCode)"}"#, ben.accessToken),
-            ]
-            for request in requests {
+            for request in try await BenchmarkedRequest.prepare(api) {
                 let recorder = RequestScope.StatementRecorder()
                 let reply = try await RequestScope.$recorder.withValue(recorder) {
                     try await api.call(request.method, request.path, token: request.token, json: request.json)

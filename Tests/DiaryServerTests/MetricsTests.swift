@@ -37,23 +37,11 @@ struct MetricsTests {
     @Test("each benchmarked request is one round trip to Postgres: POST entry, GET timeline, POST read, GET /v1/diaries, POST join")
     func oneRoundTripPerRequest() async throws {
         try await APIHarness.run { api in
-            let aiko = try await api.signIn("aiko")
-            let ben = try await api.signIn("ben")
-            let diary = try await api.createDiary("日記", type: .family, token: aiko.accessToken)
-            let entry = try await api.post("一行", in: diary.id, token: aiko.accessToken).decode(DiaryModels.Entry.self)
-            #expect(try await api.join(diary.inviteCode, token: ben.accessToken).status == .ok)
-            let requests: [(HTTPRequest.Method, String, String?, String)] = [
-                (.post, "/v1/diaries/\(diary.id)/entries", #"{"content":"もう一行"}"#, aiko.accessToken),
-                (.get, "/v1/diaries/\(diary.id)/entries?limit=20", nil, aiko.accessToken),
-                (.post, "/v1/diaries/\(diary.id)/entries/\(entry.id)/read", nil, ben.accessToken),
-                (.get, "/v1/diaries", nil, ben.accessToken),
-                (.post, "/v1/diaries/join", #"{"inviteCode":"\#(diary.inviteCode)"}"#, ben.accessToken),
-            ]
-            for (method, path, json, token) in requests {
+            for request in try await BenchmarkedRequest.prepare(api) {
                 let before = api.pool.statistics.roundTrips
-                let reply = try await api.call(method, path, token: token, json: json)
-                #expect(reply.status.code < 300, "\(method) \(path): \(reply.status)")
-                #expect(api.pool.statistics.roundTrips - before == 1, "\(method) \(path)")
+                let reply = try await api.call(request.method, request.path, token: request.token, json: request.json)
+                #expect(reply.status.code < 300, "\(request.script): \(reply.status)")
+                #expect(api.pool.statistics.roundTrips - before == 1, "\(request.script)")
             }
         }
     }

@@ -61,11 +61,11 @@ protocol AllowsServerFields {
 
 struct APIResponseEncoder: ResponseEncoder {
     func encode(_ value: some Encodable, from request: Request, context: some RequestContext) throws -> Response {
-        let data = try PostgresJSONCoding.encoder.encode(value)
+        let bytes = try StreamingJSONEncoder().encode(value)
         return Response(
             status: .ok,
             headers: [.contentType: "application/json; charset=utf-8"],
-            body: .init(byteBuffer: ByteBuffer(bytes: data))
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes))
         )
     }
 }

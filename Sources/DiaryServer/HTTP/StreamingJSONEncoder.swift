@@ -1,0 +1,234 @@
+import Foundation
+import PostgresClient
+
+/// Writes an `Encodable` value straight into JSON bytes, in one pass.
+///
+/// Foundation's JSONEncoder first builds a tree of every value (with sorted keys, a
+/// dictionary per object), then serialises it: perf showed it taking a quarter of the
+/// server's CPU on a timeline page. This writes keys in declaration order as the
+/// synthesised `encode(to:)` calls arrive. What it writes parses to the same JSON as
+/// JSONEncoder with `PostgresJSONCoding`'s settings (timestamps as RFC 3339 text, nil
+/// optionals left out), which `StreamingJSONEncoderTests` checks for every response type.
+struct StreamingJSONEncoder {
+    func encode(_ value: some Encodable) throws -> [UInt8] {
+        let output = JSONOutput()
+        output.bytes.reserveCapacity(1024)
+        try output.write(value)
+        return output.bytes
+    }
+}
+
+/// The bytes written so far, shared by every container of one encoding.
+private final class JSONOutput {
+    var bytes: [UInt8] = []
+
+    func write(_ value: some Encodable) throws {
+        switch value {
+        case let date as Date: writeString(PostgresTimestamp.format(date))
+        case let uuid as UUID: writeString(uuid.uuidString)
+        case let string as String: writeString(string)
+        default:
+            let encoder = ValueEncoder(output: self)
+            try value.encode(to: encoder)
+            encoder.close()
+        }
+    }
+
+    func writeString(_ string: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case UInt8(ascii: "\n"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case UInt8(ascii: "\r"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case UInt8(ascii: "\t"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0..<0x20, 0x7F:
+                let hex = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    func writeRaw(_ text: String) { bytes.append(contentsOf: text.utf8) }
+
+    func writeDouble(_ value: Double) throws {
+        guard value.isFinite else {
+            throw EncodingError.invalidValue(value, .init(codingPath: [], debugDescription: "\(value) is not valid JSON"))
+        }
+        writeRaw(value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)")
+    }
+}
+
+/// The encoder of one value. Containers carry no end-of-value signal, so the value's
+/// closing bracket is written by `close()` once its `encode(to:)` has returned, and a
+/// nested container is closed before its parent writes anything after it.
+private final class ValueEncoder: Encoder {
+    enum Shape { case none, keyed, unkeyed, single }
+
+    let output: JSONOutput
+    var shape = Shape.none
+    var count = 0
+    var openChild: ValueEncoder?
+
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    init(output: JSONOutput) { self.output = output }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        if shape == .none {
+            shape = .keyed
+            output.bytes.append(UInt8(ascii: "{"))
+        }
+        return KeyedEncodingContainer(KeyedContainer<Key>(encoder: self))
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        if shape == .none {
+            shape = .unkeyed
+            output.bytes.append(UInt8(ascii: "["))
+        }
+        return UnkeyedContainer(encoder: self)
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer {
+        shape = .single
+        return SingleContainer(encoder: self)
+    }
+
+    /// Starts the next member: closes a nested container left open, writes the comma and key.
+    func beginElement(key: String?) {
+        if let child = openChild {
+            child.close()
+            openChild = nil
+        }
+        if count > 0 { output.bytes.append(UInt8(ascii: ",")) }
+        count += 1
+        if let key {
+            output.writeString(key)
+            output.bytes.append(UInt8(ascii: ":"))
+        }
+    }
+
+    func nested() -> ValueEncoder {
+        let child = ValueEncoder(output: output)
+        openChild = child
+        return child
+    }
+
+    func close() {
+        openChild?.close()
+        openChild = nil
+        switch shape {
+        case .none: output.writeRaw("{}")
+        case .keyed: output.bytes.append(UInt8(ascii: "}"))
+        case .unkeyed: output.bytes.append(UInt8(ascii: "]"))
+        case .single: break
+        }
+    }
+}
+
+private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    let encoder: ValueEncoder
+    var codingPath: [any CodingKey] { [] }
+
+    func encodeNil(forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw("null") }
+    func encode(_ value: Bool, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(value ? "true" : "false") }
+    func encode(_ value: String, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeString(value) }
+    func encode(_ value: Double, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); try encoder.output.writeDouble(value) }
+    func encode(_ value: Float, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); try encoder.output.writeDouble(Double(value)) }
+    func encode(_ value: Int, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
+    func encode(_ value: Int8, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
+    func encode(_ value: Int16, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
+    func encode(_ value: Int32, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
+    func encode(_ value: Int64, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt8, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt16, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt32, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt64, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
+    func encode<T: Encodable>(_ value: T, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); try encoder.output.write(value) }
+
+    func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+        encoder.beginElement(key: key.stringValue)
+        return encoder.nested().container(keyedBy: keyType)
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+        encoder.beginElement(key: key.stringValue)
+        return encoder.nested().unkeyedContainer()
+    }
+
+    func superEncoder() -> any Encoder {
+        encoder.beginElement(key: "super")
+        return encoder.nested()
+    }
+
+    func superEncoder(forKey key: Key) -> any Encoder {
+        encoder.beginElement(key: key.stringValue)
+        return encoder.nested()
+    }
+}
+
+private struct UnkeyedContainer: UnkeyedEncodingContainer {
+    let encoder: ValueEncoder
+    var codingPath: [any CodingKey] { [] }
+    var count: Int { encoder.count }
+
+    func encodeNil() throws { encoder.beginElement(key: nil); encoder.output.writeRaw("null") }
+    func encode(_ value: Bool) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(value ? "true" : "false") }
+    func encode(_ value: String) throws { encoder.beginElement(key: nil); encoder.output.writeString(value) }
+    func encode(_ value: Double) throws { encoder.beginElement(key: nil); try encoder.output.writeDouble(value) }
+    func encode(_ value: Float) throws { encoder.beginElement(key: nil); try encoder.output.writeDouble(Double(value)) }
+    func encode(_ value: Int) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
+    func encode(_ value: Int8) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
+    func encode(_ value: Int16) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
+    func encode(_ value: Int32) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
+    func encode(_ value: Int64) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt8) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt16) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt32) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt64) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
+    func encode<T: Encodable>(_ value: T) throws { encoder.beginElement(key: nil); try encoder.output.write(value) }
+
+    func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+        encoder.beginElement(key: nil)
+        return encoder.nested().container(keyedBy: keyType)
+    }
+
+    func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+        encoder.beginElement(key: nil)
+        return encoder.nested().unkeyedContainer()
+    }
+
+    func superEncoder() -> any Encoder {
+        encoder.beginElement(key: nil)
+        return encoder.nested()
+    }
+}
+
+private struct SingleContainer: SingleValueEncodingContainer {
+    let encoder: ValueEncoder
+    var codingPath: [any CodingKey] { [] }
+
+    func encodeNil() throws { encoder.output.writeRaw("null") }
+    func encode(_ value: Bool) throws { encoder.output.writeRaw(value ? "true" : "false") }
+    func encode(_ value: String) throws { encoder.output.writeString(value) }
+    func encode(_ value: Double) throws { try encoder.output.writeDouble(value) }
+    func encode(_ value: Float) throws { try encoder.output.writeDouble(Double(value)) }
+    func encode(_ value: Int) throws { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: Int8) throws { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: Int16) throws { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: Int32) throws { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: Int64) throws { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt) throws { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt8) throws { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt16) throws { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt32) throws { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt64) throws { encoder.output.writeRaw(String(value)) }
+    func encode<T: Encodable>(_ value: T) throws { try encoder.output.write(value) }
+}

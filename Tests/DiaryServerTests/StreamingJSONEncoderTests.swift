@@ -1,0 +1,76 @@
+import DiaryModels
+import Foundation
+import PostgresClient
+import Testing
+
+@testable import DiaryServer
+
+/// Responses are written by `StreamingJSONEncoder`; clients must read exactly what
+/// Foundation's JSONEncoder (with the server's settings) would have sent them.
+@Suite("Streaming JSON encoder")
+struct StreamingJSONEncoderTests {
+    static let awkward = "\"quoted\" \\ back/slash\n\t\r\u{1}\u{1F} ずっと日記 💌 </script>"
+    static let moment = Date(timeIntervalSince1970: 1_795_000_000.123456)
+
+    static var entry: Entry {
+        Entry(
+            id: UUID(), diaryId: UUID(),
+            author: .init(id: UUID(), displayName: awkward, profileImageUrl: nil),
+            content: awkward, question: "今日は？", images: ["a.jpg", awkward], createdAt: moment, updatedAt: moment.addingTimeInterval(1),
+            readBy: [.init(userId: UUID(), readAt: moment), .init(userId: UUID(), readAt: moment.addingTimeInterval(-3600))],
+            isMine: true
+        )
+    }
+
+    static var me: Me {
+        Me(id: UUID(), displayName: awkward, profileImageUrl: "https://example.com/a.png", settings: UserSettings(),
+           timeZone: "Asia/Tokyo", isPremium: false, premiumExpiresAt: nil, createdAt: moment)
+    }
+
+    static var diary: Diary {
+        Diary(id: UUID(), name: awkward, type: .anonymous, inviteCode: "ABCDE-FGHJK", role: .owner, memberCount: 2,
+              members: [.init(userId: UUID(), displayName: "匿名1", profileImageUrl: nil, role: .owner, joinedAt: moment)],
+              createdAt: moment, lastEntryAt: nil, unreadCount: 0)
+    }
+
+    @Test("every response type parses to the same JSON as JSONEncoder's")
+    func sameJSONAsFoundation() throws {
+        try expectSame(EntryPage(entries: [Self.entry, Self.entry], nextCursor: "abc_-"))
+        try expectSame(EntryPage(entries: [], nextCursor: nil))
+        try expectSame(Self.entry)
+        try expectSame(ReadList(reads: Self.entry.readBy))
+        try expectSame(Self.me)
+        try expectSame(Session(accessToken: "a.b.c", refreshToken: Self.awkward, expiresIn: 900, user: Self.me))
+        try expectSame(Self.diary)
+        try expectSame(DiaryList(diaries: [Self.diary, Self.diary]))
+        try expectSame(MemberList(members: Self.diary.members))
+        try expectSame(InviteCodeResponse(inviteCode: "ABCDE-FGHJK"))
+        try expectSame(TodayQuestion(date: "2026-11-22", question: Self.awkward))
+        try expectSame(["numbers": [0, -1, Int.max], "more": [7]])
+        try expectSame([[1], [], [2, 3]])
+        try expectSame([1.5, -0.25, 3, 1e300])
+    }
+
+    @Test("text escapes every control character, quote and backslash, and keeps other characters as UTF-8")
+    func escaping() throws {
+        let bytes = try StreamingJSONEncoder().encode(["k": "a\"b\\c\n\u{0}\u{1F}日"])
+        #expect(String(decoding: bytes, as: UTF8.self) == #"{"k":"a\"b\\c\n\u0000\u001f日"}"#)
+    }
+
+    @Test("a non-finite number is an error, as with JSONEncoder")
+    func nonFiniteIsAnError() {
+        #expect(throws: EncodingError.self) { try StreamingJSONEncoder().encode([Double.nan]) }
+    }
+
+    private func expectSame(_ value: some Encodable, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let streamed = try Self.canonical(Data(try StreamingJSONEncoder().encode(value)))
+        let foundation = try Self.canonical(try PostgresJSONCoding.encoder.encode(value))
+        #expect(streamed == foundation, "\(streamed)\nversus\n\(foundation)", sourceLocation: sourceLocation)
+    }
+
+    /// The same JSON in one spelling: parsed, then written again with sorted keys.
+    static func canonical(_ json: Data) throws -> String {
+        let object = try JSONSerialization.jsonObject(with: json, options: [.fragmentsAllowed])
+        return String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .fragmentsAllowed]), as: UTF8.self)
+    }
+}
