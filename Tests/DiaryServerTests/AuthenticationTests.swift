@@ -11,6 +11,23 @@ struct AuthenticationTests {
         try await api.call(.post, "/v1/auth/apple", body: AppleSignInRequest(identityToken: token, nonce: nonce, displayName: displayName))
     }
 
+    @Test("base64url: the same text as Foundation's base64 made URL-safe, and only canonical text decodes")
+    func base64URL() {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0...64 {
+            let data = Data((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            let expected = data.base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            #expect(Base64URL.encode(data) == expected)
+            #expect(Base64URL.decode(expected) == data)
+        }
+        for invalid in ["A", "AAAAA", "AA==", "A+AA", "A/AA", "AB", "AAB", "a b", "ず"] {
+            #expect(Base64URL.decode(invalid) == nil, "\(invalid)")
+        }
+        #expect(Base64URL.decode("AA") == Data([0]))
+        #expect(Base64URL.decode("AAA") == Data([0, 0]))
+    }
+
     @Test("a good Apple token signs in, finds the same user again, and keeps the first display name")
     func goodAppleToken() async throws {
         try await APIHarness.run { api in

@@ -91,18 +91,51 @@ struct JSONWebToken {
     }
 }
 
+/// RFC 4648 §5, without padding, byte by byte: every request decodes its token's three
+/// parts, and going through base64 with three string replacements showed up in profiles.
 enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let values: [UInt8] = {
+        var values = [UInt8](repeating: 0xFF, count: 256)
+        for (value, character) in alphabet.enumerated() { values[Int(character)] = UInt8(value) }
+        return values
+    }()
+
     static func encode(_ data: Data) -> String {
-        data.base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        var output = [UInt8]()
+        output.reserveCapacity((data.count * 4 + 2) / 3)
+        var buffer: UInt32 = 0
+        var bits = 0
+        for byte in data {
+            buffer = buffer << 8 | UInt32(byte)
+            bits += 8
+            while bits >= 6 {
+                bits -= 6
+                output.append(alphabet[Int(buffer >> UInt32(bits) & 0x3F)])
+            }
+        }
+        if bits > 0 { output.append(alphabet[Int(buffer << UInt32(6 - bits) & 0x3F)]) }
+        return String(decoding: output, as: UTF8.self)
     }
 
+    /// Only the canonical spelling: no padding, no other characters, unused bits zero.
     static func decode(_ text: some StringProtocol) -> Data? {
-        guard text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else { return nil }
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64)
+        let utf8 = text.utf8
+        guard utf8.count % 4 != 1 else { return nil }
+        var output = Data(capacity: utf8.count * 3 / 4)
+        var buffer: UInt32 = 0
+        var bits = 0
+        for character in utf8 {
+            let value = values[Int(character)]
+            guard value != 0xFF else { return nil }
+            buffer = (buffer << 6 | UInt32(value)) & 0xFFFF
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                output.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
+            }
+        }
+        guard buffer & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
+        return output
     }
 }
