@@ -96,6 +96,12 @@ public struct PostgresJSON<Value: Codable & Sendable>: PostgresEncodable, Postgr
     }
 
     public init(postgresText text: String) throws {
+        // Most aggregated lists (an entry's readers) are empty; that needs no JSON parser.
+        // An empty array casts to any array type, and to nothing else.
+        if text == "[]", let empty = [Any]() as? Value {
+            value = empty
+            return
+        }
         do {
             value = try PostgresJSONCoding.decoder.decode(Value.self, from: Data(text.utf8))
         } catch {
@@ -107,7 +113,8 @@ public struct PostgresJSON<Value: Codable & Sendable>: PostgresEncodable, Postgr
 /// JSON coders whose dates are RFC 3339 with microseconds, matching what SQL builds with
 /// `to_json(timestamptz)` under the connection's UTC time zone.
 public enum PostgresJSONCoding {
-    public static var encoder: JSONEncoder {
+    /// Shared: JSONEncoder and JSONDecoder are safe to use from many tasks at once.
+    public static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         encoder.dateEncodingStrategy = .custom { date, encoder in
@@ -115,9 +122,9 @@ public enum PostgresJSONCoding {
             try container.encode(PostgresTimestamp.format(date))
         }
         return encoder
-    }
+    }()
 
-    public static var decoder: JSONDecoder {
+    public static let decoder: JSONDecoder = {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
             let container = try decoder.singleValueContainer()
@@ -128,5 +135,5 @@ public enum PostgresJSONCoding {
             return date
         }
         return decoder
-    }
+    }()
 }

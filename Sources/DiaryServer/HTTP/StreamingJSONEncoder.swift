@@ -25,7 +25,7 @@ private final class JSONOutput {
     func write(_ value: some Encodable) throws {
         switch value {
         case let date as Date: writeString(PostgresTimestamp.format(date))
-        case let uuid as UUID: writeString(uuid.uuidString)
+        case let uuid as UUID: writeUUID(uuid)
         case let string as String: writeString(string)
         default:
             let encoder = ValueEncoder(output: self)
@@ -34,22 +34,53 @@ private final class JSONOutput {
         }
     }
 
+    /// Text that needs no escaping, the usual case, goes in with one append: every
+    /// access to `bytes` is checked for exclusivity, so byte-by-byte appends cost.
     func writeString(_ string: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
+        let utf8 = string.utf8
+        if !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(contentsOf: utf8)
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
+        var escaped: [UInt8] = [UInt8(ascii: "\"")]
+        escaped.reserveCapacity(utf8.count + 16)
+        for byte in utf8 {
             switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case UInt8(ascii: "\n"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case UInt8(ascii: "\r"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case UInt8(ascii: "\t"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20, 0x7F:
-                let hex = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            default: bytes.append(byte)
+            case UInt8(ascii: "\""): escaped.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): escaped.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case UInt8(ascii: "\n"): escaped.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case UInt8(ascii: "\r"): escaped.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case UInt8(ascii: "\t"): escaped.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0..<0x20:
+                escaped.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                            Self.hexDigits[Int(byte >> 4)], Self.hexDigits[Int(byte & 0xF)]])
+            default: escaped.append(byte)
             }
         }
-        bytes.append(UInt8(ascii: "\""))
+        escaped.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: escaped)
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+    private static let upperHexDigits = Array("0123456789ABCDEF".utf8)
+
+    /// As `uuidString` spells it (upper case, as JSONEncoder writes a UUID), without the String.
+    func writeUUID(_ uuid: UUID) {
+        withUnsafeBytes(of: uuid.uuid) { raw in
+            var text = [UInt8](repeating: UInt8(ascii: "-"), count: 38)
+            text[0] = UInt8(ascii: "\"")
+            text[37] = UInt8(ascii: "\"")
+            var position = 1
+            for (index, byte) in raw.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 { position += 1 }
+                text[position] = Self.upperHexDigits[Int(byte >> 4)]
+                text[position + 1] = Self.upperHexDigits[Int(byte & 0xF)]
+                position += 2
+            }
+            bytes.append(contentsOf: text)
+        }
     }
 
     func writeRaw(_ text: String) { bytes.append(contentsOf: text.utf8) }
