@@ -60,13 +60,15 @@ struct TransactionAndPoolTests {
         try await TestDatabase.with { configuration in
             try await TestDatabase.withPool(configuration, size: 1, acquireTimeout: .milliseconds(200)) { pool in
                 try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { try await pool.query("select pg_sleep(1.5)") }
+                    group.addTask { try await pool.query("select pg_sleep(3)") }
                     try await Task.sleep(for: .milliseconds(300))
                     let clock = ContinuousClock()
                     let started = clock.now
                     let error = await #expect(throws: PostgresError.self) { try await pool.query("select 1") }
                     #expect(error?.kind == .poolExhausted)
-                    #expect(clock.now - started < .seconds(1))
+                    // It gave up without waiting for the holder. How soon after the timeout is
+                    // FaultTests' to assert, run alone: here CPU-heavy suites run alongside.
+                    #expect(clock.now - started < .seconds(2))
                     try await group.waitForAll()
                 }
                 let rowCount = try await pool.query("select 1").count
