@@ -73,8 +73,14 @@ extension UUID: PostgresDecodable {
     /// PostgreSQL always writes the canonical lower-case 8-4-4-4-12 form; reading it by
     /// hand avoids `UUID(uuidString:)`, which goes through sscanf on Linux.
     public init(postgresText text: String) throws {
+        guard let value = UUID(canonicalText: text) else { throw PostgresDecodingFailure.malformed("not a uuid") }
+        self = value
+    }
+
+    /// The 8-4-4-4-12 form in either case, as `UUID(uuidString:)` accepts, without sscanf.
+    public init?(canonicalText text: String) {
         var text = text
-        guard let value = text.withUTF8(UUID.parseCanonical) else { throw PostgresDecodingFailure.malformed("not a uuid") }
+        guard let value = text.withUTF8(UUID.parseCanonical) else { return nil }
         self = value
     }
 

@@ -40,14 +40,19 @@ struct JSONWebToken {
         guard token.utf8.count <= Self.maximumLength else { throw Failure.malformed("too long") }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw Failure.malformed("expected three parts") }
-        guard let headerData = Base64URL.decode(parts[0]), let payload = Base64URL.decode(parts[1]),
-              let signature = Base64URL.decode(parts[2]) else {
+        guard let payload = Base64URL.decode(parts[1]), let signature = Base64URL.decode(parts[2]) else {
             throw Failure.malformed("not base64url")
         }
-        do {
-            header = try JSONDecoder().decode(Header.self, from: headerData)
-        } catch {
-            throw Failure.malformed("header is not JSON")
+        if parts[0] == Self.ownHeader {
+            // Every access token we sign has this header: no JSON to parse on each request.
+            header = Header(alg: "HS256", kid: nil, typ: "JWT")
+        } else {
+            guard let headerData = Base64URL.decode(parts[0]) else { throw Failure.malformed("not base64url") }
+            do {
+                header = try JSONDecoder().decode(Header.self, from: headerData)
+            } catch {
+                throw Failure.malformed("header is not JSON")
+            }
         }
         self.payload = payload
         self.signature = signature
@@ -79,13 +84,15 @@ struct JSONWebToken {
         }
     }
 
+    /// The header of every token `signHS256` makes, base64url-encoded.
+    static let ownHeader = Base64URL.encode(Data(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
+
     /// Signs `claims` with HS256. Keys are sorted, so equal claims give equal tokens.
     static func signHS256<Claims: Encodable>(_ claims: Claims, key: SymmetricKey) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let header = Base64URL.encode(Data(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
         let body = Base64URL.encode(try encoder.encode(claims))
-        let input = header + "." + body
+        let input = ownHeader + "." + body
         let mac = HMAC<SHA256>.authenticationCode(for: Data(input.utf8), using: key)
         return input + "." + Base64URL.encode(Data(mac))
     }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PostgresClient
 
 /// Issues and checks our own tokens.
 ///
@@ -45,7 +46,7 @@ struct TokenService: Sendable {
         guard let jwt = try? JSONWebToken(compact: token), (try? jwt.verifyHS256(key: key)) != nil,
               let claims = try? jwt.claims(as: AccessClaims.self),
               Double(claims.exp) > now.timeIntervalSince1970,
-              let user = UUID(uuidString: claims.sub), let session = UUID(uuidString: claims.sid) else {
+              let user = UUID(canonicalText: claims.sub), let session = UUID(canonicalText: claims.sid) else {
             throw Failure.invalid
         }
         return Identity(userID: user, sessionID: session)
