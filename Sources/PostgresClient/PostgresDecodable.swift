@@ -3,11 +3,18 @@ import Foundation
 /// A Swift value that can be read from a column in PostgreSQL's text format.
 public protocol PostgresDecodable {
     init(postgresText text: String) throws
+    /// Reads the value straight from libpq's buffer. Only types that can skip making a
+    /// String first (uuids, timestamps, booleans) need their own.
+    init(postgresBytes bytes: UnsafeBufferPointer<UInt8>) throws
     /// Called for SQL NULL. Only `Optional` accepts it.
     static func decodeNull() throws -> Self
 }
 
 extension PostgresDecodable {
+    public init(postgresBytes bytes: UnsafeBufferPointer<UInt8>) throws {
+        try self.init(postgresText: String(decoding: bytes, as: UTF8.self))
+    }
+
     public static func decodeNull() throws -> Self {
         throw PostgresDecodingFailure.unexpectedNull
     }
@@ -22,6 +29,10 @@ public enum PostgresDecodingFailure: Error, Sendable, Equatable {
 extension Optional: PostgresDecodable where Wrapped: PostgresDecodable {
     public init(postgresText text: String) throws {
         self = .some(try Wrapped(postgresText: text))
+    }
+
+    public init(postgresBytes bytes: UnsafeBufferPointer<UInt8>) throws {
+        self = .some(try Wrapped(postgresBytes: bytes))
     }
 
     public static func decodeNull() throws -> Self { .none }
@@ -60,6 +71,15 @@ extension Bool: PostgresDecodable {
         default: throw PostgresDecodingFailure.malformed("not a boolean")
         }
     }
+
+    public init(postgresBytes bytes: UnsafeBufferPointer<UInt8>) throws {
+        guard bytes.count == 1 else { throw PostgresDecodingFailure.malformed("not a boolean") }
+        switch bytes[0] {
+        case UInt8(ascii: "t"): self = true
+        case UInt8(ascii: "f"): self = false
+        default: throw PostgresDecodingFailure.malformed("not a boolean")
+        }
+    }
 }
 
 extension Double: PostgresDecodable {
@@ -74,6 +94,11 @@ extension UUID: PostgresDecodable {
     /// hand avoids `UUID(uuidString:)`, which goes through sscanf on Linux.
     public init(postgresText text: String) throws {
         guard let value = UUID(canonicalText: text) else { throw PostgresDecodingFailure.malformed("not a uuid") }
+        self = value
+    }
+
+    public init(postgresBytes bytes: UnsafeBufferPointer<UInt8>) throws {
+        guard let value = UUID.parseCanonical(bytes) else { throw PostgresDecodingFailure.malformed("not a uuid") }
         self = value
     }
 
@@ -115,7 +140,12 @@ extension UUID: PostgresDecodable {
 
 extension Date: PostgresDecodable {
     public init(postgresText text: String) throws {
-        guard let value = PostgresTimestamp.parse(text) else {
+        var text = text
+        self = try text.withUTF8(Date.init(postgresBytes:))
+    }
+
+    public init(postgresBytes bytes: UnsafeBufferPointer<UInt8>) throws {
+        guard let value = PostgresTimestamp.parse(bytes: bytes) else {
             throw PostgresDecodingFailure.malformed("not a timestamptz in ISO style and UTC")
         }
         self = value

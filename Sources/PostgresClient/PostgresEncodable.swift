@@ -96,14 +96,19 @@ public struct PostgresJSON<Value: Codable & Sendable>: PostgresEncodable, Postgr
     }
 
     public init(postgresText text: String) throws {
+        var text = text
+        self = try text.withUTF8(Self.init(postgresBytes:))
+    }
+
+    public init(postgresBytes bytes: UnsafeBufferPointer<UInt8>) throws {
         // Most aggregated lists (an entry's readers) are empty; that needs no JSON parser.
         // An empty array casts to any array type, and to nothing else.
-        if text == "[]", let empty = [Any]() as? Value {
+        if bytes.count == 2, bytes[0] == UInt8(ascii: "["), bytes[1] == UInt8(ascii: "]"), let empty = [Any]() as? Value {
             value = empty
             return
         }
         do {
-            value = try PostgresJSONCoding.decoder.decode(Value.self, from: Data(text.utf8))
+            value = try PostgresJSONCoding.decoder.decode(Value.self, from: Data(buffer: bytes))
         } catch {
             throw PostgresDecodingFailure.malformed("JSON does not decode as \(Value.self): \(error)")
         }

@@ -46,9 +46,10 @@ public final class PostgresRows: @unchecked Sendable, RandomAccessCollection {
         columnNames.firstIndex(of: name)
     }
 
-    func text(row: Int32, column: Int) -> String? {
-        guard let result, PQgetisnull(result, row, Int32(column)) == 0 else { return nil }
-        return String(cString: PQgetvalue(result, row, Int32(column)))
+    /// The value's bytes in libpq's buffer, or nil for NULL. Valid while this object lives.
+    func bytes(row: Int32, column: Int) -> UnsafeBufferPointer<UInt8>? {
+        guard let result, PQgetisnull(result, row, Int32(column)) == 0, let value = PQgetvalue(result, row, Int32(column)) else { return nil }
+        return UnsafeBufferPointer(start: UnsafeRawPointer(value).assumingMemoryBound(to: UInt8.self), count: Int(PQgetlength(result, row, Int32(column))))
     }
 }
 
@@ -66,8 +67,10 @@ public struct PostgresRow: Sendable {
         }
         let name = rows.columnNames[column]
         do {
-            guard let text = rows.text(row: index, column: column) else { return try Value.decodeNull() }
-            return try Value(postgresText: text)
+            return try withExtendedLifetime(rows) {
+                guard let bytes = rows.bytes(row: index, column: column) else { return try Value.decodeNull() }
+                return try Value(postgresBytes: bytes)
+            }
         } catch let failure as PostgresDecodingFailure {
             throw PostgresDecodingError(column: name, targetType: "\(Value.self)", failure: failure)
         }

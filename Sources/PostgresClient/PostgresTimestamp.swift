@@ -48,7 +48,12 @@ public enum PostgresTimestamp {
 
     /// Reads PostgreSQL's ISO output and RFC 3339 (a `T` or a space, `Z` or an offset).
     public static func parse(_ text: String) -> Date? {
-        let bytes = Array(text.utf8)
+        var text = text
+        return text.withUTF8(parse(bytes:))
+    }
+
+    /// As `parse(_:)`, straight from a buffer such as libpq's.
+    public static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Date? {
         // "2026-11-22 13:30:53+00" is the shortest well-formed value.
         guard bytes.count >= 22, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
               bytes[10] == UInt8(ascii: " ") || bytes[10] == UInt8(ascii: "T"),
@@ -82,7 +87,7 @@ public enum PostgresTimestamp {
     }
 
     /// Reads `Z`, `+HH`, `+HH:MM` or `+HH:MM:SS` and returns the offset east of UTC in seconds.
-    private static func zoneOffset(_ bytes: [UInt8], from start: Int) -> Int? {
+    private static func zoneOffset(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
         guard start < bytes.count else { return nil }
         if bytes[start] == UInt8(ascii: "Z") { return start + 1 == bytes.count ? 0 : nil }
         let sign: Int
@@ -91,23 +96,25 @@ public enum PostgresTimestamp {
         case UInt8(ascii: "-"): sign = -1
         default: return nil
         }
-        var fields: [Int] = []
+        // Hours, then optionally minutes and seconds, each two digits after a colon.
+        var seconds = 0
+        var fields = 0
         var index = start + 1
         while index < bytes.count {
-            guard let field = number(bytes, index, 2) else { return nil }
-            fields.append(field)
+            guard fields < 3, let field = number(bytes, index, 2) else { return nil }
+            seconds += field * (fields == 0 ? 3600 : fields == 1 ? 60 : 1)
+            fields += 1
             index += 2
             if index < bytes.count {
                 guard bytes[index] == UInt8(ascii: ":") else { return nil }
                 index += 1
             }
         }
-        guard (1...3).contains(fields.count) else { return nil }
-        let seconds = fields[0] * 3600 + (fields.count > 1 ? fields[1] * 60 : 0) + (fields.count > 2 ? fields[2] : 0)
+        guard fields >= 1 else { return nil }
         return sign * seconds
     }
 
-    private static func number(_ bytes: [UInt8], _ start: Int, _ length: Int) -> Int? {
+    private static func number(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ length: Int) -> Int? {
         guard start + length <= bytes.count else { return nil }
         var value = 0
         for index in start..<(start + length) {

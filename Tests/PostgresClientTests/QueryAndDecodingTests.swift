@@ -33,6 +33,19 @@ struct QueryAndDecodingTests {
         }
     }
 
+    @Test("an empty JSON array decodes as any array type without the parser, and as nothing else")
+    func emptyJSONArray() async throws {
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration) { pool in
+                let row = try #require(try await pool.query("select '[]'::jsonb as empty, '[1, 2]'::jsonb as full").first)
+                #expect(try row.decode("empty", as: PostgresJSON<[Settings]>.self).value == [])
+                #expect(try row.decode("full", as: PostgresJSON<[Int]>.self).value == [1, 2])
+                #expect(throws: PostgresDecodingError.self) { try row.decode("empty", as: PostgresJSON<Settings>.self) }
+                #expect(throws: PostgresDecodingError.self) { try row.decode("empty", as: PostgresJSON<[String: Int]>.self) }
+            }
+        }
+    }
+
     @Test("quotes, unicode, NUL-free control characters and NULL round-trip unchanged")
     func bindsRoundTrip() async throws {
         try await TestDatabase.with { configuration in
