@@ -17,7 +17,6 @@ cd "$(dirname "$0")/.."
 seconds=${1:-10}
 db=diary_bench_endpoints
 work=$(mktemp -d)
-admin=(psql -X -q -v ON_ERROR_STOP=1 -U postgres)
 server_pid="" nio_pid=""
 cleanup() {
     [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
@@ -33,12 +32,7 @@ swift build -c release --package-path .build/checkouts/swift-nio --scratch-path 
 bin="$(swift build -c release --show-bin-path)/diary-server"
 nio_bin=".build/nio-example/release/NIOHTTP1Server"
 
-echo "seeding $db" >&2
-"${admin[@]}" -d postgres -c "drop database if exists $db with (force)" -c "create database $db owner diary_owner"
-for migration in sql/migrations/*.sql; do
-    psql -X -q -v ON_ERROR_STOP=1 -U diary_owner -d "$db" -f "$migration" >/dev/null
-done
-psql -X -q -v ON_ERROR_STOP=1 -U diary_owner -d "$db" -f Benchmarks/endpoints/seed.sql
+Benchmarks/endpoints/seed-database.sh "$db"
 head -c 32 /dev/urandom > "$work/jwt.key"
 python3 Benchmarks/endpoints/tokens.py "$work/jwt.key" "$work/users.tsv"
 

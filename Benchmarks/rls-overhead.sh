@@ -18,14 +18,7 @@ rounds=${3:-5}
 admin=(psql -X -q -v ON_ERROR_STOP=1 -U postgres)
 tables="users diaries diary_members entries entry_reads sessions"
 
-for db in diary_bench_rls_on diary_bench_rls_off; do
-    echo "seeding $db" >&2
-    "${admin[@]}" -d postgres -c "drop database if exists $db with (force)" -c "create database $db owner diary_owner"
-    for migration in sql/migrations/*.sql; do
-        psql -X -q -v ON_ERROR_STOP=1 -U diary_owner -d "$db" -f "$migration" >/dev/null
-    done
-    psql -X -q -v ON_ERROR_STOP=1 -U diary_owner -d "$db" -f Benchmarks/endpoints/seed.sql
-done
+for db in diary_bench_rls_on diary_bench_rls_off; do Benchmarks/endpoints/seed-database.sh "$db"; done
 for table in $tables; do "${admin[@]}" -d diary_bench_rls_off -c "alter table $table disable row level security"; done
 
 run() {
