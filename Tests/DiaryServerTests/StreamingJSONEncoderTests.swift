@@ -49,6 +49,29 @@ struct StreamingJSONEncoderTests {
         try expectSame(["numbers": [0, -1, Int.max], "more": [7]])
         try expectSame([[1], [], [2, 3]])
         try expectSame([1.5, -0.25, 3, 1e300])
+        try expectSame(NestedContainers())
+    }
+
+    /// Nested containers are left open by `encode(to:)`; each must close before the next member.
+    struct NestedContainers: Encodable {
+        enum Keys: String, CodingKey { case point, list, after, parent }
+        enum PointKeys: String, CodingKey { case x, y }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            var point = container.nestedContainer(keyedBy: PointKeys.self, forKey: .point)
+            try point.encode(1, forKey: .x)
+            try point.encode(UInt8(2), forKey: .y)
+            var list = container.nestedUnkeyedContainer(forKey: .list)
+            try list.encode(true)
+            try list.encodeNil()
+            var inner = list.nestedUnkeyedContainer()
+            try inner.encode(Int16(-3))
+            var pair = list.nestedContainer(keyedBy: PointKeys.self)
+            try pair.encode("x", forKey: .x)
+            try container.encode(StreamingJSONEncoderTests.moment, forKey: .after)
+            try ["in super"].encode(to: container.superEncoder(forKey: .parent))
+        }
     }
 
     @Test("text escapes every control character, quote and backslash, and keeps other characters as UTF-8")

@@ -162,35 +162,42 @@ private final class ValueEncoder: Encoder {
     }
 }
 
+// Keyed and unkeyed containers write a member's key or comma, then the value as a single
+// value: how each primitive is written lives in `SingleContainer` alone. Every primitive
+// has its own overload there, so none falls back to `encode<T>`, which would recurse.
+
 private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let encoder: ValueEncoder
     var codingPath: [any CodingKey] { [] }
 
-    func encodeNil(forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw("null") }
-    func encode(_ value: Bool, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(value ? "true" : "false") }
-    func encode(_ value: String, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeString(value) }
-    func encode(_ value: Double, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); try encoder.output.writeDouble(value) }
-    func encode(_ value: Float, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); try encoder.output.writeDouble(Double(value)) }
-    func encode(_ value: Int, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
-    func encode(_ value: Int8, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
-    func encode(_ value: Int16, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
-    func encode(_ value: Int32, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
-    func encode(_ value: Int64, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
-    func encode(_ value: UInt, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
-    func encode(_ value: UInt8, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
-    func encode(_ value: UInt16, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
-    func encode(_ value: UInt32, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
-    func encode(_ value: UInt64, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); encoder.output.writeRaw(String(value)) }
-    func encode<T: Encodable>(_ value: T, forKey key: Key) throws { encoder.beginElement(key: key.stringValue); try encoder.output.write(value) }
+    private func member(_ key: Key) -> SingleContainer {
+        encoder.beginElement(key: key.stringValue)
+        return SingleContainer(encoder: encoder)
+    }
+
+    func encodeNil(forKey key: Key) throws { member(key).encodeNil() }
+    func encode(_ value: Bool, forKey key: Key) throws { member(key).encode(value) }
+    func encode(_ value: String, forKey key: Key) throws { member(key).encode(value) }
+    func encode(_ value: Int, forKey key: Key) throws { member(key).encode(value) }
+    func encode(_ value: Int8, forKey key: Key) throws { member(key).encode(value) }
+    func encode(_ value: Int16, forKey key: Key) throws { member(key).encode(value) }
+    func encode(_ value: Int32, forKey key: Key) throws { member(key).encode(value) }
+    func encode(_ value: Int64, forKey key: Key) throws { member(key).encode(value) }
+    func encode(_ value: UInt, forKey key: Key) throws { member(key).encode(value) }
+    func encode(_ value: UInt8, forKey key: Key) throws { member(key).encode(value) }
+    func encode(_ value: UInt16, forKey key: Key) throws { member(key).encode(value) }
+    func encode(_ value: UInt32, forKey key: Key) throws { member(key).encode(value) }
+    func encode(_ value: UInt64, forKey key: Key) throws { member(key).encode(value) }
+    func encode(_ value: Double, forKey key: Key) throws { try member(key).encode(value) }
+    func encode(_ value: Float, forKey key: Key) throws { try member(key).encode(value) }
+    func encode<T: Encodable>(_ value: T, forKey key: Key) throws { try member(key).encode(value) }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
-        encoder.beginElement(key: key.stringValue)
-        return encoder.nested().container(keyedBy: keyType)
+        superEncoder(forKey: key).container(keyedBy: keyType)
     }
 
     func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-        encoder.beginElement(key: key.stringValue)
-        return encoder.nested().unkeyedContainer()
+        superEncoder(forKey: key).unkeyedContainer()
     }
 
     func superEncoder() -> any Encoder {
@@ -209,31 +216,34 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
     var codingPath: [any CodingKey] { [] }
     var count: Int { encoder.count }
 
-    func encodeNil() throws { encoder.beginElement(key: nil); encoder.output.writeRaw("null") }
-    func encode(_ value: Bool) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(value ? "true" : "false") }
-    func encode(_ value: String) throws { encoder.beginElement(key: nil); encoder.output.writeString(value) }
-    func encode(_ value: Double) throws { encoder.beginElement(key: nil); try encoder.output.writeDouble(value) }
-    func encode(_ value: Float) throws { encoder.beginElement(key: nil); try encoder.output.writeDouble(Double(value)) }
-    func encode(_ value: Int) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
-    func encode(_ value: Int8) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
-    func encode(_ value: Int16) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
-    func encode(_ value: Int32) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
-    func encode(_ value: Int64) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
-    func encode(_ value: UInt) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
-    func encode(_ value: UInt8) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
-    func encode(_ value: UInt16) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
-    func encode(_ value: UInt32) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
-    func encode(_ value: UInt64) throws { encoder.beginElement(key: nil); encoder.output.writeRaw(String(value)) }
-    func encode<T: Encodable>(_ value: T) throws { encoder.beginElement(key: nil); try encoder.output.write(value) }
+    private func element() -> SingleContainer {
+        encoder.beginElement(key: nil)
+        return SingleContainer(encoder: encoder)
+    }
+
+    func encodeNil() throws { element().encodeNil() }
+    func encode(_ value: Bool) throws { element().encode(value) }
+    func encode(_ value: String) throws { element().encode(value) }
+    func encode(_ value: Int) throws { element().encode(value) }
+    func encode(_ value: Int8) throws { element().encode(value) }
+    func encode(_ value: Int16) throws { element().encode(value) }
+    func encode(_ value: Int32) throws { element().encode(value) }
+    func encode(_ value: Int64) throws { element().encode(value) }
+    func encode(_ value: UInt) throws { element().encode(value) }
+    func encode(_ value: UInt8) throws { element().encode(value) }
+    func encode(_ value: UInt16) throws { element().encode(value) }
+    func encode(_ value: UInt32) throws { element().encode(value) }
+    func encode(_ value: UInt64) throws { element().encode(value) }
+    func encode(_ value: Double) throws { try element().encode(value) }
+    func encode(_ value: Float) throws { try element().encode(value) }
+    func encode<T: Encodable>(_ value: T) throws { try element().encode(value) }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
-        encoder.beginElement(key: nil)
-        return encoder.nested().container(keyedBy: keyType)
+        superEncoder().container(keyedBy: keyType)
     }
 
     func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
-        encoder.beginElement(key: nil)
-        return encoder.nested().unkeyedContainer()
+        superEncoder().unkeyedContainer()
     }
 
     func superEncoder() -> any Encoder {
@@ -246,20 +256,20 @@ private struct SingleContainer: SingleValueEncodingContainer {
     let encoder: ValueEncoder
     var codingPath: [any CodingKey] { [] }
 
-    func encodeNil() throws { encoder.output.writeRaw("null") }
-    func encode(_ value: Bool) throws { encoder.output.writeRaw(value ? "true" : "false") }
-    func encode(_ value: String) throws { encoder.output.writeString(value) }
+    func encodeNil() { encoder.output.writeRaw("null") }
+    func encode(_ value: Bool) { encoder.output.writeRaw(value ? "true" : "false") }
+    func encode(_ value: String) { encoder.output.writeString(value) }
     func encode(_ value: Double) throws { try encoder.output.writeDouble(value) }
     func encode(_ value: Float) throws { try encoder.output.writeDouble(Double(value)) }
-    func encode(_ value: Int) throws { encoder.output.writeRaw(String(value)) }
-    func encode(_ value: Int8) throws { encoder.output.writeRaw(String(value)) }
-    func encode(_ value: Int16) throws { encoder.output.writeRaw(String(value)) }
-    func encode(_ value: Int32) throws { encoder.output.writeRaw(String(value)) }
-    func encode(_ value: Int64) throws { encoder.output.writeRaw(String(value)) }
-    func encode(_ value: UInt) throws { encoder.output.writeRaw(String(value)) }
-    func encode(_ value: UInt8) throws { encoder.output.writeRaw(String(value)) }
-    func encode(_ value: UInt16) throws { encoder.output.writeRaw(String(value)) }
-    func encode(_ value: UInt32) throws { encoder.output.writeRaw(String(value)) }
-    func encode(_ value: UInt64) throws { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: Int) { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: Int8) { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: Int16) { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: Int32) { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: Int64) { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt) { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt8) { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt16) { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt32) { encoder.output.writeRaw(String(value)) }
+    func encode(_ value: UInt64) { encoder.output.writeRaw(String(value)) }
     func encode<T: Encodable>(_ value: T) throws { try encoder.output.write(value) }
 }
