@@ -13,14 +13,28 @@ guard arguments.count == 4, let concurrency = Int(arguments[2]), let seconds = D
     exit(2)
 }
 let workload = arguments[1]
+// CLIENT_EXECUTOR=global runs the tasks on Swift's global executor instead of the pool's I/O thread.
+let onDriver = ProcessInfo.processInfo.environment["CLIENT_EXECUTOR"] != "global"
 
-func statement(_ workload: String) -> PostgresQuery {
+/// pgbench draws its keys from an in-process generator; the system one costs a getrandom call each.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+func statement(_ workload: String, using random: inout SplitMix64) -> PostgresQuery {
     switch workload {
     case "select_user":
-        let n = Int.random(in: 1...10_000)
+        let n = Int.random(in: 1...10_000, using: &random)
         return "select id, display_name, time_zone from users where id = md5(\(n)::text)::uuid"
     default:
-        let k = Int.random(in: 1...50_000)
+        let k = Int.random(in: 1...50_000, using: &random)
         let u = ((k - 1) % 1000) * 10 + (k % 10) + 1
         return "select mark_as_read(md5('e' || \(k))::uuid, md5(\(u)::text)::uuid)"
     }
@@ -32,18 +46,19 @@ let pool = PostgresPool(configuration: try PostgresConfiguration(url: url), opti
 // Open every connection and prepare the statement before the clock starts, as pgbench does.
 try await withThrowingTaskGroup(of: Void.self) { group in
     for _ in 0..<concurrency {
-        group.addTask { try await pool.withConnection { try await $0.query(statement(workload)) ; try await Task.sleep(for: .milliseconds(50)) } }
+        group.addTask { try await pool.withConnection { var random = SplitMix64(state: 1); try await $0.query(statement(workload, using: &random)); try await Task.sleep(for: .milliseconds(50)) } }
     }
     try await group.waitForAll()
 }
 let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int(seconds * 1000)))
 let started = ContinuousClock.now
 let total = try await withThrowingTaskGroup(of: Int.self) { group in
-    for _ in 0..<concurrency {
-        group.addTask {
+    for task in 0..<concurrency {
+        group.addTask(executorPreference: onDriver ? pool.executors[task % pool.executors.count] : nil) {
             var done = 0
+            var random = SplitMix64(state: UInt64.random(in: 0...UInt64.max))
             while ContinuousClock.now < deadline {
-                try await pool.query(statement(workload))
+                try await pool.query(statement(workload, using: &random))
                 done += 1
             }
             return done

@@ -80,11 +80,18 @@ final class LibPQConnection: @unchecked Sendable {
 
     func condemn() { condemned = true }
 
+    /// The I/O driver's record of this connection's socket; set by the lessee's pipeline.
+    var watch: PostgresIODriver.Watch?
+    /// Which of the pool's I/O threads serves this connection; set once, when it opens.
+    var driverIndex = 0
+
     /// Checked before a leased connection's first job, without blocking. An idle
     /// connection has nothing to read, so readable data means the server hung up (a
-    /// restart, `pg_terminate_backend`) or sent something we must consume.
-    var needsReconnect: Bool {
+    /// restart, `pg_terminate_backend`) or sent something we must consume. The socket
+    /// is only asked when the driver saw input arrive while the connection was idle.
+    func needsReconnect(inputArrived: Bool) -> Bool {
         if condemned || isBroken { return true }
+        guard inputArrived else { return false }
         var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
         // The server's last words (57P01 "terminating connection") can arrive before the
         // hang-up itself, leaving libpq's status OK for a moment; any input at all on an
@@ -128,6 +135,13 @@ final class LibPQConnection: @unchecked Sendable {
         case 1: return false
         default: throw connectionError("could not send to the server")
         }
+    }
+
+    /// Whether the socket holds bytes (or an end of stream) libpq has not read yet.
+    var hasUnreadBytes: Bool {
+        var byte: UInt8 = 0
+        let peeked = recv(PQsocket(handle), &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return peeked >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)
     }
 
     /// Reads what the socket has; false when the connection failed.

@@ -14,11 +14,19 @@ import Glibc
 /// pgbench. A statement then costs one wake-up of this thread, where a thread blocked
 /// on each connection cost a hop there and a hop back (measured: a cheap SELECT ran at
 /// a third of pgbench's rate that way, see Benchmarks/results).
-final class PostgresIODriver: Sendable {
+///
+/// Each socket joins the epoll set once, edge-triggered, for the life of its
+/// connection: a statement then costs no `epoll_ctl`, and input that arrives while
+/// the connection is idle is remembered, so a lease checks the socket only then.
+///
+/// The thread is also a `TaskExecutor`. A task that prefers it sends, waits and resumes
+/// on this one thread, as pgbench does: an answer then wakes nobody else, where a task
+/// on the global executor costs a hand-over to another thread per statement.
+final class PostgresIODriver: TaskExecutor, Sendable {
     /// One pipeline in flight. Unchecked because `reader` is mutable: it is handed over
     /// through `state`'s lock, after which only the driver's thread touches it, and
-    /// whoever takes it out of `state` (`take`) is the one that resumes the continuation.
-    private final class InFlight: @unchecked Sendable {
+    /// whoever takes it out of its watch (`take`) is the one that resumes the continuation.
+    fileprivate final class InFlight: @unchecked Sendable {
         let connection: LibPQConnection
         var reader: PipelineReader
         let continuation: CheckedContinuation<[PostgresRows], any Error>
@@ -30,11 +38,45 @@ final class PostgresIODriver: Sendable {
         }
     }
 
+    /// One connection's socket in the epoll set; guarded by `state`'s lock.
+    final class Watch: @unchecked Sendable {
+        enum Phase { case idle, sending, waiting }
+        let token: UInt64
+        let socket: Int32
+        fileprivate var phase = Phase.idle
+        fileprivate var job: InFlight?
+        /// Input arrived while nobody waited for it: an answer that beat `waiting`, or,
+        /// on an idle connection, the server's goodbye.
+        fileprivate var unreadInput = false
+        /// EPOLLOUT is in the mask only while a flush is unfinished: on a Unix socket
+        /// every read by the server would otherwise wake the driver.
+        fileprivate var wantsWritable = false
+
+        init(token: UInt64, socket: Int32) {
+            self.token = token
+            self.socket = socket
+        }
+    }
+
     private struct State {
-        var inFlight: [Int32: InFlight] = [:]
+        /// True when the driver's thread must be woken to see new work; the thread is then awake.
+        mutating func wake() -> Bool {
+            defer { sleeping = false }
+            return sleeping
+        }
+
+        var watches: [UInt64: Watch] = [:]
+        var nextToken: UInt64 = 1
+        /// Watches whose answers arrived before their sender finished; serviced on the next wake-up.
+        var ready: [Watch] = []
+        /// Jobs of tasks that prefer this executor, run between epoll waits.
+        var jobs: [UnownedJob] = []
+        /// The thread is in (or about to enter) a blocking epoll_wait; enqueuers must wake it.
+        var sleeping = false
         var stopped = false
     }
 
+    private static let wakeupToken: UInt64 = 0
     private let epoll: Int32
     private let wakeup: Int32
     private let state = NIOLockedValueBox(State())
@@ -43,14 +85,25 @@ final class PostgresIODriver: Sendable {
     /// Pipelines sent so far: each is one network round trip to the server.
     var roundTrips: Int { sentPipelines.withLockedValue { $0 } }
 
-    init() {
+    private let threadID = NIOLockedValueBox<pthread_t?>(nil)
+
+    /// Whether the caller runs on this driver's thread (a task that prefers this executor).
+    var isCurrentThread: Bool {
+        guard let threadID = threadID.withLockedValue({ $0 }) else { return false }
+        return pthread_equal(threadID, pthread_self()) != 0
+    }
+
+    init(index: Int) {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         wakeup = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         precondition(epoll >= 0 && wakeup >= 0, "cannot create the postgres I/O driver's epoll set: errno \(errno)")
-        var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(fd: wakeup))
+        var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: Self.wakeupToken))
         precondition(epoll_ctl(epoll, EPOLL_CTL_ADD, wakeup, &event) == 0, "cannot watch the wake-up descriptor: errno \(errno)")
-        let thread = Thread { [self] in loop() }
-        thread.name = "postgres-io"
+        let thread = Thread { [self] in
+            threadID.withLockedValue { $0 = pthread_self() }
+            loop()
+        }
+        thread.name = "postgres-io-\(index)"
         thread.start()
     }
 
@@ -58,67 +111,151 @@ final class PostgresIODriver: Sendable {
     func run(_ statements: [PostgresQuery], on connection: LibPQConnection) async throws -> [PostgresRows] {
         sentPipelines.withLockedValue { $0 += 1 }
         return try await withCheckedThrowingContinuation { continuation in
-            let socket = connection.socket
-            var registered = false
             do {
+                let watch = try self.watch(connection)
                 let reader = try connection.startPipeline(statements)
-                // A flush that could not finish, or one that already buffered an answer
-                // (libpq reads while a write is blocked), needs servicing without waiting
-                // for new input: a writable socket wakes the driver at once.
-                let needsService = try !connection.flush() || !connection.isBusy
+                // An unfinished flush needs the socket's writability; one that already
+                // buffered an answer (libpq reads while a write is blocked) needs servicing
+                // without waiting for an edge that has already passed.
+                let flushed = try connection.flush()
+                if !flushed { try setWritable(true, for: watch) }
+                let answered = !connection.isBusy
                 let job = InFlight(connection: connection, reader: reader, continuation: continuation)
-                let accepted = state.withLockedValue { state -> Bool in
-                    guard !state.stopped else { return false }
-                    state.inFlight[socket] = job
-                    return true
+                // Nothing throws after this: once the job is in its watch, the driver owns the continuation.
+                let serviceNow = try state.withLockedValue { state -> Bool in
+                    guard !state.stopped else { throw PostgresError(kind: .poolClosed, message: "the connection pool is shut down") }
+                    watch.job = job
+                    watch.phase = .waiting
+                    guard answered || watch.unreadInput else { return false }
+                    watch.unreadInput = false
+                    state.ready.append(watch)
+                    return state.wake()
                 }
-                guard accepted else { throw PostgresError(kind: .poolClosed, message: "the connection pool is shut down") }
-                registered = true
-                try arm(socket, writable: needsService)
+                if serviceNow { signal() }
             } catch {
                 connection.condemn()
-                // Before registration the continuation is ours. After it, shutdown may
-                // already have taken and failed the job: resume only if we take it back.
-                if !registered || take(socket) != nil {
-                    continuation.resume(throwing: error)
-                }
+                if let watch = connection.watch { state.withLockedValue { _ in watch.phase = .idle } }
+                continuation.resume(throwing: error)
             }
         }
     }
 
-    /// Removes the socket's job; its caller then owns the continuation.
-    private func take(_ socket: Int32) -> InFlight? {
-        state.withLockedValue { $0.inFlight.removeValue(forKey: socket) }
+    /// The connection's watch, adding its socket to the epoll set on its first pipeline
+    /// or after it reconnected to a new socket.
+    private func watch(_ connection: LibPQConnection) throws -> Watch {
+        let socket = connection.socket
+        if let watch = connection.watch {
+            state.withLockedValue { _ in
+                watch.phase = .sending
+                watch.wantsWritable = false
+            }
+            return watch
+        }
+        let watch = state.withLockedValue { state -> Watch in
+            let watch = Watch(token: state.nextToken, socket: socket)
+            state.nextToken += 1
+            watch.phase = .sending
+            state.watches[watch.token] = watch
+            return watch
+        }
+        connection.watch = watch
+        var event = epoll_event(events: EPOLLIN.rawValue | EPOLLET.rawValue, data: epoll_data_t(u64: watch.token))
+        guard epoll_ctl(epoll, EPOLL_CTL_ADD, socket, &event) == 0 else {
+            throw PostgresError(kind: .connectionFailure, message: "cannot wait on the connection's socket: errno \(errno)")
+        }
+        return watch
+    }
+
+    /// Whether input arrived on the idle connection since its last pipeline; clears the mark.
+    func takeUnreadInput(_ connection: LibPQConnection) -> Bool {
+        guard let watch = connection.watch else { return false }
+        return state.withLockedValue { _ in
+            defer { watch.unreadInput = false }
+            return watch.unreadInput
+        }
+    }
+
+    /// Forgets a connection the pool drops or reconnects; closing its socket leaves the epoll set.
+    /// Called by the connection's lessee, or by the pool once nobody leases it.
+    func unwatch(_ connection: LibPQConnection) {
+        guard let watch = connection.watch else { return }
+        connection.watch = nil
+        state.withLockedValue { _ = $0.watches.removeValue(forKey: watch.token) }
+    }
+
+    /// Removes the watch's job; its caller then owns the continuation.
+    private func take(_ watch: Watch) -> InFlight? {
+        state.withLockedValue { _ in
+            defer {
+                watch.job = nil
+                watch.phase = .idle
+            }
+            return watch.job
+        }
     }
 
     deinit {
-        // Here, not when the loop ends: a late `arm` must never reach a closed, reused descriptor.
+        // Here, not when the loop ends: a late `epoll_ctl` must never reach a closed, reused descriptor.
         close(epoll)
         close(wakeup)
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let (stopped, mustSignal) = state.withLockedValue { state -> (Bool, Bool) in
+            guard !state.stopped else { return (true, false) }
+            state.jobs.append(job)
+            return (false, state.wake())
+        }
+        if stopped {
+            // The thread is gone: a task that still prefers this executor runs elsewhere
+            // rather than never, and finds the pool closed.
+            let executor = asUnownedTaskExecutor()
+            DispatchQueue.global().async { job.runSynchronously(on: executor) }
+        } else if mustSignal {
+            signal()
+        }
     }
 
     /// Stops the thread; pipelines still in flight fail.
     func shutdown() {
         state.withLockedValue { $0.stopped = true }
+        signal()
+    }
+
+    private func signal() {
         var one: UInt64 = 1
         _ = write(wakeup, &one, MemoryLayout<UInt64>.size)
     }
 
-    /// Waits once more on `socket`. Oneshot, so a readiness is handled by exactly one
-    /// turn of the loop; a connection's first pipeline adds the socket to the set.
-    private func arm(_ socket: Int32, writable: Bool) throws {
-        var flags = EPOLLIN.rawValue | EPOLLONESHOT.rawValue
+    private func setWritable(_ writable: Bool, for watch: Watch) throws {
+        var flags = EPOLLIN.rawValue | EPOLLET.rawValue
         if writable { flags |= EPOLLOUT.rawValue }
-        var event = epoll_event(events: flags, data: epoll_data_t(fd: socket))
-        if epoll_ctl(epoll, EPOLL_CTL_MOD, socket, &event) == 0 { return }
-        if errno == ENOENT, epoll_ctl(epoll, EPOLL_CTL_ADD, socket, &event) == 0 { return }
-        throw PostgresError(kind: .connectionFailure, message: "cannot wait on the connection's socket: errno \(errno)")
+        var event = epoll_event(events: flags, data: epoll_data_t(u64: watch.token))
+        guard epoll_ctl(epoll, EPOLL_CTL_MOD, watch.socket, &event) == 0 else {
+            throw PostgresError(kind: .connectionFailure, message: "cannot wait on the connection's socket: errno \(errno)")
+        }
+        state.withLockedValue { _ in watch.wantsWritable = writable }
     }
 
     private func loop() {
         var events = [epoll_event](repeating: epoll_event(), count: 64)
+        let executor = asUnownedTaskExecutor()
         while true {
-            let count = epoll_wait(epoll, &events, Int32(events.count), -1)
+            // Jobs and early answers first; block in epoll only once there are none.
+            let (jobs, ready, stopped) = state.withLockedValue { state in
+                let taken = (state.jobs, state.ready, state.stopped)
+                state.jobs.removeAll(keepingCapacity: true)
+                state.ready.removeAll(keepingCapacity: true)
+                state.sleeping = taken.0.isEmpty && taken.1.isEmpty
+                return taken
+            }
+            if stopped { return finishAfterShutdown(leftover: jobs) }
+            for job in jobs { job.runSynchronously(on: executor) }
+            for watch in ready { serviceIfWaiting(watch) }
+            let idle = jobs.isEmpty && ready.isEmpty
+            let count = epoll_wait(epoll, &events, Int32(events.count), idle ? -1 : 0)
+            if idle { state.withLockedValue { $0.sleeping = false } }
             if count < 0 {
                 if errno == EINTR { continue }
                 // The remaining errors (EBADF, EFAULT, EINVAL) mean this object is corrupt:
@@ -126,46 +263,69 @@ final class PostgresIODriver: Sendable {
                 fatalError("epoll_wait failed: errno \(errno)")
             }
             for index in 0..<Int(count) {
-                let socket = events[index].data.fd
-                if socket == wakeup {
-                    if state.withLockedValue({ $0.stopped }) { return finishAfterShutdown() }
+                let token = events[index].data.u64
+                if token == Self.wakeupToken {
+                    var value: UInt64 = 0
+                    _ = read(wakeup, &value, MemoryLayout<UInt64>.size)
                     continue
                 }
-                guard let job = state.withLockedValue({ $0.inFlight[socket] }) else { continue }
-                service(job, socket: socket)
+                let waiting = state.withLockedValue { state -> (InFlight, Watch)? in
+                    guard let watch = state.watches[token] else { return nil }
+                    guard watch.phase == .waiting, let job = watch.job else {
+                        watch.unreadInput = true
+                        return nil
+                    }
+                    return (job, watch)
+                }
+                if let (job, watch) = waiting { service(job, watch: watch) }
             }
         }
     }
 
-    /// Reads what arrived and hands out every complete result; re-arms until the sync.
-    private func service(_ job: InFlight, socket: Int32) {
+    private func serviceIfWaiting(_ watch: Watch) {
+        let job = state.withLockedValue { _ in watch.phase == .waiting ? watch.job : nil }
+        if let job { service(job, watch: watch) }
+    }
+
+    /// Reads what arrived and hands out every complete result. Edge-triggered, so it
+    /// reads until the socket is empty before it waits for the next edge.
+    private func service(_ job: InFlight, watch: Watch) {
         let connection = job.connection
         do {
-            let flushed = try connection.flush()
-            guard connection.consumeInput() else { throw connection.connectionError("could not read from the server") }
-            while !connection.isBusy {
-                if try job.reader.accept(connection.nextResult(), from: connection) {
-                    guard take(socket) === job else { return }
-                    job.continuation.resume(with: Result { try connection.finish(job.reader) })
-                    return
+            while true {
+                let flushed = try connection.flush()
+                if flushed == watch.wantsWritable { try setWritable(!flushed, for: watch) }
+                guard connection.consumeInput() else { throw connection.connectionError("could not read from the server") }
+                while !connection.isBusy {
+                    if try job.reader.accept(connection.nextResult(), from: connection) {
+                        guard take(watch) === job else { return }
+                        job.continuation.resume(with: Result { try connection.finish(job.reader) })
+                        return
+                    }
                 }
+                guard connection.hasUnreadBytes else { return }
             }
-            try arm(socket, writable: !flushed)
         } catch {
             connection.condemn()
-            guard take(socket) === job else { return }
+            guard take(watch) === job else { return }
             job.continuation.resume(throwing: error)
         }
     }
 
-    private func finishAfterShutdown() {
+    private func finishAfterShutdown(leftover jobs: [UnownedJob]) {
         let abandoned = state.withLockedValue { state -> [InFlight] in
-            defer { state.inFlight.removeAll() }
-            return Array(state.inFlight.values)
+            let jobs = state.watches.values.compactMap { watch -> InFlight? in
+                defer { watch.job = nil; watch.phase = .idle }
+                return watch.job
+            }
+            state.watches.removeAll()
+            return jobs
         }
         for job in abandoned {
             job.connection.condemn()
             job.continuation.resume(throwing: PostgresError(kind: .poolClosed, message: "the connection pool is shut down"))
         }
+        let executor = asUnownedTaskExecutor()
+        for job in jobs { job.runSynchronously(on: executor) }
     }
 }

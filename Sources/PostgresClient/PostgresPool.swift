@@ -1,21 +1,26 @@
 import Logging
 import NIOConcurrencyHelpers
+import NIOCore
 import NIOPosix
 import ServiceLifecycle
 
 /// A bounded pool of libpq connections, run as a ServiceLifecycle service.
 ///
 /// Connections open lazily up to `size`. A caller that finds none free waits up to
-/// `acquireTimeout`, then gets `PostgresError.Kind.poolExhausted`. One I/O thread waits
-/// on every connection's answers; a few more threads open connections, which blocks.
+/// `acquireTimeout`, then gets `PostgresError.Kind.poolExhausted`. A few I/O threads
+/// (`ioThreads`, one per core as pgbench's `-j`) each wait on their share of the
+/// connections' answers; a few more threads open connections, which blocks.
 public final class PostgresPool: Service, Sendable {
     public struct Options: Sendable {
         public var size: Int
         public var acquireTimeout: Duration
+        /// Threads that wait on the sockets; each is also a task executor (`executors`).
+        public var ioThreads: Int
 
-        public init(size: Int = 8, acquireTimeout: Duration = .seconds(2)) {
+        public init(size: Int = 8, acquireTimeout: Duration = .seconds(2), ioThreads: Int = min(System.coreCount, 4)) {
             self.size = max(1, size)
             self.acquireTimeout = acquireTimeout
+            self.ioThreads = max(1, min(ioThreads, self.size))
         }
     }
 
@@ -27,19 +32,24 @@ public final class PostgresPool: Service, Sendable {
         public var roundTrips: Int = 0
     }
 
-    private enum Grant {
+    fileprivate enum Grant {
         case reuse(LibPQConnection)
-        case open
+        /// Open a connection served by this I/O thread.
+        case open(driver: Int)
     }
 
-    private struct Waiter {
+    fileprivate struct Waiter {
         var id: Int
         var continuation: CheckedContinuation<Grant, any Error>
         var timeout: Task<Void, Never>?
     }
 
-    private struct State {
-        var idle: [LibPQConnection] = []
+    fileprivate struct State {
+        /// Idle connections by the I/O thread that serves them.
+        var idle: [[LibPQConnection]]
+        var idleCount = 0
+        /// Where the next connection opened off the I/O threads goes.
+        var nextDriver = 0
         /// Connections that exist or are being opened, idle ones included.
         var open = 0
         var waiters: [Waiter] = []
@@ -50,23 +60,30 @@ public final class PostgresPool: Service, Sendable {
     public let configuration: PostgresConfiguration
     public let options: Options
     private let threads: NIOThreadPool
-    private let driver = PostgresIODriver()
+    private let drivers: [PostgresIODriver]
     private let logger: Logger
-    private let state = NIOLockedValueBox(State())
+    private let state: NIOLockedValueBox<State>
 
     public init(configuration: PostgresConfiguration, options: Options = Options(), logger: Logger) {
         self.configuration = configuration
         self.options = options
         self.logger = logger
         self.threads = NIOThreadPool(numberOfThreads: min(options.size, 4))
+        self.drivers = (0..<options.ioThreads).map { PostgresIODriver(index: $0) }
+        self.state = NIOLockedValueBox(State(idle: Array(repeating: [], count: options.ioThreads)))
         threads.start()
     }
 
+    /// The thread that waits on the connections' sockets, as a task executor. Tasks that
+    /// mostly talk to the database spend less per statement there (no hand-over between
+    /// threads when an answer arrives); they must not block it with long computations.
+    public var executors: [any TaskExecutor] { drivers }
+
     public var statistics: Statistics {
         var statistics = state.withLockedValue { state in
-            Statistics(inUse: state.open - state.idle.count, idle: state.idle.count, waiting: state.waiters.count)
+            Statistics(inUse: state.open - state.idleCount, idle: state.idleCount, waiting: state.waiters.count)
         }
-        statistics.roundTrips = driver.roundTrips
+        statistics.roundTrips = drivers.reduce(0) { $0 + $1.roundTrips }
         return statistics
     }
 
@@ -82,18 +99,24 @@ public final class PostgresPool: Service, Sendable {
         let closing = state.withLockedValue { state -> ([LibPQConnection], [Waiter])? in
             guard !state.closed else { return nil }
             state.closed = true
-            defer { state.idle.removeAll(); state.waiters.removeAll() }
-            state.open -= state.idle.count
-            return (state.idle, state.waiters)
+            let idle = state.idle.flatMap { $0 }
+            defer {
+                state.idle = state.idle.map { _ in [] }
+                state.idleCount = 0
+                state.waiters.removeAll()
+            }
+            state.open -= idle.count
+            return (idle, state.waiters)
         }
         guard let (idle, waiters) = closing else { return }
         for waiter in waiters {
             waiter.timeout?.cancel()
             waiter.continuation.resume(throwing: PostgresError(kind: .poolClosed, message: "the connection pool is shut down"))
         }
+        for connection in idle { drivers[connection.driverIndex].unwatch(connection) }
         try await threads.runIfActive { withExtendedLifetime(idle) {} }
         try await threads.shutdownGracefully()
-        driver.shutdown()
+        drivers.forEach { $0.shutdown() }
         logger.debug("postgres pool closed", metadata: ["connections": "\(idle.count)"])
     }
 
@@ -101,6 +124,7 @@ public final class PostgresPool: Service, Sendable {
     public func withConnection<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
         let connection = try await acquire()
         do {
+            let driver = drivers[connection.driverIndex]
             let result = try await body(PostgresConnection(connection: connection, driver: driver, threads: threads, logger: logger))
             release(connection)
             return result
@@ -134,14 +158,20 @@ public final class PostgresPool: Service, Sendable {
         do {
             switch grant {
             case .reuse(let connection):
-                if connection.needsReconnect {
+                let driver = drivers[connection.driverIndex]
+                if connection.needsReconnect(inputArrived: driver.takeUnreadInput(connection)) {
+                    // The new socket may reuse the old one's number; it joins the epoll set afresh.
+                    driver.unwatch(connection)
                     try await threads.runIfActive { try connection.reconnect() }
                 }
                 return connection
-            case .open:
-                return try await threads.runIfActive { try LibPQConnection.connect(configuration) }
+            case .open(let driverIndex):
+                let connection = try await threads.runIfActive { try LibPQConnection.connect(configuration) }
+                connection.driverIndex = driverIndex
+                return connection
             }
         } catch {
+            if case .reuse(let connection) = grant { drivers[connection.driverIndex].unwatch(connection) }
             // The slot is free again: let a waiter try its luck with a fresh connection.
             giveUpSlot()
             logger.warning("postgres connection failed", metadata: ["error": "\(error)", "target": "\(configuration)"])
@@ -151,13 +181,10 @@ public final class PostgresPool: Service, Sendable {
 
     private func grant() async throws -> Grant {
         enum Immediate { case grant(Grant), wait(Int), closed }
+        let preferred = currentDriverIndex
         let immediate = state.withLockedValue { state -> Immediate in
             if state.closed { return .closed }
-            if let connection = state.idle.popLast() { return .grant(.reuse(connection)) }
-            if state.open < options.size {
-                state.open += 1
-                return .grant(.open)
-            }
+            if let grant = state.grantWithoutWaiting(preferring: preferred, size: options.size) { return .grant(grant) }
             state.nextWaiterID += 1
             return .wait(state.nextWaiterID)
         }
@@ -200,15 +227,8 @@ public final class PostgresPool: Service, Sendable {
     private func serveWaiters() {
         let served = state.withLockedValue { state -> [(Waiter, Grant)] in
             var served: [(Waiter, Grant)] = []
-            while !state.waiters.isEmpty {
-                if let connection = state.idle.popLast() {
-                    served.append((state.waiters.removeFirst(), .reuse(connection)))
-                } else if state.open < options.size {
-                    state.open += 1
-                    served.append((state.waiters.removeFirst(), .open))
-                } else {
-                    break
-                }
+            while !state.waiters.isEmpty, let grant = state.grantWithoutWaiting(preferring: nil, size: options.size) {
+                served.append((state.waiters.removeFirst(), grant))
             }
             return served
         }
@@ -226,17 +246,45 @@ public final class PostgresPool: Service, Sendable {
                 state.open -= 1
                 return false
             }
-            state.idle.append(connection)
+            state.idle[connection.driverIndex].append(connection)
+            state.idleCount += 1
             return true
         }
         if !keep {
+            drivers[connection.driverIndex].unwatch(connection)
             threads.submit { _ in withExtendedLifetime(connection) {} }
         }
         serveWaiters()
     }
 
+    /// The I/O thread the caller runs on, if it is one: its own connections need no hand-over.
+    private var currentDriverIndex: Int? {
+        drivers.firstIndex { $0.isCurrentThread }
+    }
+
     private func giveUpSlot() {
         state.withLockedValue { $0.open -= 1 }
         serveWaiters()
+    }
+}
+
+extension PostgresPool.State {
+    /// An idle connection, the caller's I/O thread's own first, or a free slot; nil when the pool is full.
+    fileprivate mutating func grantWithoutWaiting(preferring preferred: Int?, size: Int) -> PostgresPool.Grant? {
+        if let preferred, let connection = idle[preferred].popLast() {
+            idleCount -= 1
+            return .reuse(connection)
+        }
+        if open < size {
+            open += 1
+            if let preferred { return .open(driver: preferred) }
+            defer { nextDriver = (nextDriver + 1) % idle.count }
+            return .open(driver: nextDriver)
+        }
+        if idleCount > 0, let index = idle.indices.max(by: { idle[$0].count < idle[$1].count }), let connection = idle[index].popLast() {
+            idleCount -= 1
+            return .reuse(connection)
+        }
+        return nil
     }
 }

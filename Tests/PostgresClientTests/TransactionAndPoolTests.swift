@@ -7,6 +7,11 @@ import TestSupport
 struct TransactionAndPoolTests {
     struct Boom: Error {}
 
+    actor Flag {
+        private(set) var value = false
+        func set() { value = true }
+    }
+
     @Test("withTransaction rolls back when its closure throws, and commits when it returns")
     func rollbackOnThrow() async throws {
         try await TestDatabase.with { configuration in
@@ -99,6 +104,40 @@ struct TransactionAndPoolTests {
                     #expect(rowCount == 1)
                 }
             }
+        }
+    }
+
+    @Test("tasks that prefer the pool's I/O threads run their queries there, and still finish once the pool is closed", .timeLimit(.minutes(1)))
+    func ioThreadsAsTaskExecutors() async throws {
+        try await TestDatabase.with { configuration in
+            let pool = PostgresPool(configuration: configuration, options: .init(size: 4, ioThreads: 2), logger: TestDatabase.logger)
+            #expect(pool.executors.count == 2)
+            let sums = try await withThrowingTaskGroup(of: Int.self) { group in
+                for task in 0..<8 {
+                    group.addTask(executorPreference: pool.executors[task % 2]) {
+                        var sum = 0
+                        for n in 0..<50 {
+                            let rows = try await pool.query("select \(n)::int8 + \(task)::int8 as total")
+                            sum += try rows.first!.decode("total", as: Int.self)
+                        }
+                        return sum
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(sums.sorted() == (0..<8).map { 1225 + 50 * $0 })
+            try await pool.close()
+            // The I/O threads are gone; a task that still prefers one must run somewhere and fail cleanly.
+            let finished = Flag()
+            Task(executorPreference: pool.executors[0]) {
+                await #expect(throws: PostgresError.self) { try await pool.query("select 1") }
+                await finished.set()
+            }
+            // Polled rather than awaited: a task that never runs would hang the test.
+            for _ in 0..<50 where await !finished.value {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(await finished.value, "a task preferring a stopped I/O thread never ran")
         }
     }
 
