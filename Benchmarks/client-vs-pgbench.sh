@@ -22,7 +22,7 @@ psql -X -q -v ON_ERROR_STOP=1 -U postgres -d "$db" -f Benchmarks/seed.sql
 out="Benchmarks/results/client-vs-pgbench-$(date -u +%Y%m%dT%H%M%SZ).txt"
 {
     echo "# $(date -u) $(nproc) cores; PostgreSQL $(psql -X -At -U postgres -d postgres -c 'show server_version'); ${seconds}s per run"
-    # swift_tps: the client's tasks prefer the pool's I/O threads (PostgresPool.executors), as pgbench's
+    # swift_tps: the client's tasks prefer the pool's I/O threads (PostgresPool.executor), as pgbench's
     # threads own their connections; global_tps: the same tasks on Swift's global executor.
     printf '%-14s %5s %12s %12s %12s %7s %7s\n' workload conns swift_tps global_tps pgbench_tps ratio global
     for workload in select_user mark_as_read; do

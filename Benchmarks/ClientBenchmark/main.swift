@@ -54,7 +54,7 @@ let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int(seconds * 1000
 let started = ContinuousClock.now
 let total = try await withThrowingTaskGroup(of: Int.self) { group in
     for task in 0..<concurrency {
-        group.addTask(executorPreference: onDriver ? pool.executors[task % pool.executors.count] : nil) {
+        group.addTask(executorPreference: onDriver ? pool.executor : nil) {
             var done = 0
             var random = SplitMix64(state: UInt64.random(in: 0...UInt64.max))
             while ContinuousClock.now < deadline {

@@ -70,7 +70,7 @@ final class PostgresIODriver: TaskExecutor, Sendable {
         /// Watches whose answers arrived before their sender finished; serviced on the next wake-up.
         var ready: [Watch] = []
         /// Jobs of tasks that prefer this executor, run between epoll waits.
-        var jobs: [UnownedJob] = []
+        var jobs: [(UnownedJob, UnownedTaskExecutor)] = []
         /// The thread is in (or about to enter) a blocking epoll_wait; enqueuers must wake it.
         var sleeping = false
         var stopped = false
@@ -201,16 +201,19 @@ final class PostgresIODriver: TaskExecutor, Sendable {
     }
 
     func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
+        enqueue(UnownedJob(job), on: asUnownedTaskExecutor())
+    }
+
+    /// Runs `job` on this thread as a job of `executor` (this driver, or the group it belongs to).
+    func enqueue(_ job: UnownedJob, on executor: UnownedTaskExecutor) {
         let (stopped, mustSignal) = state.withLockedValue { state -> (Bool, Bool) in
             guard !state.stopped else { return (true, false) }
-            state.jobs.append(job)
+            state.jobs.append((job, executor))
             return (false, state.wake())
         }
         if stopped {
             // The thread is gone: a task that still prefers this executor runs elsewhere
             // rather than never, and finds the pool closed.
-            let executor = asUnownedTaskExecutor()
             DispatchQueue.global().async { job.runSynchronously(on: executor) }
         } else if mustSignal {
             signal()
@@ -240,7 +243,6 @@ final class PostgresIODriver: TaskExecutor, Sendable {
 
     private func loop() {
         var events = [epoll_event](repeating: epoll_event(), count: 64)
-        let executor = asUnownedTaskExecutor()
         while true {
             // Jobs and early answers first; block in epoll only once there are none.
             let (jobs, ready, stopped) = state.withLockedValue { state in
@@ -251,7 +253,7 @@ final class PostgresIODriver: TaskExecutor, Sendable {
                 return taken
             }
             if stopped { return finishAfterShutdown(leftover: jobs) }
-            for job in jobs { job.runSynchronously(on: executor) }
+            for (job, executor) in jobs { job.runSynchronously(on: executor) }
             for watch in ready { serviceIfWaiting(watch) }
             let idle = jobs.isEmpty && ready.isEmpty
             let count = epoll_wait(epoll, &events, Int32(events.count), idle ? -1 : 0)
@@ -312,7 +314,7 @@ final class PostgresIODriver: TaskExecutor, Sendable {
         }
     }
 
-    private func finishAfterShutdown(leftover jobs: [UnownedJob]) {
+    private func finishAfterShutdown(leftover jobs: [(UnownedJob, UnownedTaskExecutor)]) {
         let abandoned = state.withLockedValue { state -> [InFlight] in
             let jobs = state.watches.values.compactMap { watch -> InFlight? in
                 defer { watch.job = nil; watch.phase = .idle }
@@ -325,7 +327,6 @@ final class PostgresIODriver: TaskExecutor, Sendable {
             job.connection.condemn()
             job.continuation.resume(throwing: PostgresError(kind: .poolClosed, message: "the connection pool is shut down"))
         }
-        let executor = asUnownedTaskExecutor()
-        for job in jobs { job.runSynchronously(on: executor) }
+        for (job, executor) in jobs { job.runSynchronously(on: executor) }
     }
 }

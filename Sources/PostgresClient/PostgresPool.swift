@@ -14,7 +14,7 @@ public final class PostgresPool: Service, Sendable {
     public struct Options: Sendable {
         public var size: Int
         public var acquireTimeout: Duration
-        /// Threads that wait on the sockets; each is also a task executor (`executors`).
+        /// Threads that wait on the sockets; together they are a task executor (`PostgresPool.executor`).
         public var ioThreads: Int
 
         public init(size: Int = 8, acquireTimeout: Duration = .seconds(2), ioThreads: Int = min(System.coreCount, 4)) {
@@ -69,15 +69,17 @@ public final class PostgresPool: Service, Sendable {
         self.options = options
         self.logger = logger
         self.threads = NIOThreadPool(numberOfThreads: min(options.size, 4))
-        self.drivers = (0..<options.ioThreads).map { PostgresIODriver(index: $0) }
+        let drivers = (0..<options.ioThreads).map { PostgresIODriver(index: $0) }
+        self.drivers = drivers
+        self.executor = PostgresIOExecutor(drivers: drivers)
         self.state = NIOLockedValueBox(State(idle: Array(repeating: [], count: options.ioThreads)))
         threads.start()
     }
 
-    /// The thread that waits on the connections' sockets, as a task executor. Tasks that
+    /// The threads that wait on the connections' sockets, as a task executor. Tasks that
     /// mostly talk to the database spend less per statement there (no hand-over between
     /// threads when an answer arrives); they must not block it with long computations.
-    public var executors: [any TaskExecutor] { drivers }
+    public let executor: any TaskExecutor
 
     public var statistics: Statistics {
         var statistics = state.withLockedValue { state in

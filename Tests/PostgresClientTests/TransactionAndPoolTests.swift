@@ -111,10 +111,9 @@ struct TransactionAndPoolTests {
     func ioThreadsAsTaskExecutors() async throws {
         try await TestDatabase.with { configuration in
             let pool = PostgresPool(configuration: configuration, options: .init(size: 4, ioThreads: 2), logger: TestDatabase.logger)
-            #expect(pool.executors.count == 2)
             let sums = try await withThrowingTaskGroup(of: Int.self) { group in
                 for task in 0..<8 {
-                    group.addTask(executorPreference: pool.executors[task % 2]) {
+                    group.addTask(executorPreference: pool.executor) {
                         var sum = 0
                         for n in 0..<50 {
                             let rows = try await pool.query("select \(n)::int8 + \(task)::int8 as total")
@@ -129,7 +128,7 @@ struct TransactionAndPoolTests {
             try await pool.close()
             // The I/O threads are gone; a task that still prefers one must run somewhere and fail cleanly.
             let finished = Flag()
-            Task(executorPreference: pool.executors[0]) {
+            Task(executorPreference: pool.executor) {
                 await #expect(throws: PostgresError.self) { try await pool.query("select 1") }
                 await finished.set()
             }
