@@ -230,10 +230,24 @@ final class LibPQConnection: @unchecked Sendable {
 }
 
 /// Lends `body` an array of C strings (NULL for nil) that live for the duration of the call.
+/// The strings share one buffer: two allocations, however many there are.
 func withCStringArray<Result>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) throws -> Result) rethrows -> Result {
-    let pointers: [UnsafeMutablePointer<CChar>?] = strings.map { $0.flatMap { strdup($0) } }
-    defer { pointers.forEach { free($0) } }
-    return try body(pointers.map { $0.map { UnsafePointer($0) } })
+    var buffer: [CChar] = []
+    buffer.reserveCapacity(strings.reduce(0) { $0 + ($1?.utf8.count ?? 0) + 1 })
+    var offsets: [Int?] = []
+    offsets.reserveCapacity(strings.count)
+    for string in strings {
+        guard let string else {
+            offsets.append(nil)
+            continue
+        }
+        offsets.append(buffer.count)
+        for byte in string.utf8 { buffer.append(CChar(bitPattern: byte)) }
+        buffer.append(0)
+    }
+    return try buffer.withUnsafeBufferPointer { base in
+        try body(offsets.map { offset in offset.map { base.baseAddress! + $0 } })
+    }
 }
 
 private extension String {

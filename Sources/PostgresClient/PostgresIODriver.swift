@@ -1,6 +1,7 @@
 import CLibPQ
 import Foundation
 import NIOConcurrencyHelpers
+import NIOPosix
 
 #if canImport(Glibc)
 import Glibc
@@ -85,13 +86,10 @@ final class PostgresIODriver: TaskExecutor, Sendable {
     /// Pipelines sent so far: each is one network round trip to the server.
     var roundTrips: Int { sentPipelines.withLockedValue { $0 } }
 
-    private let threadID = NIOLockedValueBox<pthread_t?>(nil)
+    /// The driver whose thread the caller runs on, if any.
+    private static let onThread = ThreadSpecificVariable<PostgresIODriver>()
+    static var current: PostgresIODriver? { onThread.currentValue }
 
-    /// Whether the caller runs on this driver's thread (a task that prefers this executor).
-    var isCurrentThread: Bool {
-        guard let threadID = threadID.withLockedValue({ $0 }) else { return false }
-        return pthread_equal(threadID, pthread_self()) != 0
-    }
 
     init(index: Int) {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -100,8 +98,9 @@ final class PostgresIODriver: TaskExecutor, Sendable {
         var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: Self.wakeupToken))
         precondition(epoll_ctl(epoll, EPOLL_CTL_ADD, wakeup, &event) == 0, "cannot watch the wake-up descriptor: errno \(errno)")
         let thread = Thread { [self] in
-            threadID.withLockedValue { $0 = pthread_self() }
+            Self.onThread.currentValue = self
             loop()
+            Self.onThread.currentValue = nil
         }
         thread.name = "postgres-io-\(index)"
         thread.start()

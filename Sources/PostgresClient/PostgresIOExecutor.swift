@@ -16,7 +16,8 @@ final class PostgresIOExecutor: TaskExecutor, Sendable {
     }
 
     func enqueue(_ job: consuming ExecutorJob) {
-        let driver = drivers.first(where: \.isCurrentThread) ?? drivers[next.withLockedValue { index in
+        let current = PostgresIODriver.current
+        let driver = drivers.first { $0 === current } ?? drivers[next.withLockedValue { index in
             defer { index = (index + 1) % drivers.count }
             return index
         }]

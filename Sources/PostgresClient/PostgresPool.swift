@@ -261,7 +261,8 @@ public final class PostgresPool: Service, Sendable {
 
     /// The I/O thread the caller runs on, if it is one: its own connections need no hand-over.
     private var currentDriverIndex: Int? {
-        drivers.firstIndex { $0.isCurrentThread }
+        guard let current = PostgresIODriver.current else { return nil }
+        return drivers.firstIndex { $0 === current }
     }
 
     private func giveUpSlot() {
