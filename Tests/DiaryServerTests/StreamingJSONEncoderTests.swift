@@ -22,6 +22,14 @@ struct StreamingJSONEncoderTests {
         )
     }
 
+    /// The other branch of every optional and list of `entry`.
+    static var plainEntry: Entry {
+        Entry(
+            id: UUID(), diaryId: UUID(), author: .init(id: UUID(), displayName: "A", profileImageUrl: "https://example.com/a.png"),
+            content: "x", question: nil, images: [], createdAt: moment, updatedAt: moment, readBy: [], isMine: false
+        )
+    }
+
     static var me: Me {
         Me(id: UUID(), displayName: awkward, profileImageUrl: "https://example.com/a.png", settings: UserSettings(),
            timeZone: "Asia/Tokyo", isPremium: false, premiumExpiresAt: nil, createdAt: moment)
@@ -35,7 +43,8 @@ struct StreamingJSONEncoderTests {
 
     @Test("every response type parses to the same JSON as JSONEncoder's")
     func sameJSONAsFoundation() throws {
-        try expectSame(EntryPage(entries: [Self.entry, Self.entry], nextCursor: "abc_-"))
+        try expectSame(EntryPage(entries: [Self.entry, Self.plainEntry], nextCursor: "abc_-"))
+        try expectSame(Self.plainEntry)
         try expectSame(EntryPage(entries: [], nextCursor: nil))
         try expectSame(Self.entry)
         try expectSame(ReadList(reads: Self.entry.readBy))
@@ -71,6 +80,26 @@ struct StreamingJSONEncoderTests {
             try pair.encode("x", forKey: .x)
             try container.encode(StreamingJSONEncoderTests.moment, forKey: .after)
             try ["in super"].encode(to: container.superEncoder(forKey: .parent))
+        }
+    }
+
+    @Test("the timeline's hand-written writers give byte for byte what the Codable path writes")
+    func handWrittenMatchCodable() throws {
+        func codable(_ value: some Encodable) throws -> String {
+            let output = JSONOutput()
+            try output.write(value)
+            return String(decoding: output.bytes, as: UTF8.self)
+        }
+        func handWritten(_ value: some JSONWritable) -> String {
+            let output = JSONOutput()
+            value.writeJSON(to: output)
+            return String(decoding: output.bytes, as: UTF8.self)
+        }
+        for page in [EntryPage(entries: [Self.entry, Self.plainEntry], nextCursor: "abc"), EntryPage(entries: [], nextCursor: nil)] {
+            #expect(handWritten(page) == (try codable(page)))
+        }
+        for entry in [Self.entry, Self.plainEntry] {
+            #expect(handWritten(entry) == (try codable(entry)))
         }
     }
 

@@ -13,13 +13,17 @@ struct StreamingJSONEncoder {
     func encode(_ value: some Encodable) throws -> [UInt8] {
         let output = JSONOutput()
         output.bytes.reserveCapacity(1024)
-        try output.write(value)
+        if let writable = value as? any JSONWritable {
+            writable.writeJSON(to: output)
+        } else {
+            try output.write(value)
+        }
         return output.bytes
     }
 }
 
 /// The bytes written so far, shared by every container of one encoding.
-private final class JSONOutput {
+final class JSONOutput {
     var bytes: [UInt8] = []
 
     func write(_ value: some Encodable) throws {
