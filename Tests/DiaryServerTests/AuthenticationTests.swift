@@ -28,6 +28,32 @@ struct AuthenticationTests {
         #expect(Base64URL.decode("AAA") == Data([0, 0]))
     }
 
+    @Test("access claims: our own spelling reads without JSONDecoder, to the same values; any other spelling is left to JSONDecoder")
+    func accessClaimsFastPath() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        for _ in 0..<100 {
+            let issued = Int.random(in: 0...4_000_000_000)
+            let claims = TokenService.AccessClaims(sub: UUID().uuidString.lowercased(), sid: UUID().uuidString.lowercased(), iat: issued, exp: issued + 3600)
+            #expect(TokenService.AccessClaims(signedPayload: try encoder.encode(claims)) == claims)
+        }
+        let other = [
+            #"{"sub":"a","sid":"b","iat":1,"exp":2}"#, #"{ "exp":2,"iat":1,"sid":"b","sub":"a"}"#,
+            #"{"exp":2,"iat":1,"sid":"b\"","sub":"a"}"#, #"{"exp":2,"iat":1,"sid":"b","sub":"a"} "#,
+            #"{"exp":-2,"iat":1,"sid":"b","sub":"a"}"#, #"{"exp":2,"iat":1,"sid":"b","sub":"a""#,
+        ]
+        for payload in other {
+            #expect(TokenService.AccessClaims(signedPayload: Data(payload.utf8)) == nil, "\(payload)")
+        }
+        // And the token check as a whole still accepts another spelling (an extra claim), through JSONDecoder.
+        struct WithAudience: Encodable { var aud = "x", sub: String, sid: String, iat = 0, exp: Int }
+        let service = TokenService(key: .init(size: .bits256))
+        let identity = TokenService.Identity(userID: UUID(), sessionID: UUID())
+        let claims = WithAudience(sub: identity.userID.uuidString.lowercased(), sid: identity.sessionID.uuidString.lowercased(), exp: Int(Date().timeIntervalSince1970) + 60)
+        let token = try JSONWebToken.signHS256(claims, key: service.key)
+        #expect(try service.verifyAccessToken(token) == identity)
+    }
+
     @Test("a good Apple token signs in, finds the same user again, and keeps the first display name")
     func goodAppleToken() async throws {
         try await APIHarness.run { api in

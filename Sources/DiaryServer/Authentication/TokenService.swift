@@ -23,6 +23,67 @@ struct TokenService: Sendable {
         var sid: String
         var iat: Int
         var exp: Int
+
+        /// The claims exactly as `signHS256` writes ours (sorted keys, no spaces), without
+        /// JSONDecoder, which profiles put at 3% of the server's CPU. nil for any other
+        /// spelling, which then goes through JSONDecoder.
+        init?(signedPayload payload: Data) {
+            var reader = ExactJSONReader(bytes: payload)
+            guard reader.skip(#"{"exp":"#), let exp = reader.integer(),
+                  reader.skip(#","iat":"#), let iat = reader.integer(),
+                  reader.skip(#","sid":""#), let sid = reader.plainText(),
+                  reader.skip(#","sub":""#), let sub = reader.plainText(),
+                  reader.skip("}"), reader.atEnd else { return nil }
+            self.init(sub: sub, sid: sid, iat: iat, exp: exp)
+        }
+
+        init(sub: String, sid: String, iat: Int, exp: Int) {
+            self.sub = sub
+            self.sid = sid
+            self.iat = iat
+            self.exp = exp
+        }
+    }
+
+    /// Reads a payload whose spelling is known exactly; any surprise gives nil.
+    private struct ExactJSONReader {
+        let bytes: Data
+        var position: Data.Index
+
+        init(bytes: Data) {
+            self.bytes = bytes
+            position = bytes.startIndex
+        }
+
+        var atEnd: Bool { position == bytes.endIndex }
+
+        mutating func skip(_ text: StaticString) -> Bool {
+            text.withUTF8Buffer { expected in
+                guard bytes.endIndex - position >= expected.count,
+                      bytes[position..<position + expected.count].elementsEqual(expected) else { return false }
+                position += expected.count
+                return true
+            }
+        }
+
+        /// Up to 18 digits, so it cannot overflow.
+        mutating func integer() -> Int? {
+            var value = 0, digits = 0
+            while position < bytes.endIndex, digits < 18, case let byte = bytes[position], byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") {
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+                digits += 1
+                position += 1
+            }
+            return digits > 0 ? value : nil
+        }
+
+        /// The rest of a string up to and including its closing quote, when it holds no escapes.
+        mutating func plainText() -> String? {
+            guard let quote = bytes[position...].firstIndex(of: UInt8(ascii: "\"")),
+                  !bytes[position..<quote].contains(UInt8(ascii: "\\")) else { return nil }
+            defer { position = quote + 1 }
+            return String(decoding: bytes[position..<quote], as: UTF8.self)
+        }
     }
 
     struct Identity: Sendable, Equatable {
@@ -44,7 +105,7 @@ struct TokenService: Sendable {
     /// database to say, in the same round trip as the request's query.
     func verifyAccessToken(_ token: String, now: Date = Date()) throws -> Identity {
         guard let jwt = try? JSONWebToken(compact: token), (try? jwt.verifyHS256(key: key)) != nil,
-              let claims = try? jwt.claims(as: AccessClaims.self),
+              let claims = AccessClaims(signedPayload: jwt.payload) ?? (try? jwt.claims(as: AccessClaims.self)),
               Double(claims.exp) > now.timeIntervalSince1970,
               let user = UUID(canonicalText: claims.sub), let session = UUID(canonicalText: claims.sid) else {
             throw Failure.invalid
