@@ -23,9 +23,25 @@ extension JSONOutput {
         bytes.append(UInt8(ascii: ":"))
     }
 
-    fileprivate func end() { bytes.append(UInt8(ascii: "}")) }
+    fileprivate func member(_ name: StaticString, first: Bool = false, _ value: UUID) {
+        key(name, first: first)
+        writeUUID(value)
+    }
 
-    fileprivate func array<Element>(_ elements: [Element], _ writeElement: (Element) -> Void) {
+    fileprivate func member(_ name: StaticString, _ value: Date) {
+        key(name)
+        writeString(PostgresTimestamp.format(value))
+    }
+
+    /// Left out when nil, as the synthesised `encode(to:)` does with `encodeIfPresent`.
+    fileprivate func member(_ name: StaticString, _ value: String?) {
+        guard let value else { return }
+        key(name)
+        writeString(value)
+    }
+
+    fileprivate func member<Element>(_ name: StaticString, first: Bool = false, _ elements: [Element], _ writeElement: (Element) -> Void) {
+        key(name, first: first)
         bytes.append(UInt8(ascii: "["))
         for (index, element) in elements.enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
@@ -34,43 +50,29 @@ extension JSONOutput {
         bytes.append(UInt8(ascii: "]"))
     }
 
-    fileprivate func writeDate(_ date: Date) { writeString(PostgresTimestamp.format(date)) }
+    fileprivate func end() { bytes.append(UInt8(ascii: "}")) }
 }
 
 extension EntryPage: JSONWritable {
     func writeJSON(to output: JSONOutput) {
-        output.key("entries", first: true)
-        output.array(entries) { $0.writeJSON(to: output) }
-        if let nextCursor {
-            output.key("nextCursor")
-            output.writeString(nextCursor)
-        }
+        output.member("entries", first: true, entries) { $0.writeJSON(to: output) }
+        output.member("nextCursor", nextCursor)
         output.end()
     }
 }
 
 extension Entry: JSONWritable {
     func writeJSON(to output: JSONOutput) {
-        output.key("id", first: true)
-        output.writeUUID(id)
-        output.key("diaryId")
-        output.writeUUID(diaryId)
+        output.member("id", first: true, id)
+        output.member("diaryId", diaryId)
         output.key("author")
         author.writeJSON(to: output)
-        output.key("content")
-        output.writeString(content)
-        if let question {
-            output.key("question")
-            output.writeString(question)
-        }
-        output.key("images")
-        output.array(images) { output.writeString($0) }
-        output.key("createdAt")
-        output.writeDate(createdAt)
-        output.key("updatedAt")
-        output.writeDate(updatedAt)
-        output.key("readBy")
-        output.array(readBy) { $0.writeJSON(to: output) }
+        output.member("content", content)
+        output.member("question", question)
+        output.member("images", images) { output.writeString($0) }
+        output.member("createdAt", createdAt)
+        output.member("updatedAt", updatedAt)
+        output.member("readBy", readBy) { $0.writeJSON(to: output) }
         output.key("isMine")
         output.writeRaw(isMine ? "true" : "false")
         output.end()
@@ -79,24 +81,17 @@ extension Entry: JSONWritable {
 
 extension Entry.Author: JSONWritable {
     func writeJSON(to output: JSONOutput) {
-        output.key("id", first: true)
-        output.writeUUID(id)
-        output.key("displayName")
-        output.writeString(displayName)
-        if let profileImageUrl {
-            output.key("profileImageUrl")
-            output.writeString(profileImageUrl)
-        }
+        output.member("id", first: true, id)
+        output.member("displayName", displayName)
+        output.member("profileImageUrl", profileImageUrl)
         output.end()
     }
 }
 
 extension ReadReceipt: JSONWritable {
     func writeJSON(to output: JSONOutput) {
-        output.key("userId", first: true)
-        output.writeUUID(userId)
-        output.key("readAt")
-        output.writeDate(readAt)
+        output.member("userId", first: true, userId)
+        output.member("readAt", readAt)
         output.end()
     }
 }
