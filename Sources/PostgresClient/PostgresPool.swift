@@ -272,21 +272,28 @@ public final class PostgresPool: Service, Sendable {
 }
 
 extension PostgresPool.State {
-    /// An idle connection, the caller's I/O thread's own first, or a free slot; nil when the pool is full.
+    /// An idle connection or a free slot; nil when the pool is full. A caller on an I/O
+    /// thread gets that thread's own connection, or a new one for it, before another
+    /// thread's; any other caller reuses before it opens, so the pool grows only under load.
     fileprivate mutating func grantWithoutWaiting(preferring preferred: Int?, size: Int) -> PostgresPool.Grant? {
-        if let preferred, let connection = idle[preferred].popLast() {
+        if let preferred {
+            if let connection = idle[preferred].popLast() {
+                idleCount -= 1
+                return .reuse(connection)
+            }
+            if open < size {
+                open += 1
+                return .open(driver: preferred)
+            }
+        }
+        if idleCount > 0, let index = idle.indices.max(by: { idle[$0].count < idle[$1].count }), let connection = idle[index].popLast() {
             idleCount -= 1
             return .reuse(connection)
         }
         if open < size {
             open += 1
-            if let preferred { return .open(driver: preferred) }
             defer { nextDriver = (nextDriver + 1) % idle.count }
             return .open(driver: nextDriver)
-        }
-        if idleCount > 0, let index = idle.indices.max(by: { idle[$0].count < idle[$1].count }), let connection = idle[index].popLast() {
-            idleCount -= 1
-            return .reuse(connection)
         }
         return nil
     }

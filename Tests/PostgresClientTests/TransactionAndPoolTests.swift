@@ -107,6 +107,20 @@ struct TransactionAndPoolTests {
         }
     }
 
+    @Test("one query after another reuses the idle connection instead of opening more")
+    func sequentialQueriesReuseOneConnection() async throws {
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration, size: 4) { pool in
+                for _ in 0..<10 {
+                    let rowCount = try await pool.query("select 1").count
+                    #expect(rowCount == 1)
+                }
+                #expect(pool.statistics.idle == 1)
+                #expect(pool.statistics.inUse == 0)
+            }
+        }
+    }
+
     @Test("tasks that prefer the pool's I/O threads run their queries there, and still finish once the pool is closed", .timeLimit(.minutes(1)))
     func ioThreadsAsTaskExecutors() async throws {
         try await TestDatabase.with { configuration in
