@@ -39,7 +39,10 @@ final class PostgresIODriver: TaskExecutor, Sendable {
         }
     }
 
-    /// One connection's socket in the epoll set; guarded by `state`'s lock.
+    /// One connection's socket in the epoll set. `phase`, `job` and `unreadInput` change
+    /// under `state`'s lock. `wantsWritable` belongs to whoever the phase says drives the
+    /// connection (its lessee while sending, the driver's thread while waiting); the lock
+    /// taken at each change of phase orders the two.
     final class Watch: @unchecked Sendable {
         enum Phase { case idle, sending, waiting }
         let token: UInt64

@@ -1,6 +1,5 @@
 import DiaryModels
 import Foundation
-import PostgresClient
 
 /// A response type that writes its own JSON, skipping `Encodable`'s generic containers.
 ///
@@ -30,7 +29,7 @@ extension JSONOutput {
 
     fileprivate func member(_ name: StaticString, _ value: Date) {
         key(name)
-        writeString(PostgresTimestamp.format(value))
+        writeDate(value)
     }
 
     /// Left out when nil, as the synthesised `encode(to:)` does with `encodeIfPresent`.

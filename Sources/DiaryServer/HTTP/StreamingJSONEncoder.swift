@@ -28,7 +28,7 @@ final class JSONOutput {
 
     func write(_ value: some Encodable) throws {
         switch value {
-        case let date as Date: writeString(PostgresTimestamp.format(date))
+        case let date as Date: writeDate(date)
         case let uuid as UUID: writeUUID(uuid)
         case let string as String: writeString(string)
         default:
@@ -86,6 +86,8 @@ final class JSONOutput {
             bytes.append(contentsOf: text)
         }
     }
+
+    func writeDate(_ date: Date) { writeString(PostgresTimestamp.format(date)) }
 
     func writeRaw(_ text: String) { bytes.append(contentsOf: text.utf8) }
 
