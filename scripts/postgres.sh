@@ -13,7 +13,8 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 data_root="$root/.data"
-cluster="$data_root/postgres"
+# DIARY_PG_CLUSTER (a folder under .data) gives a second cluster, for Benchmarks/rls-instructions.sh.
+cluster="${DIARY_PG_CLUSTER:-$data_root/postgres}"
 pgdata="$cluster/data"
 socket_dir="$cluster/run"
 log="$cluster/postgres.log"

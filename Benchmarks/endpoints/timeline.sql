@@ -14,7 +14,7 @@ select entries.id, entries.diary_id, entries.content, entries.question, entries.
                               order by entry_reads.read_at, reader.public_id), '[]')
       from entry_reads
       join profiles reader on reader.user_id = entry_reads.user_id
-      where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id and entry_reads.diary_id = any ((select app_diary_ids())::uuid[])) as read_by
+      where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id and (entry_reads.diary_id = any ((select app_diary_ids())::uuid[])) is true) as read_by
 from entries
 left join profiles author on author.user_id = entries.user_id
 where entries.diary_id = md5('d' || :d)::uuid and md5('d' || :d)::uuid = any ((select app_diary_ids())::uuid[])

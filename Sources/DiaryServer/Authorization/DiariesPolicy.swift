@@ -2,6 +2,10 @@ import PostgresClient
 
 /// Row rules for `diaries`, twins of the RLS policies of the same names (sql/migrations/0004).
 ///
+/// 0006 spells diaries_select `(…) is true`, so that PostgreSQL checks it on the row it
+/// found rather than as a second index key. The twin keeps the plain spelling because it
+/// is an access path here: GET /v1/diaries finds the caller's diaries through it.
+///
 /// | policy          | command | USING                        | WITH CHECK                         |
 /// |-----------------|---------|------------------------------|------------------------------------|
 /// | diaries_select  | SELECT  | members of the diary         |                                    |

@@ -1,6 +1,7 @@
 import PostgresClient
 
-/// Row rules for `entry_reads`, twins of the RLS policies of the same names (sql/migrations/0004).
+/// Row rules for `entry_reads`, twins of the RLS policies of the same names (sql/migrations/0004;
+/// entry_reads_select as respelt in 0006: a filter on the row found, never a second index key).
 ///
 /// | policy              | command | USING                          | WITH CHECK                          |
 /// |---------------------|---------|--------------------------------|-------------------------------------|
@@ -11,5 +12,5 @@ import PostgresClient
 ///
 /// Reads are written only by `mark_as_read`, which runs as the caller under these policies.
 enum EntryReadsPolicy {
-    static var entryReadsSelect: PostgresFragment { PolicyRule.rule("entry_reads.diary_id = any ((select app_diary_ids())::uuid[])") }
+    static var entryReadsSelect: PostgresFragment { PolicyRule.rule("(entry_reads.diary_id = any ((select app_diary_ids())::uuid[])) is true") }
 }

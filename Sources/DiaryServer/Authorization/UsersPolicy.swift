@@ -1,6 +1,7 @@
 import PostgresClient
 
-/// Row rules for `users`, twins of the RLS policies of the same names (sql/migrations/0004).
+/// Row rules for `users`, twins of the RLS policies of the same names (sql/migrations/0004;
+/// users_select as respelt in 0006: a filter on the row found, never a second index key).
 ///
 /// | policy        | command | USING (who sees or affects a row)                  | WITH CHECK                    |
 /// |---------------|---------|----------------------------------------------------|-------------------------------|
@@ -13,7 +14,7 @@ import PostgresClient
 /// Policies are row rules. Which columns of a co-member leave the server is up to the
 /// queries: only `member_profiles` (with its anonymous aliases) reads another user.
 enum UsersPolicy {
-    static var usersSelect: PostgresFragment { PolicyRule.rule("users.id = any ((select app_visible_user_ids())::uuid[])") }
+    static var usersSelect: PostgresFragment { PolicyRule.rule("(users.id = any ((select app_visible_user_ids())::uuid[])) is true") }
     static var usersUpdate: PostgresFragment { PolicyRule.rule("users.id = (select app_user_id())") }
     static var usersDelete: PostgresFragment { PolicyRule.rule("users.id = (select app_user_id())") }
 }
