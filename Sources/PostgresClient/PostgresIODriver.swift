@@ -101,11 +101,13 @@ final class PostgresIODriver: TaskExecutor, Sendable {
         var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: Self.wakeupToken))
         precondition(epoll_ctl(epoll, EPOLL_CTL_ADD, wakeup, &event) == 0, "cannot watch the wake-up descriptor: errno \(errno)")
         let thread = Thread { [self] in
+            // Named from inside: on Linux, a name set before start does not reach the kernel,
+            // and the thread would show in ps and perf under its creator's name.
+            Thread.current.name = "postgres-io-\(index)"
             Self.onThread.currentValue = self
             loop()
             Self.onThread.currentValue = nil
         }
-        thread.name = "postgres-io-\(index)"
         thread.start()
     }
 

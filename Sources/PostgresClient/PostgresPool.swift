@@ -41,7 +41,7 @@ public final class PostgresPool: Service, Sendable {
     fileprivate struct Waiter {
         var id: Int
         var continuation: CheckedContinuation<Grant, any Error>
-        var timeout: Task<Void, Never>?
+        var deadline: ContinuousClock.Instant
     }
 
     fileprivate struct State {
@@ -52,8 +52,11 @@ public final class PostgresPool: Service, Sendable {
         var nextDriver = 0
         /// Connections that exist or are being opened, idle ones included.
         var open = 0
-        var waiters: [Waiter] = []
+        /// Oldest first. Everyone waits equally long, so the first also has the earliest deadline.
+        var waiters = CircularBuffer<Waiter>()
         var nextWaiterID = 0
+        /// Whether a task is timing the waiters out (one task for all of them, see `expireWaiters`).
+        var expiring = false
         var closed = false
     }
 
@@ -108,11 +111,10 @@ public final class PostgresPool: Service, Sendable {
                 state.waiters.removeAll()
             }
             state.open -= idle.count
-            return (idle, state.waiters)
+            return (idle, Array(state.waiters))
         }
         guard let (idle, waiters) = closing else { return }
         for waiter in waiters {
-            waiter.timeout?.cancel()
             waiter.continuation.resume(throwing: PostgresError(kind: .poolClosed, message: "the connection pool is shut down"))
         }
         for connection in idle { drivers[connection.driverIndex].unwatch(connection) }
@@ -198,16 +200,21 @@ public final class PostgresPool: Service, Sendable {
         case .wait(let id):
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
-                    let timeout = Task { [options] in
-                        try? await Task.sleep(for: options.acquireTimeout)
-                        guard !Task.isCancelled else { return }
-                        self.failWaiter(id, with: PostgresError(kind: .poolExhausted, message: "no database connection became free within \(options.acquireTimeout)"))
+                    enum Enqueued { case waiting(startExpiring: Bool), closed }
+                    let enqueued = state.withLockedValue { state -> Enqueued in
+                        if state.closed { return .closed }
+                        state.waiters.append(Waiter(id: id, continuation: continuation, deadline: .now + options.acquireTimeout))
+                        defer { state.expiring = true }
+                        return .waiting(startExpiring: !state.expiring)
                     }
-                    state.withLockedValue { state in
-                        state.waiters.append(Waiter(id: id, continuation: continuation, timeout: timeout))
+                    switch enqueued {
+                    case .closed:
+                        continuation.resume(throwing: PostgresError(kind: .poolClosed, message: "the connection pool is shut down"))
+                    case .waiting(let startExpiring):
+                        if startExpiring { Task { await self.expireWaiters() } }
+                        // A connection may have come back between the first look and enqueueing.
+                        serveWaiters()
                     }
-                    // A connection may have come back between the first look and enqueueing.
-                    serveWaiters()
                 }
             } onCancel: {
                 self.failWaiter(id, with: CancellationError())
@@ -221,8 +228,29 @@ public final class PostgresPool: Service, Sendable {
             return state.waiters.remove(at: index)
         }
         guard let waiter else { return }
-        waiter.timeout?.cancel()
         waiter.continuation.resume(throwing: error)
+    }
+
+    /// Fails waiters whose deadline has passed, for as long as anyone waits. One task times
+    /// them all: a timer task per waiter cost a task, a timer and two thread wake-ups for
+    /// every request that waited, which under load was most requests.
+    private func expireWaiters() async {
+        while true {
+            let now = ContinuousClock.now
+            let (expired, next) = state.withLockedValue { state -> ([Waiter], ContinuousClock.Instant?) in
+                var expired: [Waiter] = []
+                while let first = state.waiters.first, first.deadline <= now {
+                    expired.append(state.waiters.removeFirst())
+                }
+                if state.waiters.isEmpty { state.expiring = false }
+                return (expired, state.waiters.first?.deadline)
+            }
+            for waiter in expired {
+                waiter.continuation.resume(throwing: PostgresError(kind: .poolExhausted, message: "no database connection became free within \(options.acquireTimeout)"))
+            }
+            guard let next else { return }
+            try? await Task.sleep(until: next, clock: .continuous)
+        }
     }
 
     /// Hands idle connections or free slots to waiters, oldest first.
@@ -235,7 +263,6 @@ public final class PostgresPool: Service, Sendable {
             return served
         }
         for (waiter, grant) in served {
-            waiter.timeout?.cancel()
             waiter.continuation.resume(returning: grant)
         }
     }

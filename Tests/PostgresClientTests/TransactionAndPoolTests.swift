@@ -83,6 +83,38 @@ struct TransactionAndPoolTests {
         }
     }
 
+    @Test("each waiter times out at its own deadline, never earlier, and one served in time is not failed")
+    func waitersExpireAtTheirOwnDeadlines() async throws {
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration, size: 1, acquireTimeout: .seconds(1)) { pool in
+                let clock = ContinuousClock()
+                let started = clock.now
+                // How long after `started` a waiter that set out at `offset` gave up, or nil if it was served.
+                func waiter(setsOutAt offset: Duration) async throws -> Duration? {
+                    try await Task.sleep(until: started + offset, clock: clock)
+                    do {
+                        try await pool.query("select 1")
+                        return nil
+                    } catch let error as PostgresError where error.kind == .poolExhausted {
+                        return clock.now - started
+                    }
+                }
+                async let holder: PostgresRows = pool.query("select pg_sleep(2)")
+                try await Task.sleep(for: .milliseconds(100))
+                async let first = waiter(setsOutAt: .milliseconds(200))
+                async let second = waiter(setsOutAt: .milliseconds(500))
+                async let third = waiter(setsOutAt: .milliseconds(1500))
+                let (firstGaveUp, secondGaveUp, thirdGaveUp) = try await (first, second, third)
+                _ = try await holder
+                #expect(try #require(firstGaveUp) >= .milliseconds(1200))
+                #expect(try #require(secondGaveUp) >= .milliseconds(1500))
+                // Its deadline (2.5 s) is after the holder is done (2.1 s): it gets the connection.
+                #expect(thirdGaveUp == nil)
+                #expect(pool.statistics.waiting == 0)
+            }
+        }
+    }
+
     @Test("after pg_terminate_backend of every pooled connection the next query succeeds")
     func recoversFromTerminatedBackend() async throws {
         try await TestDatabase.with { configuration in
