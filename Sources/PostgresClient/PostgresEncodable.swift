@@ -42,7 +42,33 @@ extension Double: PostgresEncodable {
 
 extension UUID: PostgresEncodable {
     public static var postgresType: PostgresDataType { .uuid }
-    public var postgresText: String { uuidString }
+    public var postgresText: String { canonicalText }
+}
+
+extension UUID {
+    /// The lower-case 8-4-4-4-12 form, as PostgreSQL writes it. `uuidString` goes through
+    /// sprintf on Linux, and a request binds several ids.
+    public var canonicalText: String {
+        withUnsafeBytes(of: uuid) { raw in
+            String(unsafeUninitializedCapacity: 36) { text in
+                var position = 0
+                for (index, byte) in raw.enumerated() {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        text[position] = UInt8(ascii: "-")
+                        position += 1
+                    }
+                    text[position] = Self.hexDigit(byte >> 4)
+                    text[position + 1] = Self.hexDigit(byte & 0xF)
+                    position += 2
+                }
+                return position
+            }
+        }
+    }
+
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
+    }
 }
 
 extension Date: PostgresEncodable {

@@ -52,10 +52,12 @@ struct ConfigurationAndFormatTests {
         #expect(PostgresArrayLiteral.format(["a\\b", "c\"d"]) == "{\"a\\\\b\",\"c\\\"d\"}")
     }
 
-    @Test("uuid text reads back exactly, and anything but the 8-4-4-4-12 form is refused")
+    @Test("uuid text reads back exactly, is written as uuidString in lower case, and anything but the 8-4-4-4-12 form is refused")
     func uuidText() throws {
         for _ in 0..<1_000 {
             let uuid = UUID()
+            #expect(uuid.canonicalText == uuid.uuidString.lowercased())
+            #expect(uuid.postgresText == uuid.canonicalText)
             #expect(try UUID(postgresText: uuid.uuidString.lowercased()) == uuid)
             #expect(try UUID(postgresText: uuid.uuidString) == uuid)
         }

@@ -97,7 +97,7 @@ struct TokenService: Sendable {
 
     func accessToken(for identity: Identity, issuedAt: Date) throws -> String {
         let issued = Int(issuedAt.timeIntervalSince1970)
-        let claims = AccessClaims(sub: identity.userID.uuidString.lowercased(), sid: identity.sessionID.uuidString.lowercased(), iat: issued, exp: issued + Int(Self.accessLifetime))
+        let claims = AccessClaims(sub: identity.userID.canonicalText, sid: identity.sessionID.canonicalText, iat: issued, exp: issued + Int(Self.accessLifetime))
         return try JSONWebToken.signHS256(claims, key: key)
     }
 

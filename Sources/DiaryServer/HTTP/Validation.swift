@@ -49,7 +49,7 @@ enum Validation {
 
     /// A path id that is not a UUID names nothing that exists: 404, as for any unknown row.
     static func id(_ context: some RequestContext, _ name: String) throws -> UUID {
-        guard let text = context.parameters.get(name), let id = UUID(uuidString: text) else {
+        guard let text = context.parameters.get(name), let id = UUID(canonicalText: text) else {
             throw Problem.notFound("no such resource")
         }
         return id

@@ -96,11 +96,11 @@ struct EntryRepository: Sendable {
         init?(_ text: String) {
             guard text.count <= 128, let data = Base64URL.decode(text), let plain = String(data: data, encoding: .utf8) else { return nil }
             let parts = plain.split(separator: "|")
-            guard parts.count == 2, PostgresTimestamp.parse(String(parts[0])) != nil, let id = UUID(uuidString: String(parts[1])) else { return nil }
+            guard parts.count == 2, PostgresTimestamp.parse(String(parts[0])) != nil, let id = UUID(canonicalText: String(parts[1])) else { return nil }
             self.init(createdAt: String(parts[0]), id: id)
         }
 
-        var encoded: String { Base64URL.encode(Data("\(createdAt)|\(id.uuidString.lowercased())".utf8)) }
+        var encoded: String { Base64URL.encode(Data("\(createdAt)|\(id.canonicalText)".utf8)) }
     }
 
     /// Newest first, keyset-paginated over (created_at, id): one round trip per page.
