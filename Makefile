@@ -6,7 +6,7 @@ PG := scripts/postgres.sh
 # `make run CONFIG=release` for an optimised server.
 CONFIG ?= debug
 
-.PHONY: run test build db db-stop psql bench bench-client bench-rls clean-db
+.PHONY: run test build db db-stop psql bench bench-client bench-rls bench-rls-instructions clean-db
 
 run: db
 	swift build -c $(CONFIG) --product diary-server
@@ -43,6 +43,10 @@ bench-client: db
 
 bench-rls: db
 	eval "$$($(PG) env)"; Benchmarks/rls-overhead.sh
+
+# Its own cluster: `postgres --single` under callgrind needs a data folder to itself.
+bench-rls-instructions:
+	Benchmarks/rls-instructions.sh
 
 clean-db: db-stop
 	rm -rf .data/postgres
