@@ -69,7 +69,9 @@ let package = Package(
                 "TestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            ]
+            ],
+            // Read from the source tree by path (JoinDiaryTests), not bundled.
+            exclude: ["Fixtures"]
         ),
         .target(
             name: "TestSupport",
