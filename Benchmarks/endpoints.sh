@@ -9,7 +9,8 @@
 #   pgbench  endpoints/<name>.sql: the server's statements, pipelined in one round trip
 #   wrk      endpoints/wrk.lua: the HTTP endpoint, each request as a random user
 # and prints req/s, p50/p99 and the HTTP/pgbench ratio; round trips per request (the
-# server's db_round_trips); the server's peak RSS; timeline p99 at half its maximum rate;
+# server's db_round_trips); CPU per request of the server (srv_us) and of the backends
+# serving its pool (db_us); the server's peak RSS; timeline p99 at half its maximum rate;
 # and /health against swift-nio's NIOHTTP1Server example. Results go to Benchmarks/results/.
 # Needs the project's Postgres and its environment (`make bench` does both).
 set -euo pipefail
@@ -46,6 +47,11 @@ url="http://127.0.0.1:$port"
 
 round_trips() { curl -fs "$url/metrics" | awk '/^db_round_trips / {print int($2)}'; }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$server_pid/status"; }
+# CPU time (clock ticks) of the server, and of the backends serving its pool: what each
+# side spends per request tells which one to work on, where throughput alone cannot.
+cpu_ticks() { local pid total=0; for pid in "$@"; do total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0))); done; echo "$total"; }
+pool_backends() { pgrep -f "postgres: diary_app $db " | tr '\n' ' '; }
+per_request_us() { awk -v ticks="$1" -v hz="$(getconf CLK_TCK)" -v n="$2" 'BEGIN {printf "%d", ticks * 1000000 / hz / n}'; }
 
 # pgbench: tps, p50 and p99 from its per-transaction log (third field, microseconds).
 run_pgbench() {
@@ -68,7 +74,7 @@ peak_rss=0
     echo "# $(date -u); $(nproc) cores; PostgreSQL $(psql -X -At -U postgres -d postgres -c 'show server_version'); ${seconds}s per run"
     echo "# data: $(psql -X -At -U postgres -d "$db" -c "select format('%s users, %s diaries, %s entries, %s reads', (select count(*) from users), (select count(*) from diaries), (select count(*) from entries), (select count(*) from entry_reads))")"
     echo "# server: release, DB_POOL_SIZE=8; pgbench -M prepared -j 2 with \\startpipeline; wrk -t 2"
-    printf '%-13s %5s %9s %8s %8s %9s %8s %8s %7s %6s %7s\n' endpoint conns pg_tps pg_p50 pg_p99 http_rps p50_ms p99_ms ratio trips errors
+    printf '%-13s %5s %9s %8s %8s %9s %8s %8s %7s %6s %7s %7s %7s\n' endpoint conns pg_tps pg_p50 pg_p99 http_rps p50_ms p99_ms ratio trips errors srv_us db_us
     for endpoint in post_entry timeline mark_read list_diaries join; do
         for conns in 16 64; do
             read -r pg_tps pg_p50 pg_p99 < <(run_pgbench "$endpoint" "$conns")
@@ -78,13 +84,18 @@ peak_rss=0
                 ( while kill -0 "$server_pid" 2>/dev/null; do rss_kb; sleep 0.5; done ) > "$work/rss.$endpoint" &
                 sampler=$!
             fi
+            backends=$(pool_backends)
+            server_before=$(cpu_ticks "$server_pid") backends_before=$(cpu_ticks $backends)
             read -r rps p50 p99 errors non2xx requests < <(run_wrk "$endpoint" "$conns")
+            # The pool opens connections as load needs them: count the ones there afterwards.
+            server_ticks=$(( $(cpu_ticks "$server_pid") - server_before )) backend_ticks=$(( $(cpu_ticks $(pool_backends)) - backends_before ))
             [ -n "$sampler" ] && kill "$sampler" 2>/dev/null
             after=$(round_trips)
             # /metrics itself costs no round trip; the two scrapes are not counted as requests.
-            printf '%-13s %5s %9s %8s %8s %9s %8s %8s %6.1f%% %6.2f %7s\n' "$endpoint" "$conns" "$pg_tps" "$pg_p50" "$pg_p99" \
+            printf '%-13s %5s %9s %8s %8s %9s %8s %8s %6.1f%% %6.2f %7s %7s %7s\n' "$endpoint" "$conns" "$pg_tps" "$pg_p50" "$pg_p99" \
                 "$rps" "$p50" "$p99" "$(awk -v a="$rps" -v b="$pg_tps" 'BEGIN {print 100 * a / b}')" \
-                "$(awk -v a="$after" -v b="$before" -v r="$requests" 'BEGIN {print (a - b) / r}')" "$((errors + non2xx))"
+                "$(awk -v a="$after" -v b="$before" -v r="$requests" 'BEGIN {print (a - b) / r}')" "$((errors + non2xx))" \
+                "$(per_request_us "$server_ticks" "$requests")" "$(per_request_us "$backend_ticks" "$requests")"
             [ "$endpoint" = timeline ] && [ "$conns" -eq 64 ] && timeline_max=$rps
         done
     done
