@@ -49,25 +49,32 @@ extension UUID {
     /// The lower-case 8-4-4-4-12 form, as PostgreSQL writes it. `uuidString` goes through
     /// sprintf on Linux, and a request binds several ids.
     public var canonicalText: String {
-        withUnsafeBytes(of: uuid) { raw in
-            String(unsafeUninitializedCapacity: 36) { text in
-                var position = 0
-                for (index, byte) in raw.enumerated() {
-                    if index == 4 || index == 6 || index == 8 || index == 10 {
-                        text[position] = UInt8(ascii: "-")
-                        position += 1
-                    }
-                    text[position] = Self.hexDigit(byte >> 4)
-                    text[position + 1] = Self.hexDigit(byte & 0xF)
-                    position += 2
-                }
-                return position
-            }
-        }
+        String(unsafeUninitializedCapacity: Self.textLength) { writeText(into: $0, upperCase: false) }
     }
 
-    private static func hexDigit(_ value: UInt8) -> UInt8 {
-        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
+    /// Bytes in the 8-4-4-4-12 form.
+    public static let textLength = 36
+
+    /// Writes the 8-4-4-4-12 form into the first `textLength` bytes of `buffer`, in either
+    /// case (JSONEncoder writes upper case, PostgreSQL lower case); returns `textLength`.
+    @discardableResult
+    public func writeText(into buffer: UnsafeMutableBufferPointer<UInt8>, upperCase: Bool) -> Int {
+        precondition(buffer.count >= Self.textLength, "a uuid's text needs \(Self.textLength) bytes")
+        let letterBase = upperCase ? UInt8(ascii: "A") : UInt8(ascii: "a")
+        func digit(_ value: UInt8) -> UInt8 { value < 10 ? UInt8(ascii: "0") + value : letterBase + value - 10 }
+        return withUnsafeBytes(of: uuid) { raw in
+            var position = 0
+            for (index, byte) in raw.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    buffer[position] = UInt8(ascii: "-")
+                    position += 1
+                }
+                buffer[position] = digit(byte >> 4)
+                buffer[position + 1] = digit(byte & 0xF)
+                position += 2
+            }
+            return position
+        }
     }
 }
 

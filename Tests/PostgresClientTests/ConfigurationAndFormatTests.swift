@@ -58,6 +58,9 @@ struct ConfigurationAndFormatTests {
             let uuid = UUID()
             #expect(uuid.canonicalText == uuid.uuidString.lowercased())
             #expect(uuid.postgresText == uuid.canonicalText)
+            var upper = [UInt8](repeating: 0, count: UUID.textLength)
+            upper.withUnsafeMutableBufferPointer { _ = uuid.writeText(into: $0, upperCase: true) }
+            #expect(String(decoding: upper, as: UTF8.self) == uuid.uuidString)
             #expect(try UUID(postgresText: uuid.uuidString.lowercased()) == uuid)
             #expect(try UUID(postgresText: uuid.uuidString) == uuid)
         }

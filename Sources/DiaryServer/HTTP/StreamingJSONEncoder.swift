@@ -68,23 +68,16 @@ final class JSONOutput {
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
-    private static let upperHexDigits = Array("0123456789ABCDEF".utf8)
 
     /// As `uuidString` spells it (upper case, as JSONEncoder writes a UUID), without the String.
     func writeUUID(_ uuid: UUID) {
-        withUnsafeBytes(of: uuid.uuid) { raw in
-            var text = [UInt8](repeating: UInt8(ascii: "-"), count: 38)
-            text[0] = UInt8(ascii: "\"")
-            text[37] = UInt8(ascii: "\"")
-            var position = 1
-            for (index, byte) in raw.enumerated() {
-                if index == 4 || index == 6 || index == 8 || index == 10 { position += 1 }
-                text[position] = Self.upperHexDigits[Int(byte >> 4)]
-                text[position + 1] = Self.upperHexDigits[Int(byte & 0xF)]
-                position += 2
-            }
-            bytes.append(contentsOf: text)
+        bytes.append(UInt8(ascii: "\""))
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: UUID.textLength))
+        bytes.withUnsafeMutableBufferPointer { all in
+            uuid.writeText(into: UnsafeMutableBufferPointer(rebasing: all[start...]), upperCase: true)
         }
+        bytes.append(UInt8(ascii: "\""))
     }
 
     func writeDate(_ date: Date) { writeString(PostgresTimestamp.format(date)) }
