@@ -23,9 +23,7 @@ eval "$(scripts/postgres.sh env)"
 Benchmarks/endpoints/seed-database.sh diary_rls_on
 psql -X -q -v ON_ERROR_STOP=1 -U postgres -d postgres -c "drop database if exists diary_rls_off" \
     -c "create database diary_rls_off owner diary_owner template diary_rls_on"
-for table in users diaries diary_members entries entry_reads sessions; do
-    psql -X -q -v ON_ERROR_STOP=1 -U postgres -d diary_rls_off -c "alter table $table disable row level security"
-done
+Benchmarks/endpoints/set-rls.sh diary_rls_off disable
 scripts/postgres.sh stop
 
 work=$(mktemp -d)

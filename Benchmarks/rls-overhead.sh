@@ -19,7 +19,6 @@ seconds=${1:-5}
 clients=${2:-8}
 rounds=${3:-6}
 admin=(psql -X -q -v ON_ERROR_STOP=1 -U postgres)
-tables="users diaries diary_members entries entry_reads sessions"
 
 # CALIBRATE=1 leaves RLS on in both: the "overhead" printed is then the harness's own noise.
 off_state=disable
@@ -29,8 +28,6 @@ databases=(diary_bench_rls_a diary_bench_rls_b)
 Benchmarks/endpoints/seed-database.sh "${databases[0]}"
 "${admin[@]}" -d postgres -c "drop database if exists ${databases[1]} with (force)" \
     -c "create database ${databases[1]} owner diary_owner template ${databases[0]}"
-# rls <database> enable|disable
-rls() { for table in $tables; do "${admin[@]}" -d "$1" -c "alter table $table $2 row level security"; done; }
 
 run() {
     pgbench -n -M prepared -c "$((clients / 2))" -j 1 -T "$seconds" -U diary_app -f "Benchmarks/endpoints/$1.sql" "$2" 2>/dev/null \
@@ -47,8 +44,8 @@ out="Benchmarks/results/rls-overhead-$(date -u +%Y%m%dT%H%M%SZ).txt"
         on_runs="" off_runs="" overheads=""
         for round in $(seq "$rounds"); do
             rls_on=${databases[$((round % 2))]} rls_off=${databases[$(((round + 1) % 2))]}
-            rls "$rls_on" enable
-            rls "$rls_off" "$off_state"
+            Benchmarks/endpoints/set-rls.sh "$rls_on" enable
+            Benchmarks/endpoints/set-rls.sh "$rls_off" "$off_state"
             run "$script" "$rls_on" > "${TMPDIR:-/tmp}/rls_on.$$" &
             on_pid=$!
             off=$(run "$script" "$rls_off")

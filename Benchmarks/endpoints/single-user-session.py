@@ -48,7 +48,7 @@ def main():
     statements[-1] = statements[-1].rstrip(";")
 
     print("set role diary_app;")
-    prepared = []  # (statement or None for BEGIN/COMMIT, variable names in parameter order)
+    prepared = []  # (BEGIN, COMMIT or a prepared statement's name, its variables in parameter order)
     for index, statement in enumerate(statements):
         if statement.upper() in ("BEGIN", "COMMIT"):
             prepared.append((statement, []))
