@@ -10,13 +10,15 @@ with profiles as (select * from member_profiles where member_profiles.diary_id =
 select entries.id, entries.diary_id, entries.content, entries.question, entries.images,
     entries.created_at, entries.updated_at, entries.user_id = (select app_user_id()) as is_mine,
     author.public_id as author_id, author.display_name as author_name, author.profile_image_url as author_image,
-    (select coalesce(json_agg(json_build_object('userId', reader.public_id, 'readAt', entry_reads.read_at)
-                              order by entry_reads.read_at, reader.public_id), '[]')
-      from entry_reads
-      join profiles reader on reader.user_id = entry_reads.user_id
-      where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id and (entry_reads.diary_id = any ((select app_diary_ids())::uuid[])) is true) as read_by
+    reads.reader_ids, reads.read_at
 from entries
 left join profiles author on author.user_id = entries.user_id
+cross join lateral (
+    select array_agg(reader.public_id order by entry_reads.read_at, reader.public_id) as reader_ids,
+           array_agg(entry_reads.read_at order by entry_reads.read_at, reader.public_id) as read_at
+    from entry_reads
+    join profiles reader on reader.user_id = entry_reads.user_id
+    where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id and (entry_reads.diary_id = any ((select app_diary_ids())::uuid[])) is true) as reads
 where entries.diary_id = md5('d' || :d)::uuid and md5('d' || :d)::uuid = any ((select app_diary_ids())::uuid[])
 order by entries.created_at desc, entries.id desc limit 21;
 COMMIT;

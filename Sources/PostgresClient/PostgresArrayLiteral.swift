@@ -16,54 +16,65 @@ enum PostgresArrayLiteral {
 
     /// Returns nil for anything but a one-dimensional literal; a NULL element is nil inside the array.
     static func parse(_ text: String) -> [String?]? {
-        var iterator = Array(text.unicodeScalars).makeIterator()
-        guard iterator.next() == "{" else { return nil }
+        var text = text
         var elements: [String?] = []
-        var expectElement = true
-        while let scalar = iterator.next() {
-            switch scalar {
-            case "}" where elements.isEmpty && expectElement:
-                return iterator.next() == nil ? [] : nil
-            case "\"" where expectElement:
-                var element = String.UnicodeScalarView()
-                var closed = false
-                while let next = iterator.next() {
-                    if next == "\\" {
-                        guard let escaped = iterator.next() else { return nil }
-                        element.append(escaped)
-                    } else if next == "\"" {
-                        closed = true
-                        break
-                    } else {
-                        element.append(next)
-                    }
-                }
-                guard closed else { return nil }
-                elements.append(String(element))
-                expectElement = false
-            case "{":
-                return nil
-            case ",", "}":
-                return nil
-            default:
-                var element = String.UnicodeScalarView([scalar])
-                var terminator: Unicode.Scalar?
-                while let next = iterator.next() {
-                    if next == "," || next == "}" { terminator = next; break }
-                    element.append(next)
-                }
-                let value = String(element)
-                elements.append(value == "NULL" ? nil : value)
-                guard let terminator else { return nil }
-                if terminator == "}" { return iterator.next() == nil ? elements : nil }
-                continue
-            }
-            // After a quoted element: a separator or the end.
-            guard let separator = iterator.next() else { return nil }
-            if separator == "}" { return iterator.next() == nil ? elements : nil }
-            guard separator == "," else { return nil }
-            expectElement = true
+        let wellFormed = text.withUTF8 { bytes in
+            forEachElement(in: bytes) { element in elements.append(element.map { String(decoding: $0, as: UTF8.self) }) }
         }
-        return nil
+        return wellFormed ? elements : nil
+    }
+
+    /// Calls `body` with each element's bytes, unescaped (nil for NULL), straight from
+    /// libpq's buffer where no escape needs undoing: a timeline page decodes some hundred
+    /// uuids and timestamps this way, with no String per element. False for anything but
+    /// a one-dimensional literal; `body` may have seen the elements before the fault.
+    static func forEachElement(in bytes: UnsafeBufferPointer<UInt8>, _ body: (UnsafeBufferPointer<UInt8>?) throws -> Void) rethrows -> Bool {
+        let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\"), comma = UInt8(ascii: ",")
+        let open = UInt8(ascii: "{"), close = UInt8(ascii: "}")
+        guard bytes.count >= 2, bytes[0] == open, bytes[bytes.count - 1] == close else { return false }
+        let end = bytes.count - 1
+        if end == 1 { return true }
+        var index = 1
+        var unescaped: [UInt8] = []
+        while true {
+            if bytes[index] == quote {
+                index += 1
+                let start = index
+                var escaped = false
+                while index < end, bytes[index] != quote {
+                    if bytes[index] == backslash {
+                        escaped = true
+                        index += 1
+                    }
+                    index += 1
+                }
+                guard index < end else { return false }
+                if escaped {
+                    unescaped.removeAll(keepingCapacity: true)
+                    var position = start
+                    while position < index {
+                        if bytes[position] == backslash { position += 1 }
+                        unescaped.append(bytes[position])
+                        position += 1
+                    }
+                    try unescaped.withUnsafeBufferPointer { try body($0) }
+                } else {
+                    try body(UnsafeBufferPointer(rebasing: bytes[start..<index]))
+                }
+                index += 1
+            } else {
+                let start = index
+                while index < end, bytes[index] != comma {
+                    guard bytes[index] != open, bytes[index] != close, bytes[index] != quote, bytes[index] != backslash else { return false }
+                    index += 1
+                }
+                guard index > start else { return false }
+                let element = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                try body(element.elementsEqual("NULL".utf8) ? nil : element)
+            }
+            if index == end { return true }
+            guard bytes[index] == comma, index + 1 < end else { return false }
+            index += 1
+        }
     }
 }

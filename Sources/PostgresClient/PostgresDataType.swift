@@ -13,6 +13,7 @@ public struct PostgresDataType: Sendable, Hashable, CustomStringConvertible {
     public static let float8 = PostgresDataType(oid: 701)
     public static let textArray = PostgresDataType(oid: 1009)
     public static let timestamptz = PostgresDataType(oid: 1184)
+    public static let timestamptzArray = PostgresDataType(oid: 1185)
     public static let uuid = PostgresDataType(oid: 2950)
     public static let uuidArray = PostgresDataType(oid: 2951)
     public static let jsonb = PostgresDataType(oid: 3802)

@@ -154,12 +154,17 @@ extension Date: PostgresDecodable {
 
 extension Array: PostgresDecodable where Element: PostgresArrayElement {
     public init(postgresText text: String) throws {
-        guard let elements = PostgresArrayLiteral.parse(text) else {
-            throw PostgresDecodingFailure.malformed("not a one-dimensional array")
-        }
-        self = try elements.map { element in
+        var text = text
+        self = try text.withUTF8(Self.init(postgresBytes:))
+    }
+
+    public init(postgresBytes bytes: UnsafeBufferPointer<UInt8>) throws {
+        var elements: [Element] = []
+        let wellFormed = try PostgresArrayLiteral.forEachElement(in: bytes) { element in
             guard let element else { throw PostgresDecodingFailure.malformed("array holds a NULL element") }
-            return try Element(postgresText: element)
+            elements.append(try Element(postgresBytes: element))
         }
+        guard wellFormed else { throw PostgresDecodingFailure.malformed("not a one-dimensional array") }
+        self = elements
     }
 }

@@ -106,6 +106,10 @@ extension UUID: PostgresArrayElement {
     public static var postgresArrayType: PostgresDataType { .uuidArray }
 }
 
+extension Date: PostgresArrayElement {
+    public static var postgresArrayType: PostgresDataType { .timestamptzArray }
+}
+
 extension Array: PostgresEncodable where Element: PostgresArrayElement {
     public static var postgresType: PostgresDataType { Element.postgresArrayType }
 

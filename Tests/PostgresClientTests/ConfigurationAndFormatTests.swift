@@ -49,6 +49,10 @@ struct ConfigurationAndFormatTests {
         #expect(PostgresArrayLiteral.parse("{a,\"b c\",NULL,\"NULL\",\"q\\\"x\"}") == ["a", "b c", nil, "NULL", "q\"x"])
         #expect(PostgresArrayLiteral.parse("{{a},{b}}") == nil)
         #expect(PostgresArrayLiteral.parse("{a,b") == nil)
+        #expect(PostgresArrayLiteral.parse("{\"\",\"a\\\\b\",\"}\"}") == ["", "a\\b", "}"])
+        for malformed in ["", "{", "}", "{a,}", "{,a}", "{a,,b}", "{a}b}", "{\"a\"b}", "{\"a}", "{\"a\\\"}", "{a\"b}", "x{a}"] {
+            #expect(PostgresArrayLiteral.parse(malformed) == nil, "\(malformed)")
+        }
         #expect(PostgresArrayLiteral.format(["a\\b", "c\"d"]) == "{\"a\\\\b\",\"c\\\"d\"}")
     }
 

@@ -94,7 +94,7 @@ struct QueryAndDecodingTests {
                 let rows = try await pool.query("""
                     select \(id) as id, \(Int.max) as big, \(Int32(-7)) as small, \(Int64.min) as min64,
                            \(true) as yes, \(1.5) as ratio, \(when) as at, \(settings) as settings,
-                           \(["a", "b,c", "d\"e", "NULL", "", "ひ"]) as tags, \(ids) as ids,
+                           \(["a", "b,c", "d\"e", "NULL", "", "ひ"]) as tags, \(ids) as ids, \([when, when + 86_400]) as times,
                            null::uuid as nothing, '{}'::text[] as empty, 'infinity'::timestamptz as forever
                     """)
                 let row = try #require(rows.first)
@@ -109,6 +109,8 @@ struct QueryAndDecodingTests {
                 #expect(try row.decode("settings", as: PostgresJSON<Settings>.self).value == settings.value)
                 #expect(try row.decode("tags", as: [String].self) == ["a", "b,c", "d\"e", "NULL", "", "ひ"])
                 #expect(try row.decode("ids", as: [UUID].self) == ids)
+                let times = try row.decode("times", as: [Date].self)
+                #expect(times.count == 2 && abs(times[0].timeIntervalSince(when)) < 0.000_001 && abs(times[1].timeIntervalSince(when + 86_400)) < 0.000_001)
                 #expect(try row.decode("nothing", as: UUID?.self) == nil)
                 #expect(try row.decode("empty", as: [String].self) == [])
                 let (first, second) = try row.decode((UUID, Int).self)

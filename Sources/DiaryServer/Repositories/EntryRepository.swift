@@ -13,25 +13,35 @@ struct EntryRepository: Sendable {
 
     /// An entry's columns, its author and its readers, for entries of `diary`. The diary's
     /// member profiles are read once, for authors and readers alike: with row-level security
-    /// each read of member_profiles costs three tables' policies.
+    /// each read of member_profiles costs three tables' policies. Readers come as two arrays
+    /// in one order, not as JSON: decoding json_agg's objects with JSONDecoder was 17% of
+    /// the server's CPU on GET timeline.
     static func entryColumns(inDiary diary: UUID) -> PostgresQuery {
         """
         with profiles as (select * from member_profiles where member_profiles.diary_id = \(diary))
         select entries.id, entries.diary_id, entries.content, entries.question, entries.images,
             entries.created_at, entries.updated_at, entries.user_id = (select app_user_id()) as is_mine,
             author.public_id as author_id, author.display_name as author_name, author.profile_image_url as author_image,
-            (select coalesce(json_agg(json_build_object('userId', reader.public_id, 'readAt', entry_reads.read_at)
-                                      order by entry_reads.read_at, reader.public_id), '[]')
-              from entry_reads
-              join profiles reader on reader.user_id = entry_reads.user_id
-              where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id and \(EntryReadsPolicy.entryReadsSelect)) as read_by
+            reads.reader_ids, reads.read_at
         from entries
         left join profiles author on author.user_id = entries.user_id
+        cross join lateral (
+            select array_agg(reader.public_id order by entry_reads.read_at, reader.public_id) as reader_ids,
+                   array_agg(entry_reads.read_at order by entry_reads.read_at, reader.public_id) as read_at
+            from entry_reads
+            join profiles reader on reader.user_id = entry_reads.user_id
+            where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id and \(EntryReadsPolicy.entryReadsSelect)) as reads
         """
     }
 
     static func entry(from row: PostgresRow) throws -> Entry {
-        Entry(
+        // array_agg of no rows is NULL: nobody has read the entry yet.
+        let readers = try row.decode("reader_ids", as: [UUID]?.self) ?? []
+        let readAt = try row.decode("read_at", as: [Date]?.self) ?? []
+        guard readers.count == readAt.count else {
+            throw PostgresDecodingError(column: "read_at", targetType: "[Date]", failure: .malformed("one time per reader"))
+        }
+        return Entry(
             id: try row.decode("id"), diaryId: try row.decode("diary_id"),
             author: Entry.Author(
                 id: try row.decode("author_id", as: UUID?.self) ?? departedAuthorID,
@@ -40,7 +50,7 @@ struct EntryRepository: Sendable {
             ),
             content: try row.decode("content"), question: try row.decode("question"), images: try row.decode("images"),
             createdAt: try row.decode("created_at"), updatedAt: try row.decode("updated_at"),
-            readBy: try row.decode("read_by", as: PostgresJSON<[ReadReceipt]>.self).value,
+            readBy: zip(readers, readAt).map { ReadReceipt(userId: $0, readAt: $1) },
             isMine: try row.decode("is_mine")
         )
     }
