@@ -159,6 +159,9 @@ struct AuthenticationTests {
                 ("expired", try JSONWebToken.signHS256(TokenService.AccessClaims(sub: claims["sub"] as! String, sid: claims["sid"] as! String, iat: 0, exp: expired["exp"] as! Int), key: key)),
                 ("other key", try JSONWebToken.signHS256(TokenService.AccessClaims(sub: claims["sub"] as! String, sid: claims["sid"] as! String, iat: 0, exp: Int(Date().timeIntervalSince1970) + 600), key: key)),
                 ("malformed", "abc"),
+                ("four parts", session.accessToken + ".x"),
+                ("short signature", parts[0] + "." + parts[1] + "." + String(parts[2].dropLast(3))),
+                ("empty signature", parts[0] + "." + parts[1] + "."),
             ]
             for (name, token) in cases {
                 let reply = try await api.call(.get, "/v1/me", token: token)

@@ -37,17 +37,24 @@ struct JSONWebToken {
     static let maximumLength = 8 * 1024
 
     init(compact token: String) throws {
-        guard token.utf8.count <= Self.maximumLength else { throw Failure.malformed("too long") }
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw Failure.malformed("expected three parts") }
-        guard let payload = Base64URL.decode(parts[1]), let signature = Base64URL.decode(parts[2]) else {
+        let utf8 = token.utf8
+        guard utf8.count <= Self.maximumLength else { throw Failure.malformed("too long") }
+        let dot = UInt8(ascii: ".")
+        guard let firstDot = utf8.firstIndex(of: dot),
+              let secondDot = utf8[utf8.index(after: firstDot)...].firstIndex(of: dot),
+              !utf8[utf8.index(after: secondDot)...].contains(dot) else {
+            throw Failure.malformed("expected three parts")
+        }
+        let headerText = utf8[..<firstDot]
+        guard let payload = Base64URL.decode(utf8[utf8.index(after: firstDot)..<secondDot]),
+              let signature = Base64URL.decode(utf8[utf8.index(after: secondDot)...]) else {
             throw Failure.malformed("not base64url")
         }
-        if parts[0] == Self.ownHeader {
+        if headerText.elementsEqual(Self.ownHeader.utf8) {
             // Every access token we sign has this header: no JSON to parse on each request.
             header = Header(alg: "HS256", kid: nil, typ: "JWT")
         } else {
-            guard let headerData = Base64URL.decode(parts[0]) else { throw Failure.malformed("not base64url") }
+            guard let headerData = Base64URL.decode(headerText) else { throw Failure.malformed("not base64url") }
             do {
                 header = try JSONDecoder().decode(Header.self, from: headerData)
             } catch {
@@ -56,14 +63,20 @@ struct JSONWebToken {
         }
         self.payload = payload
         self.signature = signature
-        self.signingInput = Data((parts[0] + "." + parts[1]).utf8)
+        self.signingInput = Data(utf8[..<secondDot])
     }
 
     func verifyHS256(key: SymmetricKey) throws {
+        try verifyHS256(keyed: HMAC<SHA256>(key: key))
+    }
+
+    /// `keyed` is an HMAC that has absorbed the key and nothing else: a copy of one made
+    /// once saves hashing the key again for every request.
+    func verifyHS256(keyed: HMAC<SHA256>) throws {
         guard header.alg == "HS256" else { throw Failure.wrongAlgorithm(header.alg) }
-        guard HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: signingInput, using: key) else {
-            throw Failure.badSignature
-        }
+        var mac = keyed
+        mac.update(data: signingInput)
+        guard mac.finalize() == signature else { throw Failure.badSignature }
     }
 
     func verifyRS256(key: _RSA.Signing.PublicKey) throws {
@@ -127,22 +140,29 @@ enum Base64URL {
 
     /// Only the canonical spelling: no padding, no other characters, unused bits zero.
     static func decode(_ text: some StringProtocol) -> Data? {
-        let utf8 = text.utf8
+        decode(text.utf8)
+    }
+
+    static func decode(_ utf8: some Collection<UInt8>) -> Data? {
         guard utf8.count % 4 != 1 else { return nil }
-        var output = Data(capacity: utf8.count * 3 / 4)
-        var buffer: UInt32 = 0
-        var bits = 0
-        for character in utf8 {
-            let value = values[Int(character)]
-            guard value != 0xFF else { return nil }
-            buffer = (buffer << 6 | UInt32(value)) & 0xFFFF
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                output.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
+        var output = Data(count: utf8.count * 3 / 4)
+        let valid = output.withUnsafeMutableBytes { (output: UnsafeMutableRawBufferPointer) -> Bool in
+            var buffer: UInt32 = 0
+            var bits = 0
+            var written = 0
+            for character in utf8 {
+                let value = values[Int(character)]
+                guard value != 0xFF else { return false }
+                buffer = (buffer << 6 | UInt32(value)) & 0xFFFF
+                bits += 6
+                if bits >= 8 {
+                    bits -= 8
+                    output[written] = UInt8(truncatingIfNeeded: buffer >> UInt32(bits))
+                    written += 1
+                }
             }
+            return buffer & ((1 << UInt32(bits)) - 1) == 0
         }
-        guard buffer & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
-        return output
+        return valid ? output : nil
     }
 }

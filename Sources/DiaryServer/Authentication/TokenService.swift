@@ -12,8 +12,13 @@ struct TokenService: Sendable {
     private let keyBytes: Data
     var key: SymmetricKey { SymmetricKey(data: keyBytes) }
 
+    /// An HMAC that has absorbed the key, copied for each token. Never mutated after init,
+    /// and its digest state is copy-on-write, so copies on many threads at once are safe.
+    private nonisolated(unsafe) let keyedHMAC: HMAC<SHA256>
+
     init(key: SymmetricKey) {
         keyBytes = key.withUnsafeBytes { Data($0) }
+        keyedHMAC = HMAC<SHA256>(key: key)
     }
     static let accessLifetime: TimeInterval = 3600
     static let refreshLifetimeDays = 60
@@ -104,7 +109,7 @@ struct TokenService: Sendable {
     /// Checks signature, algorithm and expiry. Whether the session is still live is for the
     /// database to say, in the same round trip as the request's query.
     func verifyAccessToken(_ token: String, now: Date = Date()) throws -> Identity {
-        guard let jwt = try? JSONWebToken(compact: token), (try? jwt.verifyHS256(key: key)) != nil,
+        guard let jwt = try? JSONWebToken(compact: token), (try? jwt.verifyHS256(keyed: keyedHMAC)) != nil,
               let claims = AccessClaims(signedPayload: jwt.payload) ?? (try? jwt.claims(as: AccessClaims.self)),
               Double(claims.exp) > now.timeIntervalSince1970,
               let user = UUID(canonicalText: claims.sub), let session = UUID(canonicalText: claims.sid) else {
