@@ -13,12 +13,16 @@ select diaries.id, diaries.name, diaries.type, diaries.invite_code, me.role, dia
       where e.diary_id = diaries.id and e.user_id <> me.user_id
         and not exists (select 1 from entry_reads r
                         where r.diary_id = e.diary_id and r.entry_id = e.id and r.user_id = me.user_id)) as unread_count,
-    (select coalesce(json_agg(json_build_object(
-                'userId', p.public_id, 'displayName', p.display_name, 'profileImageUrl', p.profile_image_url,
-                'role', p.role, 'joinedAt', p.joined_at) order by p.joined_at, p.public_id), '[]')
-      from member_profiles p where p.diary_id = diaries.id) as members
+    members.member_ids, members.member_names, members.member_images, members.member_roles, members.member_joined_at
 from diaries
 join diary_members me on me.diary_id = diaries.id and me.user_id = (select app_user_id())
+cross join lateral (
+    select array_agg(p.public_id order by p.joined_at, p.public_id) as member_ids,
+           array_agg(p.display_name order by p.joined_at, p.public_id) as member_names,
+           array_agg(p.profile_image_url order by p.joined_at, p.public_id) as member_images,
+           array_agg(p.role order by p.joined_at, p.public_id) as member_roles,
+           array_agg(p.joined_at order by p.joined_at, p.public_id) as member_joined_at
+    from member_profiles p where p.diary_id = diaries.id) as members
 where diaries.invite_code = normalize_invite_code('B' || lpad(:d::text, 9, '0')) and diaries.id = any ((select app_diary_ids())::uuid[]);
 COMMIT;
 \endpipeline

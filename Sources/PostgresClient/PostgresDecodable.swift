@@ -152,7 +152,26 @@ extension Date: PostgresDecodable {
     }
 }
 
-extension Array: PostgresDecodable where Element: PostgresArrayElement {
+/// What a one-dimensional array's element decodes as: a value, or, for `Optional`, a
+/// value or NULL. Any other element type refuses NULL.
+public protocol PostgresArrayElementDecodable {
+    init(postgresArrayElement bytes: UnsafeBufferPointer<UInt8>?) throws
+}
+
+extension PostgresArrayElementDecodable where Self: PostgresDecodable {
+    public init(postgresArrayElement bytes: UnsafeBufferPointer<UInt8>?) throws {
+        guard let bytes else { throw PostgresDecodingFailure.malformed("array holds a NULL element") }
+        try self.init(postgresBytes: bytes)
+    }
+}
+
+extension Optional: PostgresArrayElementDecodable where Wrapped: PostgresArrayElementDecodable {
+    public init(postgresArrayElement bytes: UnsafeBufferPointer<UInt8>?) throws {
+        self = try bytes.map { try Wrapped(postgresArrayElement: $0) }
+    }
+}
+
+extension Array: PostgresDecodable where Element: PostgresArrayElementDecodable {
     public init(postgresText text: String) throws {
         var text = text
         self = try text.withUTF8(Self.init(postgresBytes:))
@@ -161,8 +180,7 @@ extension Array: PostgresDecodable where Element: PostgresArrayElement {
     public init(postgresBytes bytes: UnsafeBufferPointer<UInt8>) throws {
         var elements: [Element] = []
         let wellFormed = try PostgresArrayLiteral.forEachElement(in: bytes) { element in
-            guard let element else { throw PostgresDecodingFailure.malformed("array holds a NULL element") }
-            elements.append(try Element(postgresBytes: element))
+            elements.append(try Element(postgresArrayElement: element))
         }
         guard wellFormed else { throw PostgresDecodingFailure.malformed("not a one-dimensional array") }
         self = elements

@@ -94,7 +94,7 @@ extension Data: PostgresEncodable {
 }
 
 /// Elements that may appear in a one-dimensional PostgreSQL array.
-public protocol PostgresArrayElement: PostgresEncodable, PostgresDecodable {
+public protocol PostgresArrayElement: PostgresEncodable, PostgresDecodable, PostgresArrayElementDecodable {
     static var postgresArrayType: PostgresDataType { get }
 }
 
