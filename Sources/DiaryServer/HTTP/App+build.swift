@@ -16,6 +16,7 @@ func buildApplication(configuration: ServerConfiguration, pool: PostgresPool, lo
     )
     return Application(
         router: router,
+        server: .eventLoopBoundHTTP1(),
         configuration: ApplicationConfiguration(
             address: .hostname(configuration.host, port: configuration.port),
             serverName: "diary-server"
