@@ -73,7 +73,7 @@ peak_rss=0
 {
     echo "# $(date -u); $(nproc) cores; PostgreSQL $(psql -X -At -U postgres -d postgres -c 'show server_version'); ${seconds}s per run"
     echo "# data: $(psql -X -At -U postgres -d "$db" -c "select format('%s users, %s diaries, %s entries, %s reads', (select count(*) from users), (select count(*) from diaries), (select count(*) from entries), (select count(*) from entry_reads))")"
-    echo "# server: release, DB_POOL_SIZE default ($((2 * $(nproc)))); pgbench -M prepared -j 2 with \\startpipeline; wrk -t 2"
+    echo "# server: release, DB_POOL_SIZE=8; pgbench -M prepared -j 2 with \\startpipeline; wrk -t 2"
     printf '%-13s %5s %9s %8s %8s %9s %8s %8s %7s %6s %7s %7s %7s\n' endpoint conns pg_tps pg_p50 pg_p99 http_rps p50_ms p99_ms ratio trips errors srv_us db_us
     for endpoint in post_entry timeline mark_read list_diaries join; do
         for conns in 16 64; do

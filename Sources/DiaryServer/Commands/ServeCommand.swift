@@ -12,7 +12,7 @@ struct ServeCommand: AsyncParsableCommand {
               DATABASE_URL   postgres:// URL of the database (required)
               HOST           address to bind (default 127.0.0.1)
               PORT           port to bind (default 8080)
-              DB_POOL_SIZE   database connections (default: twice the cores)
+              DB_POOL_SIZE   database connections (default 8)
               DB_ACQUIRE_TIMEOUT_MS     wait for a free connection before answering 503 (default 2000)
               DB_STATEMENT_TIMEOUT_MS   longest a statement may run before it is cancelled (default 5000)
               MAX_CONCURRENT_REQUESTS   requests served at once; more get 503 at once (default 256)
@@ -34,7 +34,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Port to bind (default: $PORT or 8080).")
     var port: Int?
 
-    @Option(name: .customLong("pool-size"), help: "Database connections (default: $DB_POOL_SIZE or twice the cores).")
+    @Option(name: .customLong("pool-size"), help: "Database connections (default: $DB_POOL_SIZE or 8).")
     var poolSize: Int?
 
     func run() async throws {

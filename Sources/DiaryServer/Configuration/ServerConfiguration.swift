@@ -1,5 +1,4 @@
 import Foundation
-import NIOCore
 import PostgresClient
 
 /// Everything `serve` needs, from environment variables overridden by flags.
@@ -16,11 +15,7 @@ struct ServerConfiguration: Sendable {
 
     static let defaultHost = "127.0.0.1"
     static let defaultPort = 8080
-    /// Twice the cores, as PostgreSQL's own guidance sizes a pool: more backends than that
-    /// only queue for the same cores. On 2 cores, 4 served POST entry, GET /v1/diaries and
-    /// the timeline at least as fast as 8 at 64 connections, with lower tails
-    /// (Benchmarks/results/pool-size-20261123T191000Z.txt).
-    static let defaultPoolSize = max(2, 2 * System.coreCount)
+    static let defaultPoolSize = 8
     static let maximumPoolSize = 200
     static let defaultMaxConcurrentRequests = 256
     static let defaultAcquireTimeoutMilliseconds = 2000
