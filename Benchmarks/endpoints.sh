@@ -10,7 +10,8 @@
 #   wrk      endpoints/wrk.lua: the HTTP endpoint, each request as a random user
 # and prints req/s, p50/p99 and the HTTP/pgbench ratio; round trips per request (the
 # server's db_round_trips); CPU per request of the server (srv_us) and of the backends
-# serving its pool (db_us); the server's peak RSS; timeline p99 at half its maximum rate;
+# serving its pool (db_us); the server's peak RSS; timeline p99 at half its maximum rate, and
+# pgbench's at the same pacing;
 # and /health against swift-nio's NIOHTTP1Server example. Results go to Benchmarks/results/.
 # Needs the project's Postgres and its environment (`make bench` does both).
 set -euo pipefail
@@ -53,13 +54,14 @@ cpu_ticks() { local pid total=0; for pid in "$@"; do total=$((total + $(awk '{pr
 pool_backends() { pgrep -f "postgres: diary_app $db " | tr '\n' ' '; }
 per_request_us() { awk -v ticks="$1" -v hz="$(getconf CLK_TCK)" -v n="$2" 'BEGIN {printf "%d", ticks * 1000000 / hz / n}'; }
 
-# pgbench: tps, p50 and p99 from its per-transaction log (third field, microseconds).
+# pgbench: tps, p50 and p99 from its per-transaction log (third field, microseconds), less
+# $3 microseconds per transaction (a script's own \sleep).
 run_pgbench() {
     rm -f "$work"/pg.*
     local tps
-    tps=$(pgbench -n -M prepared -c "$2" -j 2 -T "$seconds" -U diary_app -f "Benchmarks/endpoints/$1.sql" \
+    tps=$(pgbench -n -M prepared -c "$2" -j 2 -T "$seconds" -U diary_app -f "$1" \
         -l --log-prefix="$work/pg" "$db" 2>/dev/null | awk '/^tps/ {print int($3)}')
-    cat "$work"/pg.* | awk '{print $3}' | sort -n | awk -v tps="$tps" '
+    cat "$work"/pg.* | awk -v offset="${3:-0}" '{print $3 - offset}' | sort -n | awk -v tps="$tps" '
         {v[NR] = $1} END {printf "%d %.3f %.3f\n", tps, v[int(NR * 0.5)] / 1000, v[int(NR * 0.99)] / 1000}'
 }
 
@@ -77,7 +79,7 @@ peak_rss=0
     printf '%-13s %5s %9s %8s %8s %9s %8s %8s %7s %6s %7s %7s %7s\n' endpoint conns pg_tps pg_p50 pg_p99 http_rps p50_ms p99_ms ratio trips errors srv_us db_us
     for endpoint in post_entry timeline mark_read list_diaries join; do
         for conns in 16 64; do
-            read -r pg_tps pg_p50 pg_p99 < <(run_pgbench "$endpoint" "$conns")
+            read -r pg_tps pg_p50 pg_p99 < <(run_pgbench "Benchmarks/endpoints/$endpoint.sql" "$conns")
             before=$(round_trips)
             sampler=""
             if [ "$conns" -eq 64 ]; then
@@ -106,6 +108,11 @@ peak_rss=0
     delay=$(awk -v max="$timeline_max" 'BEGIN {d = int(16 * 1000 / (max / 2)); print d < 1 ? 1 : d}')
     read -r rps p50 p99 errors non2xx requests < <(run_wrk timeline 16 "$delay")
     echo "timeline at about half its maximum rate ($timeline_max/2): $rps req/s, p50 $p50 ms, p99 $p99 ms"
+    # pgbench paced the same way (each client sleeps as long between transactions), less the sleep:
+    # how much of that latency the database alone has at this load.
+    { cat Benchmarks/endpoints/timeline.sql; echo "\\sleep $delay ms"; } > "$work/timeline_paced.sql"
+    read -r paced_tps paced_p50 paced_p99 < <(run_pgbench "$work/timeline_paced.sql" 16 "$((delay * 1000))")
+    echo "pgbench paced alike: $paced_tps tps, p50 $paced_p50 ms, p99 $paced_p99 ms"
 
     nio_port=$(free_port)
     "$nio_bin" 127.0.0.1 "$nio_port" >/dev/null 2>&1 &
