@@ -41,6 +41,14 @@ struct StreamingJSONEncoderTests {
               createdAt: moment, lastEntryAt: nil, unreadCount: 0)
     }
 
+    /// The other branch of every optional and list of `diary`.
+    static var fullDiary: Diary {
+        Diary(id: UUID(), name: "家族", type: .family, inviteCode: "ABCDE-FGHJK", role: .member, memberCount: 10,
+              members: [.init(userId: UUID(), displayName: awkward, profileImageUrl: "https://example.com/a.png", role: .member, joinedAt: moment),
+                        .init(userId: UUID(), displayName: "B", profileImageUrl: nil, role: .owner, joinedAt: moment.addingTimeInterval(60))],
+              createdAt: moment, lastEntryAt: moment.addingTimeInterval(3600), unreadCount: 12_345)
+    }
+
     @Test("every response type parses to the same JSON as JSONEncoder's")
     func sameJSONAsFoundation() throws {
         try expectSame(EntryPage(entries: [Self.entry, Self.plainEntry], nextCursor: "abc_-"))
@@ -51,7 +59,8 @@ struct StreamingJSONEncoderTests {
         try expectSame(Self.me)
         try expectSame(Session(accessToken: "a.b.c", refreshToken: Self.awkward, expiresIn: 900, user: Self.me))
         try expectSame(Self.diary)
-        try expectSame(DiaryList(diaries: [Self.diary, Self.diary]))
+        try expectSame(DiaryList(diaries: [Self.diary, Self.fullDiary]))
+        try expectSame(Self.fullDiary)
         try expectSame(MemberList(members: Self.diary.members))
         try expectSame(InviteCodeResponse(inviteCode: "ABCDE-FGHJK"))
         try expectSame(TodayQuestion(date: "2026-11-22", question: Self.awkward))
@@ -83,7 +92,7 @@ struct StreamingJSONEncoderTests {
         }
     }
 
-    @Test("the timeline's hand-written writers give byte for byte what the Codable path writes")
+    @Test("the hand-written writers give byte for byte what the Codable path writes")
     func handWrittenMatchCodable() throws {
         func codable(_ value: some Encodable) throws -> String {
             let output = JSONOutput()
@@ -100,6 +109,12 @@ struct StreamingJSONEncoderTests {
         }
         for entry in [Self.entry, Self.plainEntry] {
             #expect(handWritten(entry) == (try codable(entry)))
+        }
+        for list in [DiaryList(diaries: [Self.diary, Self.fullDiary]), DiaryList(diaries: [])] {
+            #expect(handWritten(list) == (try codable(list)))
+        }
+        for diary in [Self.diary, Self.fullDiary] {
+            #expect(handWritten(diary) == (try codable(diary)))
         }
     }
 
