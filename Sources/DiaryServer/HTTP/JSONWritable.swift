@@ -5,9 +5,9 @@ import Foundation
 ///
 /// perf on GET timeline put the Codable path of `StreamingJSONEncoder` at 17% of the
 /// server's CPU, much of it in generic metadata lookups per member, and at 6% on GET
-/// /v1/diaries. The timeline's and the diary list's types spell out their members here instead: the same keys in the same order as their
-/// synthesised `encode(to:)`, nil optionals left out, which `StreamingJSONEncoderTests`
-/// checks against JSONEncoder.
+/// /v1/diaries. The types of those two responses spell out their members here instead:
+/// the same keys in the same order as their synthesised `encode(to:)`, nil optionals
+/// left out, which `StreamingJSONEncoderTests` checks against JSONEncoder.
 protocol JSONWritable {
     func writeJSON(to output: JSONOutput)
 }
