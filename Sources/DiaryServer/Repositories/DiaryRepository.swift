@@ -44,15 +44,11 @@ struct DiaryRepository: Sendable {
     }
 
     private static func members(from row: PostgresRow) throws -> [Member] {
-        // array_agg of no rows is NULL, though a visible diary always has its caller as a member.
-        let ids = try row.decode("member_ids", as: [UUID]?.self) ?? []
-        let names = try row.decode("member_names", as: [String]?.self) ?? []
-        let images = try row.decode("member_images", as: [String?]?.self) ?? []
-        let roles = try row.decode("member_roles", as: [String]?.self) ?? []
-        let joinedAt = try row.decode("member_joined_at", as: [Date]?.self) ?? []
-        guard names.count == ids.count, images.count == ids.count, roles.count == ids.count, joinedAt.count == ids.count else {
-            throw PostgresDecodingError(column: "member_ids", targetType: "[Member]", failure: .malformed("member arrays differ in length"))
-        }
+        let ids = try row.decodeAggregate("member_ids", as: UUID.self)
+        let names = try row.decodeAggregate("member_names", as: String.self, count: ids.count)
+        let images = try row.decodeAggregate("member_images", as: String?.self, count: ids.count)
+        let roles = try row.decodeAggregate("member_roles", as: String.self, count: ids.count)
+        let joinedAt = try row.decodeAggregate("member_joined_at", as: Date.self, count: ids.count)
         return try ids.indices.map { index in
             guard let role = MemberRole(rawValue: roles[index]) else {
                 throw PostgresDecodingError(column: "member_roles", targetType: "MemberRole", failure: .malformed("unknown role"))

@@ -35,12 +35,8 @@ struct EntryRepository: Sendable {
     }
 
     static func entry(from row: PostgresRow) throws -> Entry {
-        // array_agg of no rows is NULL: nobody has read the entry yet.
-        let readers = try row.decode("reader_ids", as: [UUID]?.self) ?? []
-        let readAt = try row.decode("read_at", as: [Date]?.self) ?? []
-        guard readers.count == readAt.count else {
-            throw PostgresDecodingError(column: "read_at", targetType: "[Date]", failure: .malformed("one time per reader"))
-        }
+        let readers = try row.decodeAggregate("reader_ids", as: UUID.self)
+        let readAt = try row.decodeAggregate("read_at", as: Date.self, count: readers.count)
         return Entry(
             id: try row.decode("id"), diaryId: try row.decode("diary_id"),
             author: Entry.Author(
