@@ -66,10 +66,6 @@ struct JSONWebToken {
         self.signingInput = Data(utf8[..<secondDot])
     }
 
-    func verifyHS256(key: SymmetricKey) throws {
-        try verifyHS256(keyed: HMAC<SHA256>(key: key))
-    }
-
     /// `keyed` is an HMAC that has absorbed the key and nothing else: a copy of one made
     /// once saves hashing the key again for every request.
     func verifyHS256(keyed: HMAC<SHA256>) throws {
