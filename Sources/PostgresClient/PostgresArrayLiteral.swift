@@ -14,16 +14,6 @@ enum PostgresArrayLiteral {
         return text + "}"
     }
 
-    /// Returns nil for anything but a one-dimensional literal; a NULL element is nil inside the array.
-    static func parse(_ text: String) -> [String?]? {
-        var text = text
-        var elements: [String?] = []
-        let wellFormed = text.withUTF8 { bytes in
-            forEachElement(in: bytes) { element in elements.append(element.map { String(decoding: $0, as: UTF8.self) }) }
-        }
-        return wellFormed ? elements : nil
-    }
-
     /// Calls `body` with each element's bytes, unescaped (nil for NULL), straight from
     /// libpq's buffer where no escape needs undoing: a timeline page decodes some hundred
     /// uuids and timestamps this way, with no String per element. False for anything but

@@ -44,14 +44,15 @@ struct ConfigurationAndFormatTests {
     }
 
     @Test("array literals parse quoting, escapes and NULL, and refuse nesting")
-    func arrays() {
-        #expect(PostgresArrayLiteral.parse("{}") == [])
-        #expect(PostgresArrayLiteral.parse("{a,\"b c\",NULL,\"NULL\",\"q\\\"x\"}") == ["a", "b c", nil, "NULL", "q\"x"])
-        #expect(PostgresArrayLiteral.parse("{{a},{b}}") == nil)
-        #expect(PostgresArrayLiteral.parse("{a,b") == nil)
-        #expect(PostgresArrayLiteral.parse("{\"\",\"a\\\\b\",\"}\"}") == ["", "a\\b", "}"])
+    func arrays() throws {
+        let notAnArray = PostgresDecodingFailure.malformed("not a one-dimensional array")
+        #expect(try [String?](postgresText: "{}") == [])
+        #expect(try [String?](postgresText: "{a,\"b c\",NULL,\"NULL\",\"q\\\"x\"}") == ["a", "b c", nil, "NULL", "q\"x"])
+        #expect(throws: notAnArray) { try [String?](postgresText: "{{a},{b}}") }
+        #expect(throws: notAnArray) { try [String?](postgresText: "{a,b") }
+        #expect(try [String?](postgresText: "{\"\",\"a\\\\b\",\"}\"}") == ["", "a\\b", "}"])
         for malformed in ["", "{", "}", "{a,}", "{,a}", "{a,,b}", "{a}b}", "{\"a\"b}", "{\"a}", "{\"a\\\"}", "{a\"b}", "x{a}"] {
-            #expect(PostgresArrayLiteral.parse(malformed) == nil, "\(malformed)")
+            #expect(throws: notAnArray, "\(malformed)") { try [String?](postgresText: malformed) }
         }
         #expect(PostgresArrayLiteral.format(["a\\b", "c\"d"]) == "{\"a\\\\b\",\"c\\\"d\"}")
     }
