@@ -37,6 +37,29 @@ struct BenchmarkScriptTests {
         }
     }
 
+    /// The server reads its own spelling of claims without JSONDecoder; tokens spelt any
+    /// other way would have the benchmark measure a path no real client takes.
+    @Test("tokens.py signs tokens the server accepts, with claims spelt as the server spells them")
+    func benchmarkTokensTakeTheServersPath() throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("bench-tokens-\(UUID())")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let keyBytes = Data((0..<32).map { UInt8($0) })
+        try keyBytes.write(to: work.appendingPathComponent("jwt.key"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", Self.scripts.appendingPathComponent("tokens.py").path,
+                             work.appendingPathComponent("jwt.key").path, work.appendingPathComponent("users.tsv").path]
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0)
+        let firstLine = try #require(try String(contentsOf: work.appendingPathComponent("users.tsv"), encoding: .utf8).split(separator: "\n").first)
+        let token = String(firstLine.split(separator: "\t")[1])
+        let jwt = try JSONWebToken(compact: token)
+        #expect(TokenService.AccessClaims(signedPayload: jwt.payload) != nil)
+        #expect(throws: Never.self) { try TokenService(key: .init(data: keyBytes)).verifyAccessToken(token) }
+    }
+
     @Test("the comparison itself: a bind stands for one expression wherever it recurs, everything else must be equal")
     func comparisonCanFail() throws {
         #expect(try Self.matches("select $1 where a = $2 and b = $1", "select md5(:n) where a = 3 and b = md5(:n)"))
