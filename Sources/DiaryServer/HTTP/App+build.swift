@@ -1,10 +1,13 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import PostgresClient
 
 /// Builds the HTTP application; `serve` runs it and the tests drive it.
-func buildApplication(configuration: ServerConfiguration, pool: PostgresPool, logger: Logger) throws -> some ApplicationProtocol {
+func buildApplication(
+    configuration: ServerConfiguration, pool: PostgresPool, logger: Logger, http: HTTP1Channel.Configuration = .init()
+) throws -> some ApplicationProtocol {
     let key = try TokenService.loadKey(path: configuration.auth.jwtKeyFile, dataDirectory: configuration.auth.dataDirectory, production: configuration.auth.production)
     AppMetrics.bootstrap()
     let router = buildRouter(
@@ -16,7 +19,7 @@ func buildApplication(configuration: ServerConfiguration, pool: PostgresPool, lo
     )
     return Application(
         router: router,
-        server: .eventLoopBoundHTTP1(),
+        server: .eventLoopBoundHTTP1(configuration: http),
         configuration: ApplicationConfiguration(
             address: .hostname(configuration.host, port: configuration.port),
             serverName: "diary-server"
@@ -30,7 +33,7 @@ func buildApplication(configuration: ServerConfiguration, pool: PostgresPool, lo
 func buildRouter(pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenService, apple: AppleIdentityVerifier, devSignIn: Bool) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     // Outermost, so it records the status the client gets, problems included.
-    router.middlewares.add(MetricsMiddleware())
+    router.middlewares.add(RequestMetricsMiddleware())
     router.middlewares.add(LogRequestsMiddleware(.info))
     router.middlewares.add(RequestIDMiddleware())
     router.middlewares.add(ProblemMiddleware())
