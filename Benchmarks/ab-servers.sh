@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Two builds of the server side by side on one seeded database, wrk runs alternating
+# between them, so both see the same machine (whose speed drifts by tens of percent
+# between minutes on the benchmark VM).
+#
+#   Benchmarks/ab-servers.sh <binary A> <binary B> <rounds> <seconds> <endpoint:connections>...
+#
+# e.g. Benchmarks/ab-servers.sh /tmp/old /tmp/new 4 5 health:64 timeline:16 mark_read:16
+# Endpoints are wrk.lua's (post_entry, timeline, mark_read, list_diaries, join) and health.
+# Prints, per round and endpoint, each server's req/s, p50/p99 ms and CPU per request
+# (srv_us), then the median of B/A per endpoint. Results go to Benchmarks/results/.
+# Needs the project's Postgres and its environment (eval "$(scripts/postgres.sh env)").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -ge 5 ] || { sed -n 2,12p "$0" >&2; exit 2; }
+binary_a=$1 binary_b=$2 rounds=$3 seconds=$4
+shift 4
+db=diary_bench_ab
+work=$(mktemp -d)
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+command -v wrk >/dev/null || { sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo; $sudo apt-get install -y -qq wrk >&2; }
+
+Benchmarks/endpoints/seed-database.sh "$db"
+head -c 32 /dev/urandom > "$work/jwt.key"
+python3 Benchmarks/endpoints/tokens.py "$work/jwt.key" "$work/users.tsv"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+declare -A port pid
+for side in a b; do
+    binary=$binary_a; [ "$side" = b ] && binary=$binary_b
+    port[$side]=$(free_port)
+    DATABASE_URL="postgres://diary_app@localhost:$PGPORT/$db?host=$PGHOST" DIARY_JWT_KEY_FILE="$work/jwt.key" DIARY_DATA_DIR="$work" \
+        PORT=${port[$side]} LOG_LEVEL=warning "$binary" serve 2>"$work/server-$side.log" &
+    pid[$side]=$!
+    pids+=("$!")
+done
+for side in a b; do
+    for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:${port[$side]}/health" >/dev/null && break; sleep 0.1; done
+done
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# req/s p50 p99 srv_us
+run() {
+    local side=$1 endpoint=${2%%:*} conns=${2##*:} before after result
+    before=$(cpu_ticks "${pid[$side]}")
+    result=$(ENDPOINT=$endpoint USERS="$work/users.tsv" wrk -t 2 -c "$conns" -d "${seconds}s" -s Benchmarks/endpoints/wrk.lua "http://127.0.0.1:${port[$side]}" | awk '/^RESULT/')
+    after=$(cpu_ticks "${pid[$side]}")
+    awk -v r="$result" -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" 'BEGIN {
+        split(r, f, " "); if (f[5] + f[6] > 0) { print "errors: " r > "/dev/stderr"; exit 1 }
+        printf "%d %.2f %.2f %d\n", f[2], f[3], f[4], ticks * 1000000 / hz / f[7] }'
+}
+
+out="Benchmarks/results/ab-servers-$(date -u +%Y%m%dT%H%M%SZ).txt"
+{
+    echo "# $(date -u); $(nproc) cores; ${seconds}s per run, $rounds rounds, A and B alternating (A first in odd rounds)"
+    echo "# A: $binary_a"
+    echo "# B: $binary_b"
+    printf '%-5s %-16s %9s %7s %7s %6s %9s %7s %7s %6s %7s\n' round endpoint a_rps a_p50 a_p99 a_us b_rps b_p50 b_p99 b_us b/a
+    for round in $(seq 1 "$rounds"); do
+        for target in "$@"; do
+            if [ $((round % 2)) -eq 1 ]; then a=$(run a "$target"); b=$(run b "$target"); else b=$(run b "$target"); a=$(run a "$target"); fi
+            read -r ar ap50 ap99 aus <<< "$a"
+            read -r br bp50 bp99 bus <<< "$b"
+            printf '%-5s %-16s %9s %7s %7s %6s %9s %7s %7s %6s %7s\n' "$round" "$target" "$ar" "$ap50" "$ap99" "$aus" "$br" "$bp50" "$bp99" "$bus" \
+                "$(awk -v a="$ar" -v b="$br" 'BEGIN {printf "%.3f", b / a}')"
+        done
+    done | tee "$work/rows"
+    echo "# median B/A req/s and median CPU per request (A -> B), per endpoint:"
+    median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+    for target in "$@"; do
+        printf '%-16s B/A %s   srv_us %s -> %s\n' "$target" "$(awk -v t="$target" '$2 == t {print $11}' "$work/rows" | median)" \
+            "$(awk -v t="$target" '$2 == t {print $6}' "$work/rows" | median)" "$(awk -v t="$target" '$2 == t {print $10}' "$work/rows" | median)"
+    done
+} | tee "$out"
+echo "written to $out" >&2
