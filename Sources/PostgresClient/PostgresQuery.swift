@@ -107,41 +107,48 @@ public struct PostgresBindings: Sendable, Hashable, CustomStringConvertible {
 extension String {
     /// `$1` becomes `$(1 + offset)`, and so on; quoted text, identifiers and `$$` stay as they are.
     /// Only ever applied to statements built by `PostgresQuery`, whose placeholders it wrote itself.
+    ///
+    /// Walks bytes, not Characters: every byte it acts on is ASCII, and grapheme breaking
+    /// made this 2.6% of the server's CPU on GET timeline, whose policies are spliced in.
+    /// Bytes past ASCII count as identifier characters, as in PostgreSQL's lexer.
     func placeholdersShifted(by offset: Int) -> String {
         guard offset > 0 else { return self }
-        var result = ""
-        result.reserveCapacity(utf8.count + 8)
-        var quote: Character?
-        var index = startIndex
-        while index < endIndex {
-            let character = self[index]
+        let dollar = UInt8(ascii: "$"), singleQuote = UInt8(ascii: "'"), doubleQuote = UInt8(ascii: "\"")
+        func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+        func isWord(_ byte: UInt8) -> Bool {
+            isDigit(byte) || byte == UInt8(ascii: "_") || byte >= 0x80
+                || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "z"))
+        }
+        let source = Array(utf8)
+        var result: [UInt8] = []
+        result.reserveCapacity(source.count + 8)
+        var quote: UInt8?
+        var index = 0
+        while index < source.count {
+            let byte = source[index]
             if let open = quote {
-                if character == open { quote = nil }
-                result.append(character)
-                index = self.index(after: index)
-                continue
-            }
-            if character == "'" || character == "\"" {
-                quote = character
-            } else if character == "$" {
-                var digitsEnd = self.index(after: index)
-                while digitsEnd < endIndex, self[digitsEnd].isASCII, self[digitsEnd].isNumber {
-                    digitsEnd = self.index(after: digitsEnd)
+                if byte == open { quote = nil }
+            } else if byte == singleQuote || byte == doubleQuote {
+                quote = byte
+            } else if byte == dollar {
+                var digitsEnd = index + 1
+                var number = 0
+                while digitsEnd < source.count, isDigit(source[digitsEnd]), number < Int.max / 100 {
+                    number = number * 10 + Int(source[digitsEnd] - UInt8(ascii: "0"))
+                    digitsEnd += 1
                 }
-                let precededByWord = index > startIndex && {
-                    let before = self[self.index(before: index)]
-                    return before == "_" || before.isLetter || before.isNumber
-                }()
-                if digitsEnd > self.index(after: index), !precededByWord, let number = Int(self[self.index(after: index)..<digitsEnd]) {
-                    result += "$\(number + offset)"
+                let precededByWord = index > 0 && isWord(source[index - 1])
+                if digitsEnd > index + 1, !precededByWord {
+                    result.append(dollar)
+                    result.append(contentsOf: String(number + offset).utf8)
                     index = digitsEnd
                     continue
                 }
             }
-            result.append(character)
-            index = self.index(after: index)
+            result.append(byte)
+            index += 1
         }
-        return result
+        return String(decoding: result, as: UTF8.self)
     }
 }
 

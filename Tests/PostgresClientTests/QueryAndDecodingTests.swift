@@ -21,6 +21,9 @@ struct QueryAndDecodingTests {
         let query: PostgresQuery = "select \(1) as a, (\(rule)) as b, \("tail") as c"
         #expect(query.sql == "select $1 as a, ($$x$$ <> $2 and 'it''s $1' <> $3 and $4) as b, $5 as c")
         #expect(query.bindings.count == 5)
+        // Identifiers that hold `$n` (ASCII or not, quoted or not) are not placeholders; `$10` is one.
+        let names: PostgresQuery = #"a$1 + café$1 + "x $1" + _$2 + \#(1) + $10 + ($1)"#
+        #expect(PostgresQuery("select \(0), \(names)").sql == #"select $1, a$1 + café$1 + "x $1" + _$2 + $2 + $11 + ($2)"#)
 
         try await TestDatabase.with { configuration in
             try await TestDatabase.withPool(configuration) { pool in
