@@ -1,6 +1,8 @@
 import Hummingbird
 import NIOConcurrencyHelpers
 
+private let probePaths: Set<String> = ["/health", "/ready", "/metrics"]
+
 /// Admission control at the door: at most `limit` requests are worked on at once, and
 /// the rest are turned away at once with 503 and Retry-After.
 ///
@@ -9,7 +11,8 @@ import NIOConcurrencyHelpers
 /// for. Refusing early keeps the accepted requests as fast as they are at capacity.
 /// Health and metrics are never refused, so an overloaded server is not taken for a dead one.
 struct ConcurrencyLimitMiddleware<Context: RequestContext>: RouterMiddleware {
-    static var exemptPaths: Set<String> { ["/health", "/ready", "/metrics"] }
+    /// A generic type cannot store a static, and a computed one built the set on every request.
+    static var exemptPaths: Set<String> { probePaths }
 
     let limit: Int
     private let inFlight = NIOLockedValueBox(0)
