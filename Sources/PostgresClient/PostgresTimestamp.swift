@@ -1,9 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Converts `timestamptz` text to and from `Date`.
 ///
@@ -12,38 +7,79 @@ import Darwin
 /// exact to the microsecond and far cheaper than a general date formatter.
 public enum PostgresTimestamp {
     /// RFC 3339 in UTC with microseconds, e.g. `2026-11-22T13:30:53.123456Z`.
+    public static func format(_ date: Date) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(formattedLength)
+        write(date, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The length of what `format` and `write` produce.
+    public static let formattedLength = 27
+
+    /// Appends `format(date)`'s bytes, for a writer that has a buffer already (a JSON response).
     ///
     /// Digits are written by hand: `String(format:)` went through vfprintf, CFString and
-    /// a dynamic cast per argument, a measurable share of a timeline's CPU time.
-    public static func format(_ date: Date) -> String {
-        let totalMicros = (date.timeIntervalSince1970 * 1_000_000).rounded()
-        var seconds = time_t((totalMicros / 1_000_000).rounded(.down))
-        let micros = Int(totalMicros - Double(seconds) * 1_000_000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        var bytes = [UInt8](repeating: 0, count: 27)
-        func put(_ value: Int, at start: Int, digits: Int) {
-            var remaining = value
-            for index in stride(from: start + digits - 1, through: start, by: -1) {
-                bytes[index] = UInt8(ascii: "0") + UInt8(remaining % 10)
-                remaining /= 10
+    /// a dynamic cast per argument, and `gmtime_r` takes glibc's time zone lock each call.
+    public static func write(_ date: Date, into bytes: inout [UInt8]) {
+        let totalMicros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+        let (days, microsOfDay) = floorDivision(totalMicros, 86_400_000_000)
+        let (year, month, day) = civil(fromDaysSinceEpoch: Int(days))
+        let secondsOfDay = Int(microsOfDay / 1_000_000)
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: formattedLength))
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            func put(_ value: Int, at offset: Int, digits: Int) {
+                var remaining = value
+                for index in stride(from: start + offset + digits - 1, through: start + offset, by: -1) {
+                    buffer[index] = UInt8(ascii: "0") + UInt8(remaining % 10)
+                    remaining /= 10
+                }
             }
+            put(year, at: 0, digits: 4)
+            buffer[start + 4] = UInt8(ascii: "-")
+            put(month, at: 5, digits: 2)
+            buffer[start + 7] = UInt8(ascii: "-")
+            put(day, at: 8, digits: 2)
+            buffer[start + 10] = UInt8(ascii: "T")
+            put(secondsOfDay / 3600, at: 11, digits: 2)
+            buffer[start + 13] = UInt8(ascii: ":")
+            put(secondsOfDay / 60 % 60, at: 14, digits: 2)
+            buffer[start + 16] = UInt8(ascii: ":")
+            put(secondsOfDay % 60, at: 17, digits: 2)
+            buffer[start + 19] = UInt8(ascii: ".")
+            put(Int(microsOfDay % 1_000_000), at: 20, digits: 6)
+            buffer[start + 26] = UInt8(ascii: "Z")
         }
-        put(Int(parts.tm_year) + 1900, at: 0, digits: 4)
-        bytes[4] = UInt8(ascii: "-")
-        put(Int(parts.tm_mon) + 1, at: 5, digits: 2)
-        bytes[7] = UInt8(ascii: "-")
-        put(Int(parts.tm_mday), at: 8, digits: 2)
-        bytes[10] = UInt8(ascii: "T")
-        put(Int(parts.tm_hour), at: 11, digits: 2)
-        bytes[13] = UInt8(ascii: ":")
-        put(Int(parts.tm_min), at: 14, digits: 2)
-        bytes[16] = UInt8(ascii: ":")
-        put(Int(parts.tm_sec), at: 17, digits: 2)
-        bytes[19] = UInt8(ascii: ".")
-        put(micros, at: 20, digits: 6)
-        bytes[26] = UInt8(ascii: "Z")
-        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func floorDivision(_ value: Int64, _ divisor: Int64) -> (quotient: Int64, remainder: Int64) {
+        let remainder = value % divisor
+        return remainder < 0 ? (value / divisor - 1, remainder + divisor) : (value / divisor, remainder)
+    }
+
+    /// Days since 1970-01-01 in the proleptic Gregorian calendar (H. Hinnant's
+    /// `days_from_civil`): plain arithmetic, where `timegm` took glibc's time zone lock.
+    static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
+        let shiftedYear = month <= 2 ? year - 1 : year
+        let era = (shiftedYear >= 0 ? shiftedYear : shiftedYear - 399) / 400
+        let yearOfEra = shiftedYear - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    /// The inverse of `daysSinceEpoch` (`civil_from_days`).
+    static func civil(fromDaysSinceEpoch days: Int) -> (year: Int, month: Int, day: Int) {
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
     /// Reads PostgreSQL's ISO output and RFC 3339 (a `T` or a space, `Z` or an offset).
@@ -75,15 +111,9 @@ public enum PostgresTimestamp {
         }
         guard let offsetSeconds = zoneOffset(bytes, from: index) else { return nil }
 
-        var parts = tm()
-        parts.tm_year = Int32(year - 1900)
-        parts.tm_mon = Int32(month - 1)
-        parts.tm_mday = Int32(day)
-        parts.tm_hour = Int32(hour)
-        parts.tm_min = Int32(minute)
-        parts.tm_sec = Int32(second)
-        let epoch = timegm(&parts)
-        return Date(timeIntervalSince1970: Double(epoch - time_t(offsetSeconds)) + Double(micros) / 1_000_000)
+        guard (1...12).contains(month), (1...31).contains(day), hour <= 23, minute <= 59, second <= 60 else { return nil }
+        let epoch = daysSinceEpoch(year: year, month: month, day: day) * 86_400 + hour * 3600 + minute * 60 + second
+        return Date(timeIntervalSince1970: Double(epoch - offsetSeconds) + Double(micros) / 1_000_000)
     }
 
     /// Reads `Z`, `+HH`, `+HH:MM` or `+HH:MM:SS` and returns the offset east of UTC in seconds.

@@ -86,4 +86,29 @@ struct ConfigurationAndFormatTests {
             #expect(PostgresTimestamp.parse(text).map { abs($0.timeIntervalSince(date)) < 0.000_001 } == true, "\(text)")
         }
     }
+
+    @Test("the calendar arithmetic agrees with Foundation's Gregorian calendar, leap days and dates before 1970 included")
+    func calendarArithmetic() throws {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        // Foundation's calendar turns Julian before October 1582, so the comparison starts after it.
+        let earliest = Date(timeIntervalSince1970: -11_676_096_000)  // 1600-01-01
+        let latest = Date(timeIntervalSince1970: 253_402_300_799)  // 9999-12-31 23:59:59
+        let fixed = ["1600-02-29T00:00:00", "1900-02-28T23:59:59", "1900-03-01T00:00:00", "1969-12-31T23:59:59", "2000-02-29T12:00:00", "2024-12-31T23:59:59"]
+        let instants = fixed.map { text -> Date in
+            var parts = text.split(whereSeparator: { "-T:".contains($0) }).map { Int($0)! }[...]
+            return calendar.date(from: DateComponents(year: parts.popFirst(), month: parts.popFirst(), day: parts.popFirst(),
+                                                      hour: parts.popFirst(), minute: parts.popFirst(), second: parts.popFirst()))!
+        } + (0..<5_000).map { _ in Date(timeIntervalSince1970: Double(Int64.random(in: Int64(earliest.timeIntervalSince1970)...Int64(latest.timeIntervalSince1970)))) }
+        for date in instants {
+            let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
+            let expected = String(format: "%04d-%02d-%02dT%02d:%02d:%02d.000000Z", parts.year!, parts.month!, parts.day!, parts.hour!, parts.minute!, parts.second!)
+            #expect(PostgresTimestamp.format(date) == expected)
+            #expect(PostgresTimestamp.parse(expected) == date, "\(expected)")
+        }
+        // Out-of-range fields are refused, not rolled over into the next month or day.
+        for bad in ["2026-13-01 00:00:00+00", "2026-00-10 00:00:00+00", "2026-01-32 00:00:00+00", "2026-01-01 24:00:00+00", "2026-01-01 23:60:00+00"] {
+            #expect(PostgresTimestamp.parse(bad) == nil, "\(bad)")
+        }
+    }
 }

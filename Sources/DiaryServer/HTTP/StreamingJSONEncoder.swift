@@ -24,7 +24,9 @@ struct StreamingJSONEncoder {
 
 /// The bytes written so far, shared by every container of one encoding.
 final class JSONOutput {
-    var bytes: [UInt8] = []
+    /// One encoding writes it, on one thread, and no access overlaps another: the runtime's
+    /// exclusivity check on each append was 3% of a timeline's CPU, most of it from here.
+    @exclusivity(unchecked) var bytes: [UInt8] = []
 
     func write(_ value: some Encodable) throws {
         switch value {
@@ -80,7 +82,11 @@ final class JSONOutput {
         bytes.append(UInt8(ascii: "\""))
     }
 
-    func writeDate(_ date: Date) { writeString(PostgresTimestamp.format(date)) }
+    func writeDate(_ date: Date) {
+        bytes.append(UInt8(ascii: "\""))
+        PostgresTimestamp.write(date, into: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+    }
 
     func writeRaw(_ text: String) { bytes.append(contentsOf: text.utf8) }
 
