@@ -8,11 +8,12 @@
 # e.g. Benchmarks/ab-servers.sh /tmp/old /tmp/new 4 5 health:64 timeline:16 mark_read:16
 # Endpoints are wrk.lua's (post_entry, timeline, mark_read, list_diaries, join) and health.
 # Prints, per round and endpoint, each server's req/s, p50/p99 ms and CPU per request
-# (srv_us), then the median of B/A per endpoint. Results go to Benchmarks/results/.
+# (srv_us), then the median of B/A per endpoint. DELAY_MS in the environment paces each
+# connection, as wrk.lua reads it. Results go to Benchmarks/results/.
 # Needs the project's Postgres and its environment (eval "$(scripts/postgres.sh env)").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 5 ] || { sed -n 2,12p "$0" >&2; exit 2; }
+[ $# -ge 5 ] || { sed -n 2,13p "$0" >&2; exit 2; }
 binary_a=$1 binary_b=$2 rounds=$3 seconds=$4
 shift 4
 db=diary_bench_ab
