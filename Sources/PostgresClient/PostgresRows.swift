@@ -65,14 +65,13 @@ public struct PostgresRow: Sendable {
         guard column >= 0 && column < rows.columnNames.count else {
             throw PostgresDecodingError(column: "#\(column)", targetType: "\(Value.self)", failure: .malformed("the result has only \(rows.columnNames.count) column(s)"))
         }
-        let name = rows.columnNames[column]
         do {
             return try withExtendedLifetime(rows) {
                 guard let bytes = rows.bytes(row: index, column: column) else { return try Value.decodeNull() }
                 return try Value(postgresBytes: bytes)
             }
         } catch let failure as PostgresDecodingFailure {
-            throw PostgresDecodingError(column: name, targetType: "\(Value.self)", failure: failure)
+            throw PostgresDecodingError(column: rows.columnNames[column], targetType: "\(Value.self)", failure: failure)
         }
     }
 

@@ -69,7 +69,9 @@ struct ConfigurationAndFormatTests {
             #expect(try UUID(postgresText: uuid.uuidString.lowercased()) == uuid)
             #expect(try UUID(postgresText: uuid.uuidString) == uuid)
         }
-        for bad in ["", "not a uuid", "0123456789abcdef0123456789abcdef", "0123456-89ab-cdef-0123-456789abcdef0", "g1234567-89ab-cdef-0123-456789abcdef", "01234567-89ab-cdef-0123-456789abcdeff"] {
+        for bad in ["", "not a uuid", "0123456789abcdef0123456789abcdef", "0123456-89ab-cdef-0123-456789abcdef0", "g1234567-89ab-cdef-0123-456789abcdef", "01234567-89ab-cdef-0123-456789abcdeff",
+                    "01234567-89ab-cdef-0123-456789abcdeg", "01234567-89ab-cdef-0123-456789abcde:", "01234567-89ab-cdef-0123-456789abcde/",
+                    "01234567-89ab-cdef-0123-456789abcde@", "01234567-89ab-cdef-0123-456789abcde`", "0123456789ab-cdef-0123-4567-89abcdef"] {
             #expect(throws: PostgresDecodingFailure.self) { try UUID(postgresText: bad) }
         }
     }
