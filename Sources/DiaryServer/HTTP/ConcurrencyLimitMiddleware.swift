@@ -1,7 +1,9 @@
 import Hummingbird
 import NIOConcurrencyHelpers
 
-private let probePaths: Set<String> = ["/health", "/ready", "/metrics"]
+/// Probes are never refused. A file constant: a generic type cannot store a static, and a
+/// computed one built the set on every request.
+private let exemptPaths: Set<String> = ["/health", "/ready", "/metrics"]
 
 /// Admission control at the door: at most `limit` requests are worked on at once, and
 /// the rest are turned away at once with 503 and Retry-After.
@@ -11,9 +13,6 @@ private let probePaths: Set<String> = ["/health", "/ready", "/metrics"]
 /// for. Refusing early keeps the accepted requests as fast as they are at capacity.
 /// Health and metrics are never refused, so an overloaded server is not taken for a dead one.
 struct ConcurrencyLimitMiddleware<Context: RequestContext>: RouterMiddleware {
-    /// A generic type cannot store a static, and a computed one built the set on every request.
-    static var exemptPaths: Set<String> { probePaths }
-
     let limit: Int
     private let inFlight = NIOLockedValueBox(0)
 
@@ -22,7 +21,7 @@ struct ConcurrencyLimitMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if Self.exemptPaths.contains(request.uri.path) {
+        if exemptPaths.contains(request.uri.path) {
             return try await next(request, context)
         }
         let admitted = inFlight.withLockedValue { count -> Bool in

@@ -76,7 +76,7 @@ final class JSONOutput {
         bytes.append(UInt8(ascii: "\""))
         let start = bytes.count
         bytes.append(contentsOf: repeatElement(0, count: UUID.textLength))
-        bytes.withUnsafeMutableBufferPointer { all in
+        _ = bytes.withUnsafeMutableBufferPointer { all in
             uuid.writeText(into: UnsafeMutableBufferPointer(rebasing: all[start...]), upperCase: true)
         }
         bytes.append(UInt8(ascii: "\""))
