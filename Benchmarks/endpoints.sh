@@ -19,10 +19,11 @@ cd "$(dirname "$0")/.."
 seconds=${1:-10}
 db=diary_bench_endpoints
 work=$(mktemp -d)
-server_pid="" nio_pid=""
+server_pid=""
 cleanup() {
     [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
-    [ -n "$nio_pid" ] && kill "$nio_pid" 2>/dev/null || true
+    # Started inside the `{ … } | tee` group, a subshell whose variables never reach this trap.
+    [ -f "$work/nio.pid" ] && kill "$(cat "$work/nio.pid")" 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -117,10 +118,12 @@ peak_rss=0
     nio_port=$(free_port)
     "$nio_bin" 127.0.0.1 "$nio_port" >/dev/null 2>&1 &
     nio_pid=$!
+    echo "$nio_pid" > "$work/nio.pid"
     for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$nio_port/health" >/dev/null && break; sleep 0.1; done
     read -r nio_rps _ nio_p99 _ <<< "$(run_wrk health 64 0 "http://127.0.0.1:$nio_port")"
     read -r our_rps _ our_p99 _ <<< "$(run_wrk health 64)"
     echo "/health at 64 connections: diary-server $our_rps req/s (p99 $our_p99 ms), NIOHTTP1Server $nio_rps req/s (p99 $nio_p99 ms): $(awk -v a="$our_rps" -v b="$nio_rps" 'BEGIN {printf "%.1f%%", 100 * a / b}')"
+    kill "$nio_pid" && rm "$work/nio.pid"
 } | tee "$out"
 grep -q "unexpected error" "$work/server.log" && { echo "the server logged unexpected errors:" >&2; grep "unexpected error" "$work/server.log" | head -5 >&2; exit 1; }
 echo "written to $out" >&2
