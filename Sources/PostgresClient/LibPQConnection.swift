@@ -186,12 +186,13 @@ final class LibPQConnection: @unchecked Sendable {
             throw PostgresError(kind: .invalidInput, sqlState: SQLState("22021"), message: "a text value contains a NUL character")
         }
         let key = StatementKey(sql: statement.sql, types: bindings.types)
-        let oids = bindings.types.map { Oid($0.oid) }
+        // Only preparing, or sending unprepared once the cache is full, needs the types.
+        var oids: [Oid] { bindings.types.map { Oid($0.oid) } }
         var name = preparedStatements[key]
         if name == nil, preparedStatements.count < Self.maxPreparedStatements {
             let newName = "s\(nextStatementNumber)"
             nextStatementNumber += 1
-            guard PQsendPrepare(handle, newName, statement.sql, Int32(oids.count), oids) == 1 else {
+            guard PQsendPrepare(handle, newName, statement.sql, Int32(bindings.count), oids) == 1 else {
                 throw connectionError("could not send a statement")
             }
             expected.append(.preparation(key, name: newName))

@@ -180,4 +180,23 @@ struct QueryAndDecodingTests {
             }
         }
     }
+
+    @Test("past the per-connection cache of prepared statements, statements go unprepared with their binds' types")
+    func unpreparedPastTheCache() async throws {
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration, size: 1) { pool in
+                for variant in 0..<260 {
+                    var bindings = PostgresBindings()
+                    bindings.append(Int64(variant))
+                    // Untyped in the text, so the type PostgreSQL sees is the bind's own.
+                    let statement = PostgresQuery(unsafeSQL: "select pg_typeof($1)::text as type, $1 as value, \(variant) as variant", bindings: bindings)
+                    let row = try #require(try await pool.query(statement).first)
+                    #expect(try row.decode("type", as: String.self) == "bigint", "\(variant)")
+                    #expect(try row.decode("value", as: Int.self) == variant)
+                }
+                let prepared = try #require(try await pool.query("select count(*)::int8 as n from pg_prepared_statements").first)
+                #expect(try prepared.decode("n", as: Int.self) == 256)
+            }
+        }
+    }
 }
