@@ -174,7 +174,7 @@ extension Optional: PostgresArrayElementDecodable where Wrapped: PostgresArrayEl
 extension Array: PostgresDecodable where Element: PostgresArrayElementDecodable {
     public init(postgresText text: String) throws {
         var text = text
-        self = try text.withUTF8(Self.init(postgresBytes:))
+        self = try text.withUTF8 { try Self(postgresBytes: $0) }
     }
 
     public init(postgresBytes bytes: UnsafeBufferPointer<UInt8>) throws {
