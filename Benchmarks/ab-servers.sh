@@ -21,26 +21,18 @@ work=$(mktemp -d)
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
-command -v wrk >/dev/null || { sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo; $sudo apt-get install -y -qq wrk >&2; }
+source Benchmarks/endpoints/server.sh
+ensure_wrk
 
-Benchmarks/endpoints/seed-database.sh "$db"
-head -c 32 /dev/urandom > "$work/jwt.key"
-python3 Benchmarks/endpoints/tokens.py "$work/jwt.key" "$work/users.tsv"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+seed_with_users "$db" "$work"
 declare -A port pid
 for side in a b; do
     binary=$binary_a; [ "$side" = b ] && binary=$binary_b
     port[$side]=$(free_port)
-    DATABASE_URL="postgres://diary_app@localhost:$PGPORT/$db?host=$PGHOST" DIARY_JWT_KEY_FILE="$work/jwt.key" DIARY_DATA_DIR="$work" \
-        PORT=${port[$side]} LOG_LEVEL=warning "$binary" serve 2>"$work/server-$side.log" &
-    pid[$side]=$!
-    pids+=("$!")
+    start_server "$binary" "$db" "$work" "${port[$side]}" "$work/server-$side.log"
+    pid[$side]=$server_started
+    pids+=("$server_started")
 done
-for side in a b; do
-    for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:${port[$side]}/health" >/dev/null && break; sleep 0.1; done
-done
-
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # req/s p50 p99 srv_us
 run() {
     local side=$1 endpoint=${2%%:*} conns=${2##*:} before after result

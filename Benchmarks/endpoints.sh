@@ -27,7 +27,8 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-command -v wrk >/dev/null || { sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo; $sudo apt-get install -y -qq wrk >&2; }
+source Benchmarks/endpoints/server.sh
+ensure_wrk
 
 echo "building release binaries" >&2
 swift build -c release --product diary-server >&2
@@ -35,23 +36,16 @@ swift build -c release --package-path .build/checkouts/swift-nio --scratch-path 
 bin="$(swift build -c release --show-bin-path)/diary-server"
 nio_bin=".build/nio-example/release/NIOHTTP1Server"
 
-Benchmarks/endpoints/seed-database.sh "$db"
-head -c 32 /dev/urandom > "$work/jwt.key"
-python3 Benchmarks/endpoints/tokens.py "$work/jwt.key" "$work/users.tsv"
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+seed_with_users "$db" "$work"
 port=$(free_port)
-DATABASE_URL="postgres://diary_app@localhost:$PGPORT/$db?host=$PGHOST" DIARY_JWT_KEY_FILE="$work/jwt.key" DIARY_DATA_DIR="$work" \
-    PORT=$port LOG_LEVEL=warning "$bin" serve 2>"$work/server.log" &
-server_pid=$!
-for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.1; done
+start_server "$bin" "$db" "$work" "$port" "$work/server.log"
+server_pid=$server_started
 url="http://127.0.0.1:$port"
 
 round_trips() { curl -fs "$url/metrics" | awk '/^db_round_trips / {print int($2)}'; }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$server_pid/status"; }
-# CPU time (clock ticks) of the server, and of the backends serving its pool: what each
-# side spends per request tells which one to work on, where throughput alone cannot.
-cpu_ticks() { local pid total=0; for pid in "$@"; do total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0))); done; echo "$total"; }
+# CPU time of the server, and of the backends serving its pool (cpu_ticks): what each side
+# spends per request tells which one to work on, where throughput alone cannot.
 pool_backends() { pgrep -f "postgres: diary_app $db " | tr '\n' ' '; }
 per_request_us() { awk -v ticks="$1" -v hz="$(getconf CLK_TCK)" -v n="$2" 'BEGIN {printf "%d", ticks * 1000000 / hz / n}'; }
 

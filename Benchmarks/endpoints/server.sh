@@ -1,0 +1,28 @@
+# Shared by Benchmarks/endpoints.sh and Benchmarks/ab-servers.sh (sourced, from the
+# repository root): a seeded database with its users' tokens, and release servers on it.
+
+# wrk, installed from Debian's packages if missing.
+ensure_wrk() {
+    command -v wrk >/dev/null || { local sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo; $sudo apt-get install -y -qq wrk >&2; }
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# Database $1 seeded afresh; $2/jwt.key signs the tokens in $2/users.tsv, which wrk.lua reads.
+seed_with_users() {
+    Benchmarks/endpoints/seed-database.sh "$1"
+    head -c 32 /dev/urandom > "$2/jwt.key"
+    python3 Benchmarks/endpoints/tokens.py "$2/jwt.key" "$2/users.tsv"
+}
+
+# Starts server binary $1 on database $2 with the key in $3, on port $4, logging to $5;
+# sets server_started to its pid and returns once /health answers.
+start_server() {
+    DATABASE_URL="postgres://diary_app@localhost:$PGPORT/$2?host=$PGHOST" DIARY_JWT_KEY_FILE="$3/jwt.key" DIARY_DATA_DIR="$3" \
+        PORT=$4 LOG_LEVEL=warning "$1" serve 2>"$5" &
+    server_started=$!
+    for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$4/health" >/dev/null && break; sleep 0.1; done
+}
+
+# CPU time (clock ticks) used so far by the processes given, gone ones counting 0.
+cpu_ticks() { local pid total=0; for pid in "$@"; do total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0))); done; echo "$total"; }
