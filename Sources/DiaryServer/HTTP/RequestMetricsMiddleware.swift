@@ -51,8 +51,9 @@ final class RequestMetricsCache: Sendable {
         init(_ key: RouteKey) {
             let labels = [("http.route", key.route), ("http.request.method", key.method.rawValue)]
             let status = key.status.code.description
-            requests = Counter(label: "hb.requests", dimensions: labels + [("http.response.status_code", status)])
-            duration = Timer(label: "http.server.request.duration", dimensions: labels + [("http.response.status_code", status)], preferredDisplayUnit: .seconds)
+            let labelsWithStatus = labels + [("http.response.status_code", status)]
+            requests = Counter(label: "hb.requests", dimensions: labelsWithStatus)
+            duration = Timer(label: "http.server.request.duration", dimensions: labelsWithStatus, preferredDisplayUnit: .seconds)
             errors = Counter(label: "hb.request.errors", dimensions: labels + [("error.type", status)])
         }
 
@@ -66,21 +67,19 @@ final class RequestMetricsCache: Sendable {
     private let activeByMethod = NIOLockedValueBox<[HTTPRequest.Method: Meter]>([:])
 
     func route(_ route: String, _ method: HTTPRequest.Method, _ status: HTTPResponse.Status) -> RouteMetrics {
-        let key = RouteKey(route: route, method: method, status: status)
-        return routes.withLockedValue { routes in
-            if let metrics = routes[key] { return metrics }
-            let metrics = RouteMetrics(key)
-            routes[key] = metrics
-            return metrics
-        }
+        Self.cached(RouteKey(route: route, method: method, status: status), in: routes, make: RouteMetrics.init)
     }
 
     func active(_ method: HTTPRequest.Method) -> Meter {
-        activeByMethod.withLockedValue { meters in
-            if let meter = meters[method] { return meter }
-            let meter = Meter(label: "http.server.active_requests", dimensions: [("http.request.method", method.rawValue)])
-            meters[method] = meter
-            return meter
+        Self.cached(method, in: activeByMethod) { Meter(label: "http.server.active_requests", dimensions: [("http.request.method", $0.rawValue)]) }
+    }
+
+    private static func cached<Key: Hashable, Value>(_ key: Key, in cache: NIOLockedValueBox<[Key: Value]>, make: (Key) -> Value) -> Value {
+        cache.withLockedValue { values in
+            if let value = values[key] { return value }
+            let value = make(key)
+            values[key] = value
+            return value
         }
     }
 }
