@@ -42,10 +42,13 @@ func statement(_ workload: String, using random: inout SplitMix64) -> PostgresQu
 
 var logger = Logger(label: "bench")
 logger.logLevel = .warning
-let pool = PostgresPool(configuration: try PostgresConfiguration(url: url), options: .init(size: concurrency), logger: logger)
+let environment = ProcessInfo.processInfo.environment
+let poolSize = environment["POOL_SIZE"].flatMap(Int.init) ?? concurrency
+let pipelinesPerConnection = environment["PIPELINES_PER_CONNECTION"].flatMap(Int.init) ?? 1
+let pool = PostgresPool(configuration: try PostgresConfiguration(url: url), options: .init(size: poolSize, pipelinesPerConnection: pipelinesPerConnection), logger: logger)
 // Open every connection and prepare the statement before the clock starts, as pgbench does.
 try await withThrowingTaskGroup(of: Void.self) { group in
-    for _ in 0..<concurrency {
+    for _ in 0..<min(concurrency, poolSize) {
         group.addTask { try await pool.withConnection { var random = SplitMix64(state: 1); try await $0.query(statement(workload, using: &random)); try await Task.sleep(for: .milliseconds(50)) } }
     }
     try await group.waitForAll()
@@ -53,7 +56,7 @@ try await withThrowingTaskGroup(of: Void.self) { group in
 let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int(seconds * 1000)))
 let started = ContinuousClock.now
 let total = try await withThrowingTaskGroup(of: Int.self) { group in
-    for task in 0..<concurrency {
+    for _ in 0..<concurrency {
         group.addTask(executorPreference: onDriver ? pool.executor : nil) {
             var done = 0
             var random = SplitMix64(state: UInt64.random(in: 0...UInt64.max))

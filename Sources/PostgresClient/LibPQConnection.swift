@@ -1,4 +1,5 @@
 import CLibPQ
+import NIOConcurrencyHelpers
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -75,22 +76,27 @@ final class LibPQConnection: @unchecked Sendable {
     var socket: Int32 { PQsocket(handle) }
 
     /// Set when a pipeline ended in a state we cannot vouch for (a read failed half-way),
-    /// so the next lease reconnects instead of reading a stale answer.
-    private var condemned = false
+    /// so the next lease reconnects instead of reading a stale answer. Locked: the driver's
+    /// thread may condemn a connection that callers share.
+    private let condemned = NIOLockedValueBox(false)
 
-    func condemn() { condemned = true }
+    func condemn() { condemned.withLockedValue { $0 = true } }
+
+    var isCondemned: Bool { condemned.withLockedValue { $0 } }
 
     /// The I/O driver's record of this connection's socket; set by the lessee's pipeline.
     var watch: PostgresIODriver.Watch?
     /// Which of the pool's I/O threads serves this connection; set once, when it opens.
     var driverIndex = 0
+    /// Shared pipelines using the connection; changed only under the pool's lock.
+    var sharers = 0
 
     /// Checked before a leased connection's first job, without blocking. An idle
     /// connection has nothing to read, so readable data means the server hung up (a
     /// restart, `pg_terminate_backend`) or sent something we must consume. The socket
     /// is only asked when the driver saw input arrive while the connection was idle.
     func needsReconnect(inputArrived: Bool) -> Bool {
-        if condemned || isBroken { return true }
+        if isCondemned || isBroken { return true }
         guard inputArrived else { return false }
         var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
         // The server's last words (57P01 "terminating connection") can arrive before the
@@ -105,7 +111,7 @@ final class LibPQConnection: @unchecked Sendable {
         PQfinish(handle)
         handle = fresh
         preparedStatements.removeAll()
-        condemned = false
+        condemned.withLockedValue { $0 = false }
     }
 
     /// Queues the statements and a sync in libpq's output buffer and tries to send them;

@@ -1,6 +1,7 @@
 import CLibPQ
 import Foundation
 import NIOConcurrencyHelpers
+import NIOCore
 import NIOPosix
 
 #if canImport(Glibc)
@@ -24,9 +25,8 @@ import Glibc
 /// on this one thread, as pgbench does: an answer then wakes nobody else, where a task
 /// on the global executor costs a hand-over to another thread per statement.
 final class PostgresIODriver: TaskExecutor, Sendable {
-    /// One pipeline in flight. Unchecked because `reader` is mutable: it is handed over
-    /// through `state`'s lock, after which only the driver's thread touches it, and
-    /// whoever takes it out of its watch (`take`) is the one that resumes the continuation.
+    /// One pipeline in flight. Unchecked because `reader` is mutable: only whoever holds
+    /// its watch's lock touches it, and whoever takes it out of the queue resumes the continuation.
     fileprivate final class InFlight: @unchecked Sendable {
         let connection: LibPQConnection
         var reader: PipelineReader
@@ -39,22 +39,25 @@ final class PostgresIODriver: TaskExecutor, Sendable {
         }
     }
 
-    /// One connection's socket in the epoll set. `phase`, `job` and `unreadInput` change
-    /// under `state`'s lock. `wantsWritable` belongs to whoever the phase says drives the
-    /// connection (its lessee while sending, the driver's thread while waiting); the lock
-    /// taken at each change of phase orders the two.
-    final class Watch: @unchecked Sendable {
-        enum Phase { case idle, sending, waiting }
+    /// One connection's socket in the epoll set, and the pipelines sent on it, oldest first.
+    ///
+    /// Its lock is held around every libpq call on the connection, by whoever sends and by
+    /// the driver's thread when it reads, since libpq is not safe to call from two threads
+    /// at once. Several pipelines may be in flight on one connection (`PostgresPool`'s
+    /// shared pipelines): each ends with its own sync, and the answers come back in order.
+    final class Watch: Sendable {
+        fileprivate struct Queue {
+            var jobs: CircularBuffer<InFlight> = []
+            /// Input arrived while nothing was in flight: on an idle connection, the server's goodbye.
+            var unreadInput = false
+            /// EPOLLOUT is in the mask only while a flush is unfinished: on a Unix socket
+            /// every read by the server would otherwise wake the driver.
+            var wantsWritable = false
+        }
+
         let token: UInt64
         let socket: Int32
-        fileprivate var phase = Phase.idle
-        fileprivate var job: InFlight?
-        /// Input arrived while nobody waited for it: an answer that beat `waiting`, or,
-        /// on an idle connection, the server's goodbye.
-        fileprivate var unreadInput = false
-        /// EPOLLOUT is in the mask only while a flush is unfinished: on a Unix socket
-        /// every read by the server would otherwise wake the driver.
-        fileprivate var wantsWritable = false
+        fileprivate let queue = NIOLockedValueBox(Queue())
 
         init(token: UInt64, socket: Int32) {
             self.token = token
@@ -71,23 +74,24 @@ final class PostgresIODriver: TaskExecutor, Sendable {
 
         var watches: [UInt64: Watch] = [:]
         var nextToken: UInt64 = 1
-        /// Watches whose answers arrived before their sender finished; serviced on the next wake-up.
+        /// Watches whose answers libpq read while sending, so that no edge will announce them.
         var ready: [Watch] = []
         /// Jobs of tasks that prefer this executor, run between epoll waits.
         var jobs: [(UnownedJob, UnownedTaskExecutor)] = []
         /// The thread is in (or about to enter) a blocking epoll_wait; enqueuers must wake it.
         var sleeping = false
         var stopped = false
+        /// Pipelines sent so far.
+        var sentPipelines = 0
     }
 
     private static let wakeupToken: UInt64 = 0
     private let epoll: Int32
     private let wakeup: Int32
     private let state = NIOLockedValueBox(State())
-    private let sentPipelines = NIOLockedValueBox(0)
 
     /// Pipelines sent so far: each is one network round trip to the server.
-    var roundTrips: Int { sentPipelines.withLockedValue { $0 } }
+    var roundTrips: Int { state.withLockedValue { $0.sentPipelines } }
 
     /// The driver whose thread the caller runs on, if any.
     private static let onThread = ThreadSpecificVariable<PostgresIODriver>()
@@ -113,32 +117,41 @@ final class PostgresIODriver: TaskExecutor, Sendable {
 
     /// Sends the statements as one pipeline and suspends until the sync answers.
     func run(_ statements: [PostgresQuery], on connection: LibPQConnection) async throws -> [PostgresRows] {
-        sentPipelines.withLockedValue { $0 += 1 }
-        return try await withCheckedThrowingContinuation { continuation in
+        try await withCheckedThrowingContinuation { continuation in
             do {
                 let watch = try self.watch(connection)
-                let reader = try connection.startPipeline(statements)
-                // An unfinished flush needs the socket's writability; one that already
-                // buffered an answer (libpq reads while a write is blocked) needs servicing
-                // without waiting for an edge that has already passed.
-                let flushed = try connection.flush()
-                if !flushed { try setWritable(true, for: watch) }
-                let answered = !connection.isBusy
-                let job = InFlight(connection: connection, reader: reader, continuation: continuation)
-                // Nothing throws after this: once the job is in its watch, the driver owns the continuation.
-                let serviceNow = try state.withLockedValue { state -> Bool in
-                    guard !state.stopped else { throw PostgresError(kind: .poolClosed, message: "the connection pool is shut down") }
-                    watch.job = job
-                    watch.phase = .waiting
-                    guard answered || watch.unreadInput else { return false }
-                    watch.unreadInput = false
-                    state.ready.append(watch)
-                    return state.wake()
+                let serviceNow = try watch.queue.withLockedValue { queue -> Bool in
+                    guard !connection.isCondemned else {
+                        throw PostgresError(kind: .connectionFailure, sqlState: SQLState("08006"), message: "the connection failed while another pipeline used it")
+                    }
+                    let reader = try connection.startPipeline(statements)
+                    // An unfinished flush needs the socket's writability.
+                    if try !connection.flush(), !queue.wantsWritable {
+                        try setWritable(true, for: watch)
+                        queue.wantsWritable = true
+                    }
+                    queue.jobs.append(InFlight(connection: connection, reader: reader, continuation: continuation))
+                    // libpq reads while a write is blocked: an answer it already holds will
+                    // announce itself with no edge, so the driver must look without one.
+                    defer { queue.unreadInput = false }
+                    return !connection.isBusy || queue.unreadInput
                 }
-                if serviceNow { signal() }
+                // Nothing throws after this: the job is in its watch, and whoever takes it out resumes it.
+                enum Next { case wait, signal, stopped }
+                let next = state.withLockedValue { state -> Next in
+                    state.sentPipelines += 1
+                    if state.stopped { return .stopped }
+                    guard serviceNow else { return .wait }
+                    state.ready.append(watch)
+                    return state.wake() ? .signal : .wait
+                }
+                switch next {
+                case .wait: break
+                case .signal: signal()
+                case .stopped: abandon(watch)
+                }
             } catch {
                 connection.condemn()
-                if let watch = connection.watch { state.withLockedValue { _ in watch.phase = .idle } }
                 continuation.resume(throwing: error)
             }
         }
@@ -147,18 +160,11 @@ final class PostgresIODriver: TaskExecutor, Sendable {
     /// The connection's watch, adding its socket to the epoll set on its first pipeline
     /// or after it reconnected to a new socket.
     private func watch(_ connection: LibPQConnection) throws -> Watch {
+        if let watch = connection.watch { return watch }
         let socket = connection.socket
-        if let watch = connection.watch {
-            state.withLockedValue { _ in
-                watch.phase = .sending
-                watch.wantsWritable = false
-            }
-            return watch
-        }
         let watch = state.withLockedValue { state -> Watch in
             let watch = Watch(token: state.nextToken, socket: socket)
             state.nextToken += 1
-            watch.phase = .sending
             state.watches[watch.token] = watch
             return watch
         }
@@ -173,9 +179,9 @@ final class PostgresIODriver: TaskExecutor, Sendable {
     /// Whether input arrived on the idle connection since its last pipeline; clears the mark.
     func takeUnreadInput(_ connection: LibPQConnection) -> Bool {
         guard let watch = connection.watch else { return false }
-        return state.withLockedValue { _ in
-            defer { watch.unreadInput = false }
-            return watch.unreadInput
+        return watch.queue.withLockedValue { queue in
+            defer { queue.unreadInput = false }
+            return queue.unreadInput
         }
     }
 
@@ -185,17 +191,6 @@ final class PostgresIODriver: TaskExecutor, Sendable {
         guard let watch = connection.watch else { return }
         connection.watch = nil
         state.withLockedValue { _ = $0.watches.removeValue(forKey: watch.token) }
-    }
-
-    /// Removes the watch's job; its caller then owns the continuation.
-    private func take(_ watch: Watch) -> InFlight? {
-        state.withLockedValue { _ in
-            defer {
-                watch.job = nil
-                watch.phase = .idle
-            }
-            return watch.job
-        }
     }
 
     deinit {
@@ -242,7 +237,6 @@ final class PostgresIODriver: TaskExecutor, Sendable {
         guard epoll_ctl(epoll, EPOLL_CTL_MOD, watch.socket, &event) == 0 else {
             throw PostgresError(kind: .connectionFailure, message: "cannot wait on the connection's socket: errno \(errno)")
         }
-        state.withLockedValue { _ in watch.wantsWritable = writable }
     }
 
     private func loop() {
@@ -258,7 +252,7 @@ final class PostgresIODriver: TaskExecutor, Sendable {
             }
             if stopped { return finishAfterShutdown(leftover: jobs) }
             for (job, executor) in jobs { job.runSynchronously(on: executor) }
-            for watch in ready { serviceIfWaiting(watch) }
+            for watch in ready { service(watch) }
             let idle = jobs.isEmpty && ready.isEmpty
             let count = epoll_wait(epoll, &events, Int32(events.count), idle ? -1 : 0)
             if idle { state.withLockedValue { $0.sleeping = false } }
@@ -275,62 +269,64 @@ final class PostgresIODriver: TaskExecutor, Sendable {
                     _ = read(wakeup, &value, MemoryLayout<UInt64>.size)
                     continue
                 }
-                let waiting = state.withLockedValue { state -> (InFlight, Watch)? in
-                    guard let watch = state.watches[token] else { return nil }
-                    guard watch.phase == .waiting, let job = watch.job else {
-                        watch.unreadInput = true
-                        return nil
-                    }
-                    return (job, watch)
-                }
-                if let (job, watch) = waiting { service(job, watch: watch) }
+                if let watch = state.withLockedValue({ $0.watches[token] }) { service(watch) }
             }
         }
     }
 
-    private func serviceIfWaiting(_ watch: Watch) {
-        let job = state.withLockedValue { _ in watch.phase == .waiting ? watch.job : nil }
-        if let job { service(job, watch: watch) }
-    }
-
-    /// Reads what arrived and hands out every complete result. Edge-triggered, so it
-    /// reads until the socket is empty before it waits for the next edge.
-    private func service(_ job: InFlight, watch: Watch) {
-        let connection = job.connection
-        do {
-            while true {
-                let flushed = try connection.flush()
-                if flushed == watch.wantsWritable { try setWritable(!flushed, for: watch) }
-                guard connection.consumeInput() else { throw connection.connectionError("could not read from the server") }
-                while !connection.isBusy {
-                    if try job.reader.accept(connection.nextResult(), from: connection) {
-                        guard take(watch) === job else { return }
-                        job.continuation.resume(with: Result { try connection.finish(job.reader) })
-                        return
-                    }
-                }
-                guard connection.hasUnreadBytes else { return }
+    /// Reads what arrived and hands out every finished pipeline. Edge-triggered, so it
+    /// reads until the socket is empty, or nothing waits, before it waits for the next edge.
+    private func service(_ watch: Watch) {
+        var finished: [(InFlight, Result<[PostgresRows], any Error>)] = []
+        watch.queue.withLockedValue { queue in
+            guard let connection = queue.jobs.first?.connection else {
+                queue.unreadInput = true
+                return
             }
-        } catch {
-            connection.condemn()
-            guard take(watch) === job else { return }
-            job.continuation.resume(throwing: error)
+            do {
+                while true {
+                    let flushed = try connection.flush()
+                    if flushed == queue.wantsWritable {
+                        try setWritable(!flushed, for: watch)
+                        queue.wantsWritable = !flushed
+                    }
+                    guard connection.consumeInput() else { throw connection.connectionError("could not read from the server") }
+                    while let job = queue.jobs.first, !connection.isBusy {
+                        if try job.reader.accept(connection.nextResult(), from: connection) {
+                            queue.jobs.removeFirst()
+                            finished.append((job, Result { try connection.finish(job.reader) }))
+                        }
+                    }
+                    guard !queue.jobs.isEmpty, connection.hasUnreadBytes else { return }
+                }
+            } catch {
+                connection.condemn()
+                finished += queue.jobs.map { ($0, .failure(error)) }
+                queue.jobs.removeAll()
+            }
         }
+        // Outside the lock: a resumed task may send on this connection at once.
+        for (job, result) in finished { job.continuation.resume(with: result) }
     }
 
     private func finishAfterShutdown(leftover jobs: [(UnownedJob, UnownedTaskExecutor)]) {
-        let abandoned = state.withLockedValue { state -> [InFlight] in
-            let jobs = state.watches.values.compactMap { watch -> InFlight? in
-                defer { watch.job = nil; watch.phase = .idle }
-                return watch.job
-            }
-            state.watches.removeAll()
-            return jobs
+        let watches = state.withLockedValue { state -> [Watch] in
+            defer { state.watches.removeAll() }
+            return Array(state.watches.values)
+        }
+        watches.forEach(abandon)
+        for (job, executor) in jobs { job.runSynchronously(on: executor) }
+    }
+
+    /// Fails the pipelines still in flight on a watch once the thread that would read them is gone.
+    private func abandon(_ watch: Watch) {
+        let abandoned = watch.queue.withLockedValue { queue -> [InFlight] in
+            defer { queue.jobs.removeAll() }
+            return Array(queue.jobs)
         }
         for job in abandoned {
             job.connection.condemn()
             job.continuation.resume(throwing: PostgresError(kind: .poolClosed, message: "the connection pool is shut down"))
         }
-        for (job, executor) in jobs { job.runSynchronously(on: executor) }
     }
 }

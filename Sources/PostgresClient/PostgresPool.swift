@@ -10,17 +10,28 @@ import ServiceLifecycle
 /// `acquireTimeout`, then gets `PostgresError.Kind.poolExhausted`. A few I/O threads
 /// (`ioThreads`, one per core as pgbench's `-j`) each wait on their share of the
 /// connections' answers; a few more threads open connections, which blocks.
+///
+/// With `pipelinesPerConnection` above 1, `query` and `transaction` do not wait for a
+/// connection of their own once all are busy: they queue their pipeline behind others on
+/// the least busy connection. Each pipeline ends with its own sync, so the server runs it
+/// as one implicit transaction that an error rolls back without touching its neighbours,
+/// and the backend finds its next statement waiting instead of sleeping between them.
+/// `withConnection` and `withTransaction` always lease a connection of their own.
 public final class PostgresPool: Service, Sendable {
     public struct Options: Sendable {
         public var size: Int
         public var acquireTimeout: Duration
         /// Threads that wait on the sockets; together they are a task executor (`PostgresPool.executor`).
         public var ioThreads: Int
+        /// How many `query` or `transaction` pipelines may be in flight on one connection
+        /// once every connection is busy; 1 gives each its own connection.
+        public var pipelinesPerConnection: Int
 
-        public init(size: Int = 8, acquireTimeout: Duration = .seconds(2), ioThreads: Int = min(System.coreCount, 4)) {
+        public init(size: Int = 8, acquireTimeout: Duration = .seconds(2), ioThreads: Int = min(System.coreCount, 4), pipelinesPerConnection: Int = 1) {
             self.size = max(1, size)
             self.acquireTimeout = acquireTimeout
             self.ioThreads = max(1, min(ioThreads, self.size))
+            self.pipelinesPerConnection = max(1, pipelinesPerConnection)
         }
     }
 
@@ -36,17 +47,23 @@ public final class PostgresPool: Service, Sendable {
         case reuse(LibPQConnection)
         /// Open a connection served by this I/O thread.
         case open(driver: Int)
+        /// Queue a pipeline behind those already in flight on this connection.
+        case share(LibPQConnection)
     }
 
     fileprivate struct Waiter {
         var id: Int
         var continuation: CheckedContinuation<Grant, any Error>
         var deadline: ContinuousClock.Instant
+        /// Waits for a pipeline's place, which may be on a busy connection, not for a lease.
+        var sharing: Bool
     }
 
     fileprivate struct State {
         /// Idle connections by the I/O thread that serves them.
         var idle: [[LibPQConnection]]
+        /// Connections carrying shared pipelines, by I/O thread; `sharers` counts each one's.
+        var shared: [[LibPQConnection]]
         var idleCount = 0
         /// Where the next connection opened off the I/O threads goes.
         var nextDriver = 0
@@ -75,7 +92,7 @@ public final class PostgresPool: Service, Sendable {
         let drivers = (0..<options.ioThreads).map { PostgresIODriver(index: $0) }
         self.drivers = drivers
         self.executor = PostgresIOExecutor(drivers: drivers)
-        self.state = NIOLockedValueBox(State(idle: Array(repeating: [], count: options.ioThreads)))
+        self.state = NIOLockedValueBox(State(idle: Array(repeating: [], count: options.ioThreads), shared: Array(repeating: [], count: options.ioThreads)))
         threads.start()
     }
 
@@ -145,19 +162,44 @@ public final class PostgresPool: Service, Sendable {
         }
     }
 
-    /// One statement on any free connection.
+    /// One statement on any free connection, or queued on a busy one (`pipelinesPerConnection`).
     @discardableResult
     public func query(_ statement: PostgresQuery) async throws -> PostgresRows {
-        try await withConnection { try await $0.query(statement) }
+        guard sharesConnections, !statement.controlsTransaction else {
+            return try await withConnection { try await $0.query(statement) }
+        }
+        return try await sharedPipeline([statement])[0]
     }
 
-    /// Statements in one transaction and one round trip on any free connection.
+    /// Statements in one transaction and one round trip on any free connection, or queued
+    /// on a busy one (`pipelinesPerConnection`).
     public func transaction(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
-        try await withConnection { try await $0.transaction(statements) }
+        guard sharesConnections, !statements.contains(where: \.controlsTransaction) else {
+            return try await withConnection { try await $0.transaction(statements) }
+        }
+        // No BEGIN and COMMIT: the statements before a sync are one implicit transaction,
+        // which the server rolls back itself on an error, so nothing is left for the
+        // pipelines queued behind this one to trip over.
+        return try await sharedPipeline(statements)
     }
 
-    private func acquire() async throws -> LibPQConnection {
-        let grant = try await grant()
+    private var sharesConnections: Bool { options.pipelinesPerConnection > 1 }
+
+    /// Sends the statements as one pipeline, alone on a connection or behind others.
+    private func sharedPipeline(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
+        let connection = try await acquire(sharing: true)
+        do {
+            let rows = try await drivers[connection.driverIndex].run(statements, on: connection)
+            stopSharing(connection)
+            return rows
+        } catch {
+            stopSharing(connection)
+            throw error
+        }
+    }
+
+    private func acquire(sharing: Bool = false) async throws -> LibPQConnection {
+        let grant = try await grant(sharing: sharing)
         let configuration = self.configuration
         do {
             switch grant {
@@ -168,10 +210,14 @@ public final class PostgresPool: Service, Sendable {
                     driver.unwatch(connection)
                     try await threads.runIfActive { try connection.reconnect() }
                 }
+                if sharing { startSharing(connection) }
                 return connection
             case .open(let driverIndex):
                 let connection = try await threads.runIfActive { try LibPQConnection.connect(configuration) }
                 connection.driverIndex = driverIndex
+                if sharing { startSharing(connection) }
+                return connection
+            case .share(let connection):
                 return connection
             }
         } catch {
@@ -183,12 +229,17 @@ public final class PostgresPool: Service, Sendable {
         }
     }
 
-    private func grant() async throws -> Grant {
+    private func grant(sharing: Bool) async throws -> Grant {
         enum Immediate { case grant(Grant), wait(Int), closed }
         let preferred = currentDriverIndex
         let immediate = state.withLockedValue { state -> Immediate in
             if state.closed { return .closed }
-            if let grant = state.grantWithoutWaiting(preferring: preferred, size: options.size) { return .grant(grant) }
+            // A pipeline joins a busy connection only when nobody waits, so that a caller
+            // waiting for a lease of its own sees the shared connections drain.
+            if sharing ? state.waiters.isEmpty : true,
+               let grant = state.grant(sharing: sharing, preferring: preferred, options: options) {
+                return .grant(grant)
+            }
             state.nextWaiterID += 1
             return .wait(state.nextWaiterID)
         }
@@ -203,7 +254,7 @@ public final class PostgresPool: Service, Sendable {
                     enum Enqueued { case waiting(startExpiring: Bool), closed }
                     let enqueued = state.withLockedValue { state -> Enqueued in
                         if state.closed { return .closed }
-                        state.waiters.append(Waiter(id: id, continuation: continuation, deadline: .now + options.acquireTimeout))
+                        state.waiters.append(Waiter(id: id, continuation: continuation, deadline: .now + options.acquireTimeout, sharing: sharing))
                         defer { state.expiring = true }
                         return .waiting(startExpiring: !state.expiring)
                     }
@@ -257,7 +308,7 @@ public final class PostgresPool: Service, Sendable {
     private func serveWaiters() {
         let served = state.withLockedValue { state -> [(Waiter, Grant)] in
             var served: [(Waiter, Grant)] = []
-            while !state.waiters.isEmpty, let grant = state.grantWithoutWaiting(preferring: nil, size: options.size) {
+            while let first = state.waiters.first, let grant = state.grant(sharing: first.sharing, preferring: nil, options: options) {
                 served.append((state.waiters.removeFirst(), grant))
             }
             return served
@@ -286,6 +337,35 @@ public final class PostgresPool: Service, Sendable {
         serveWaiters()
     }
 
+    /// Makes a connection that has just become ready open to other shared pipelines.
+    private func startSharing(_ connection: LibPQConnection) {
+        state.withLockedValue { state in
+            connection.sharers = 1
+            state.shared[connection.driverIndex].append(connection)
+        }
+    }
+
+    /// One shared pipeline is done; the last one out returns the connection to the idle list.
+    private func stopSharing(_ connection: LibPQConnection) {
+        let dropped = state.withLockedValue { state -> Bool in
+            connection.sharers -= 1
+            guard connection.sharers == 0 else { return false }
+            state.shared[connection.driverIndex].removeAll { $0 === connection }
+            guard !state.closed, connection.isBroken || connection.isIdle else {
+                state.open -= 1
+                return true
+            }
+            state.idle[connection.driverIndex].append(connection)
+            state.idleCount += 1
+            return false
+        }
+        if dropped {
+            drivers[connection.driverIndex].unwatch(connection)
+            threads.submit { _ in withExtendedLifetime(connection) {} }
+        }
+        serveWaiters()
+    }
+
     /// The I/O thread the caller runs on, if it is one: its own connections need no hand-over.
     private var currentDriverIndex: Int? {
         guard let current = PostgresIODriver.current else { return nil }
@@ -299,6 +379,19 @@ public final class PostgresPool: Service, Sendable {
 }
 
 extension PostgresPool.State {
+    /// A lease, or for a pipeline that may share, an idle connection, a free slot or else a
+    /// place on the least busy connection below the limit, the caller's I/O thread first.
+    fileprivate mutating func grant(sharing: Bool, preferring preferred: Int?, options: PostgresPool.Options) -> PostgresPool.Grant? {
+        if let grant = grantWithoutWaiting(preferring: preferred, size: options.size) { return grant }
+        guard sharing else { return nil }
+        func leastBusy(_ connections: [LibPQConnection]) -> LibPQConnection? {
+            connections.lazy.filter { $0.sharers < options.pipelinesPerConnection && !$0.isCondemned }.min { $0.sharers < $1.sharers }
+        }
+        guard let connection = preferred.flatMap({ leastBusy(shared[$0]) }) ?? leastBusy(shared.joined().map { $0 }) else { return nil }
+        connection.sharers += 1
+        return .share(connection)
+    }
+
     /// An idle connection or a free slot; nil when the pool is full. A caller on an I/O
     /// thread gets that thread's own connection, or a new one for it, before another
     /// thread's; any other caller reuses before it opens, so the pool grows only under load.

@@ -24,6 +24,26 @@ public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolatio
         self.bindings = bindings
     }
 
+    /// Whether the statement starts, ends or marks a transaction (or prepares one), judged
+    /// by its first word. Such a statement must not share a connection: it would leave a
+    /// transaction open around the pipelines queued behind it.
+    var controlsTransaction: Bool {
+        var bytes = sql.utf8[...]
+        while true {
+            bytes = bytes.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "(") }
+            if bytes.starts(with: "--".utf8) {
+                bytes = bytes.drop { $0 != UInt8(ascii: "\n") }
+            } else if bytes.starts(with: "/*".utf8) {
+                guard let end = bytes.firstRange(of: "*/".utf8) else { return true }
+                bytes = bytes[end.upperBound...]
+            } else {
+                break
+            }
+        }
+        let word = String(decoding: bytes.prefix { $0 | 0x20 >= UInt8(ascii: "a") && $0 | 0x20 <= UInt8(ascii: "z") }, as: UTF8.self).lowercased()
+        return ["begin", "start", "commit", "end", "rollback", "abort", "savepoint", "release", "prepare"].contains(word)
+    }
+
     /// Bind values are redacted: logs show the statement and how many values it carries, never the values.
     public var description: String {
         bindings.count == 0 ? sql : "\(sql) [\(bindings.count) bind(s) redacted]"

@@ -70,9 +70,11 @@ public enum TestDatabase {
         _ configuration: PostgresConfiguration,
         size: Int = 4,
         acquireTimeout: Duration = .seconds(10),
+        pipelinesPerConnection: Int = 1,
         _ body: (PostgresPool) async throws -> Result
     ) async throws -> Result {
-        let pool = PostgresPool(configuration: configuration, options: .init(size: size, acquireTimeout: acquireTimeout), logger: logger)
+        let options = PostgresPool.Options(size: size, acquireTimeout: acquireTimeout, pipelinesPerConnection: pipelinesPerConnection)
+        let pool = PostgresPool(configuration: configuration, options: options, logger: logger)
         do {
             let result = try await body(pool)
             try await pool.close()

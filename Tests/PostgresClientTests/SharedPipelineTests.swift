@@ -1,0 +1,123 @@
+import Foundation
+@testable import PostgresClient
+import Testing
+import TestSupport
+
+/// `PostgresPool.Options.pipelinesPerConnection`: once every connection is busy, `query`
+/// and `transaction` queue their pipelines behind others on one connection.
+@Suite("Pipelines sharing a connection", .timeLimit(.minutes(1)))
+struct SharedPipelineTests {
+    @Test("once the only connection is busy, pipelines queue on it instead of waiting for it")
+    func pipelinesQueueOnABusyConnection() async throws {
+        try await TestDatabase.with { configuration in
+            // Waiting for the connection would take longer than the acquisition timeout.
+            try await TestDatabase.withPool(configuration, size: 1, acquireTimeout: .milliseconds(150), pipelinesPerConnection: 8) { pool in
+                try await withThrowingTaskGroup(of: Int.self) { group in
+                    group.addTask { try await pool.query("select pg_sleep(0.6)"); return -1 }
+                    try await Task.sleep(for: .milliseconds(100))
+                    for n in 0..<5 {
+                        group.addTask { try await pool.query("select \(n)::int8 * 10 as value").first!.decode("value", as: Int.self) }
+                    }
+                    let values = try await group.reduce(into: []) { $0.append($1) }
+                    #expect(values.sorted() == [-1, 0, 10, 20, 30, 40])
+                }
+                #expect(pool.statistics.idle == 1)
+                #expect(pool.statistics.inUse == 0)
+            }
+        }
+    }
+
+    @Test("a failed shared transaction rolls back only its own statements, and the pipelines behind it succeed")
+    func failureStaysInItsPipeline() async throws {
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration, size: 1, pipelinesPerConnection: 8) { pool in
+                try await pool.query("create table notes (body text not null check (body <> ''))")
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    // Holds the connection so that the next three queue behind it, in this order.
+                    group.addTask { try await pool.query("select pg_sleep(0.3)") }
+                    try await Task.sleep(for: .milliseconds(50))
+                    group.addTask {
+                        let error = await #expect(throws: PostgresError.self) {
+                            try await pool.transaction(["insert into notes values (\("lost"))", "insert into notes values (\(""))"])
+                        }
+                        #expect(error?.kind == .checkViolation)
+                    }
+                    try await Task.sleep(for: .milliseconds(50))
+                    group.addTask { _ = try await pool.transaction(["insert into notes values (\("kept"))"]) }
+                    try await Task.sleep(for: .milliseconds(50))
+                    group.addTask { try await pool.query("insert into notes values (\("also kept"))") }
+                    try await group.waitForAll()
+                }
+                let bodies = try await pool.query("select body from notes order by body").map { try $0.decode("body", as: String.self) }
+                #expect(bodies == ["also kept", "kept"])
+            }
+        }
+    }
+
+    @Test("a statement that opens a transaction never shares, so nothing queued behind it is caught in it")
+    func transactionControlTakesItsOwnConnection() async throws {
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration, size: 1, pipelinesPerConnection: 8) { pool in
+                try await pool.query("create table notes (body text not null)")
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await pool.query("select pg_sleep(0.3)") }
+                    try await Task.sleep(for: .milliseconds(50))
+                    // Left open on purpose: the pool must drop that connection, not lend it on.
+                    group.addTask { try await pool.query("  /* misuse */ BEGIN") }
+                    try await Task.sleep(for: .milliseconds(50))
+                    group.addTask { _ = try await pool.transaction(["insert into notes values (\("committed"))"]) }
+                    try await group.waitForAll()
+                }
+                // Seen from another pool, so only what was committed counts.
+                let bodies = try await TestDatabase.withPool(configuration, size: 1) { other in
+                    try await other.query("select body from notes").map { try $0.decode("body", as: String.self) }
+                }
+                #expect(bodies == ["committed"])
+            }
+        }
+    }
+
+    @Test("the first word decides whether a statement controls the transaction", arguments: [
+        ("begin", true), ("  START TRANSACTION", true), ("-- note\ncommit", true), ("/* a */ rollback", true),
+        ("end", true), ("savepoint a", true), ("release a", true), ("prepare transaction 'x'", true), ("abort", true),
+        ("select 1", false), ("with begin as (select 1) select * from begin", false), ("insert into t values ('begin')", false),
+        ("(select 1)", false), ("beginning", false),
+    ])
+    func recognisesTransactionControl(sql: String, controls: Bool) {
+        #expect(PostgresQuery(unsafeSQL: sql).controlsTransaction == controls)
+    }
+
+    @Test("a connection lost under queued pipelines fails them all, and the next query reconnects")
+    func lostConnectionFailsEveryQueuedPipeline() async throws {
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration, size: 1, pipelinesPerConnection: 8) { pool in
+                let failures = try await withThrowingTaskGroup(of: PostgresError.Kind?.self) { group in
+                    group.addTask {
+                        do { try await pool.query("select pg_sleep(5)") } catch let error as PostgresError { return error.kind }
+                        return nil
+                    }
+                    try await Task.sleep(for: .milliseconds(100))
+                    for _ in 0..<3 {
+                        group.addTask {
+                            do { try await pool.query("select 1") } catch let error as PostgresError { return error.kind }
+                            return nil
+                        }
+                    }
+                    try await Task.sleep(for: .milliseconds(100))
+                    try await TestDatabase.withAdminPool { admin in
+                        let rows = try await admin.query("""
+                            select pg_terminate_backend(pid) from pg_stat_activity
+                            where datname = \(configuration.database!) and pid <> pg_backend_pid()
+                            """)
+                        #expect(rows.count == 1)
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                #expect(failures.count == 4)
+                #expect(failures.allSatisfy { $0 == .connectionFailure })
+                let rowCount = try await pool.query("select 1").count
+                #expect(rowCount == 1)
+            }
+        }
+    }
+}
