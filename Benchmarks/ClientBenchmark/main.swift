@@ -14,7 +14,8 @@ guard arguments.count == 4, let concurrency = Int(arguments[2]), let seconds = D
 }
 let workload = arguments[1]
 // CLIENT_EXECUTOR=global runs the tasks on Swift's global executor instead of the pool's I/O thread.
-let onDriver = ProcessInfo.processInfo.environment["CLIENT_EXECUTOR"] != "global"
+let environment = ProcessInfo.processInfo.environment
+let onDriver = environment["CLIENT_EXECUTOR"] != "global"
 
 /// pgbench draws its keys from an in-process generator; the system one costs a getrandom call each.
 struct SplitMix64: RandomNumberGenerator {
@@ -42,13 +43,13 @@ func statement(_ workload: String, using random: inout SplitMix64) -> PostgresQu
 
 var logger = Logger(label: "bench")
 logger.logLevel = .warning
-let environment = ProcessInfo.processInfo.environment
-let poolSize = environment["POOL_SIZE"].flatMap(Int.init) ?? concurrency
-let pipelinesPerConnection = environment["PIPELINES_PER_CONNECTION"].flatMap(Int.init) ?? 1
-let pool = PostgresPool(configuration: try PostgresConfiguration(url: url), options: .init(size: poolSize, pipelinesPerConnection: pipelinesPerConnection), logger: logger)
+// CLIENT_PLACEMENT=shared queues the statements on the pool's shared connections
+// (PostgresPool.Placement.sharedConnection); by default each runs on a connection of its own.
+let placement: PostgresPool.Placement = environment["CLIENT_PLACEMENT"] == "shared" ? .sharedConnection : .ownConnection
+let pool = PostgresPool(configuration: try PostgresConfiguration(url: url), options: .init(size: concurrency), logger: logger)
 // Open every connection and prepare the statement before the clock starts, as pgbench does.
 try await withThrowingTaskGroup(of: Void.self) { group in
-    for _ in 0..<min(concurrency, poolSize) {
+    for _ in 0..<concurrency {
         group.addTask { try await pool.withConnection { var random = SplitMix64(state: 1); try await $0.query(statement(workload, using: &random)); try await Task.sleep(for: .milliseconds(50)) } }
     }
     try await group.waitForAll()
@@ -61,7 +62,7 @@ let total = try await withThrowingTaskGroup(of: Int.self) { group in
             var done = 0
             var random = SplitMix64(state: UInt64.random(in: 0...UInt64.max))
             while ContinuousClock.now < deadline {
-                try await pool.query(statement(workload, using: &random))
+                try await pool.query(statement(workload, using: &random), placement: placement)
                 done += 1
             }
             return done

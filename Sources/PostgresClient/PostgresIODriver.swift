@@ -274,39 +274,41 @@ final class PostgresIODriver: TaskExecutor, Sendable {
         }
     }
 
-    /// Reads what arrived and hands out every finished pipeline. Edge-triggered, so it
-    /// reads until the socket is empty, or nothing waits, before it waits for the next edge.
+    /// Reads what arrived and hands out every finished pipeline. Edge-triggered: while
+    /// the socket still holds bytes for pipelines in flight, the watch goes back on the
+    /// ready list rather than round this loop, so that the answers already read reach
+    /// their callers now, not once the server pauses.
     private func service(_ watch: Watch) {
         var finished: [(InFlight, Result<[PostgresRows], any Error>)] = []
-        watch.queue.withLockedValue { queue in
+        let readAgain = watch.queue.withLockedValue { queue -> Bool in
             guard let connection = queue.jobs.first?.connection else {
                 queue.unreadInput = true
-                return
+                return false
             }
             do {
-                while true {
-                    let flushed = try connection.flush()
-                    if flushed == queue.wantsWritable {
-                        try setWritable(!flushed, for: watch)
-                        queue.wantsWritable = !flushed
-                    }
-                    guard connection.consumeInput() else { throw connection.connectionError("could not read from the server") }
-                    while let job = queue.jobs.first, !connection.isBusy {
-                        if try job.reader.accept(connection.nextResult(), from: connection) {
-                            queue.jobs.removeFirst()
-                            finished.append((job, Result { try connection.finish(job.reader) }))
-                        }
-                    }
-                    guard !queue.jobs.isEmpty, connection.hasUnreadBytes else { return }
+                let flushed = try connection.flush()
+                if flushed == queue.wantsWritable {
+                    try setWritable(!flushed, for: watch)
+                    queue.wantsWritable = !flushed
                 }
+                guard connection.consumeInput() else { throw connection.connectionError("could not read from the server") }
+                while let job = queue.jobs.first, !connection.isBusy {
+                    if try job.reader.accept(connection.nextResult(), from: connection) {
+                        queue.jobs.removeFirst()
+                        finished.append((job, Result { try connection.finish(job.reader) }))
+                    }
+                }
+                return !queue.jobs.isEmpty && connection.hasUnreadBytes
             } catch {
                 connection.condemn()
                 finished += queue.jobs.map { ($0, .failure(error)) }
                 queue.jobs.removeAll()
+                return false
             }
         }
         // Outside the lock: a resumed task may send on this connection at once.
         for (job, result) in finished { job.continuation.resume(with: result) }
+        if readAgain { state.withLockedValue { $0.ready.append(watch) } }
     }
 
     private func finishAfterShutdown(leftover jobs: [(UnownedJob, UnownedTaskExecutor)]) {

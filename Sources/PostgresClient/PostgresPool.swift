@@ -11,28 +11,45 @@ import ServiceLifecycle
 /// (`ioThreads`, one per core as pgbench's `-j`) each wait on their share of the
 /// connections' answers; a few more threads open connections, which blocks.
 ///
-/// With `pipelinesPerConnection` above 1, `query` and `transaction` do not wait for a
-/// connection of their own once all are busy: they queue their pipeline behind others on
-/// the least busy connection. Each pipeline ends with its own sync, so the server runs it
-/// as one implicit transaction that an error rolls back without touching its neighbours,
-/// and the backend finds its next statement waiting instead of sleeping between them.
-/// `withConnection` and `withTransaction` always lease a connection of their own.
+/// `query` and `transaction` may ask for a `.sharedConnection` (see `Placement`): their
+/// pipeline then queues behind others on one of a few busy connections. Each pipeline
+/// ends with its own sync, so the server runs it as one implicit transaction that an
+/// error rolls back without touching its neighbours. `withConnection` and
+/// `withTransaction` always lease a connection of their own.
 public final class PostgresPool: Service, Sendable {
     public struct Options: Sendable {
         public var size: Int
         public var acquireTimeout: Duration
         /// Threads that wait on the sockets; together they are a task executor (`PostgresPool.executor`).
         public var ioThreads: Int
-        /// How many `query` or `transaction` pipelines may be in flight on one connection
-        /// once every connection is busy; 1 gives each its own connection.
+        /// Connections that carry `.sharedConnection` pipelines before those start to queue
+        /// on them; by default two per I/O thread, enough to keep the cores busy.
+        public var sharedConnections: Int
+        /// `.sharedConnection` pipelines in flight on one connection at most.
         public var pipelinesPerConnection: Int
 
-        public init(size: Int = 8, acquireTimeout: Duration = .seconds(2), ioThreads: Int = min(System.coreCount, 4), pipelinesPerConnection: Int = 1) {
+        public init(
+            size: Int = 8, acquireTimeout: Duration = .seconds(2), ioThreads: Int = min(System.coreCount, 4),
+            sharedConnections: Int? = nil, pipelinesPerConnection: Int = 16
+        ) {
             self.size = max(1, size)
             self.acquireTimeout = acquireTimeout
             self.ioThreads = max(1, min(ioThreads, self.size))
+            self.sharedConnections = max(1, sharedConnections ?? 2 * self.ioThreads)
             self.pipelinesPerConnection = max(1, pipelinesPerConnection)
         }
+    }
+
+    /// Where a `query` or `transaction` pipeline runs.
+    public enum Placement: Sendable {
+        /// On a connection of its own, as `withConnection` leases one. For writes: a commit
+        /// waits for its WAL flush, and commits group best across many backends.
+        case ownConnection
+        /// Queued behind other shared pipelines on one of a few busy connections
+        /// (`Options.sharedConnections`). For short reads, whose cost is the backend's CPU:
+        /// a backend that finds its next statement waiting spends less than one that
+        /// sleeps and is woken for it. A pipeline behind a slow one waits for it.
+        case sharedConnection
     }
 
     public struct Statistics: Sendable, Equatable {
@@ -162,19 +179,19 @@ public final class PostgresPool: Service, Sendable {
         }
     }
 
-    /// One statement on any free connection, or queued on a busy one (`pipelinesPerConnection`).
+    /// One statement, on a free connection or, if `placement` allows, behind others on a busy one.
     @discardableResult
-    public func query(_ statement: PostgresQuery) async throws -> PostgresRows {
-        guard sharesConnections, !statement.controlsTransaction else {
+    public func query(_ statement: PostgresQuery, placement: Placement = .ownConnection) async throws -> PostgresRows {
+        guard placement == .sharedConnection, !statement.controlsTransaction else {
             return try await withConnection { try await $0.query(statement) }
         }
         return try await sharedPipeline([statement])[0]
     }
 
-    /// Statements in one transaction and one round trip on any free connection, or queued
-    /// on a busy one (`pipelinesPerConnection`).
-    public func transaction(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
-        guard sharesConnections, !statements.contains(where: \.controlsTransaction) else {
+    /// Statements in one transaction and one round trip, on a free connection or, if
+    /// `placement` allows, behind others on a busy one.
+    public func transaction(_ statements: [PostgresQuery], placement: Placement = .ownConnection) async throws -> [PostgresRows] {
+        guard placement == .sharedConnection, !statements.contains(where: \.controlsTransaction) else {
             return try await withConnection { try await $0.transaction(statements) }
         }
         // No BEGIN and COMMIT: the statements before a sync are one implicit transaction,
@@ -182,8 +199,6 @@ public final class PostgresPool: Service, Sendable {
         // pipelines queued behind this one to trip over.
         return try await sharedPipeline(statements)
     }
-
-    private var sharesConnections: Bool { options.pipelinesPerConnection > 1 }
 
     /// Sends the statements as one pipeline, alone on a connection or behind others.
     private func sharedPipeline(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
@@ -379,17 +394,23 @@ public final class PostgresPool: Service, Sendable {
 }
 
 extension PostgresPool.State {
-    /// A lease, or for a pipeline that may share, an idle connection, a free slot or else a
-    /// place on the least busy connection below the limit, the caller's I/O thread first.
+    /// A lease; or for a shared pipeline, a connection of its own while fewer than
+    /// `sharedConnections` carry shared pipelines, then a place on the least busy of those
+    /// (the caller's I/O thread first), and once all are full, any free connection.
     fileprivate mutating func grant(sharing: Bool, preferring preferred: Int?, options: PostgresPool.Options) -> PostgresPool.Grant? {
-        if let grant = grantWithoutWaiting(preferring: preferred, size: options.size) { return grant }
-        guard sharing else { return nil }
+        guard sharing else { return grantWithoutWaiting(preferring: preferred, size: options.size) }
+        if shared.reduce(0, { $0 + $1.count }) < options.sharedConnections,
+           let grant = grantWithoutWaiting(preferring: preferred, size: options.size) {
+            return grant
+        }
         func leastBusy(_ connections: [LibPQConnection]) -> LibPQConnection? {
             connections.lazy.filter { $0.sharers < options.pipelinesPerConnection && !$0.isCondemned }.min { $0.sharers < $1.sharers }
         }
-        guard let connection = preferred.flatMap({ leastBusy(shared[$0]) }) ?? leastBusy(shared.joined().map { $0 }) else { return nil }
-        connection.sharers += 1
-        return .share(connection)
+        if let connection = preferred.flatMap({ leastBusy(shared[$0]) }) ?? leastBusy(shared.joined().map { $0 }) {
+            connection.sharers += 1
+            return .share(connection)
+        }
+        return grantWithoutWaiting(preferring: preferred, size: options.size)
     }
 
     /// An idle connection or a free slot; nil when the pool is full. A caller on an I/O

@@ -70,13 +70,13 @@ struct APIHarness: Sendable {
     /// Runs `body` against a fresh database and a new application.
     static func run(
         poolSize: Int = 4, acquireTimeout: Duration = .seconds(10), statementTimeout: Duration? = nil,
-        maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, testing: TestingSetup = .router,
+        maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, sharedReads: Bool = false, testing: TestingSetup = .router,
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         try await MigratedTemplate.withDatabase { database in
             try await run(
                 on: database, poolSize: poolSize, acquireTimeout: acquireTimeout, statementTimeout: statementTimeout,
-                maxConcurrentRequests: maxConcurrentRequests, testing: testing, body
+                maxConcurrentRequests: maxConcurrentRequests, sharedReads: sharedReads, testing: testing, body
             )
         }
     }
@@ -84,7 +84,7 @@ struct APIHarness: Sendable {
     /// Runs `body` with a new application on `database`, which must be migrated already.
     static func run(
         on database: PostgresConfiguration, poolSize: Int = 4, acquireTimeout: Duration = .seconds(10), statementTimeout: Duration? = nil,
-        maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, testing: TestingSetup = .router,
+        maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, sharedReads: Bool = false, testing: TestingSetup = .router,
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         // The server's own role: no ownership, no BYPASSRLS, so every policy applies.
@@ -98,7 +98,8 @@ struct APIHarness: Sendable {
                 production: false, devSignIn: true, jwtKeyFile: nil, dataDirectory: dataDirectory,
                 apple: .init(audiences: [AppleTestKeys.audience], jwksURL: URL(string: "https://keys.invalid/")!, jwksFile: AppleTestKeys.shared.jwksPath)
             ),
-            maxConcurrentRequests: maxConcurrentRequests
+            maxConcurrentRequests: maxConcurrentRequests,
+            sharedReads: sharedReads
         )
         let app = try buildApplication(configuration: configuration, pool: pool, logger: TestDatabase.logger)
         do {

@@ -3,20 +3,20 @@ import Foundation
 import Testing
 import TestSupport
 
-/// `PostgresPool.Options.pipelinesPerConnection`: once every connection is busy, `query`
-/// and `transaction` queue their pipelines behind others on one connection.
+/// `PostgresPool.Placement.sharedConnection`: `query` and `transaction` pipelines that queue
+/// behind others on a few busy connections.
 @Suite("Pipelines sharing a connection", .timeLimit(.minutes(1)))
 struct SharedPipelineTests {
     @Test("once the only connection is busy, pipelines queue on it instead of waiting for it")
     func pipelinesQueueOnABusyConnection() async throws {
         try await TestDatabase.with { configuration in
             // Waiting for the connection would take longer than the acquisition timeout.
-            try await TestDatabase.withPool(configuration, size: 1, acquireTimeout: .milliseconds(150), pipelinesPerConnection: 8) { pool in
+            try await TestDatabase.withPool(configuration, size: 1, acquireTimeout: .milliseconds(150)) { pool in
                 try await withThrowingTaskGroup(of: Int.self) { group in
-                    group.addTask { try await pool.query("select pg_sleep(0.6)"); return -1 }
+                    group.addTask { try await pool.query("select pg_sleep(0.6)", placement: .sharedConnection); return -1 }
                     try await Task.sleep(for: .milliseconds(100))
                     for n in 0..<5 {
-                        group.addTask { try await pool.query("select \(n)::int8 * 10 as value").first!.decode("value", as: Int.self) }
+                        group.addTask { try await pool.query("select \(n)::int8 * 10 as value", placement: .sharedConnection).first!.decode("value", as: Int.self) }
                     }
                     let values = try await group.reduce(into: []) { $0.append($1) }
                     #expect(values.sorted() == [-1, 0, 10, 20, 30, 40])
@@ -27,25 +27,46 @@ struct SharedPipelineTests {
         }
     }
 
+    @Test("shared pipelines queue on the shared connections only, and a pipeline of its own never waits behind them")
+    func placementDecidesTheConnection() async throws {
+        try await TestDatabase.with { configuration in
+            try await TestDatabase.withPool(configuration, size: 2, sharedConnections: 1) { pool in
+                func backend(_ rows: PostgresRows) throws -> Int { try rows.first!.decode("pid", as: Int.self) }
+                let clock = ContinuousClock()
+                let started = clock.now
+                async let slow = pool.query("select pg_backend_pid()::int8 as pid, pg_sleep(0.5)", placement: .sharedConnection)
+                try await Task.sleep(for: .milliseconds(100))
+                async let queued = pool.query("select pg_backend_pid()::int8 as pid", placement: .sharedConnection)
+                try await Task.sleep(for: .milliseconds(50))
+                let own = try await pool.query("select pg_backend_pid()::int8 as pid")
+                let ownFinished = clock.now - started
+                let (slowPID, queuedPID, ownPID) = try await (backend(slow), backend(queued), backend(own))
+                #expect(queuedPID == slowPID)
+                #expect(ownPID != slowPID)
+                #expect(ownFinished < .milliseconds(450), "the pipeline of its own waited behind the shared one")
+            }
+        }
+    }
+
     @Test("a failed shared transaction rolls back only its own statements, and the pipelines behind it succeed")
     func failureStaysInItsPipeline() async throws {
         try await TestDatabase.with { configuration in
-            try await TestDatabase.withPool(configuration, size: 1, pipelinesPerConnection: 8) { pool in
+            try await TestDatabase.withPool(configuration, size: 1) { pool in
                 try await pool.query("create table notes (body text not null check (body <> ''))")
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     // Holds the connection so that the next three queue behind it, in this order.
-                    group.addTask { try await pool.query("select pg_sleep(0.3)") }
+                    group.addTask { try await pool.query("select pg_sleep(0.3)", placement: .sharedConnection) }
                     try await Task.sleep(for: .milliseconds(50))
                     group.addTask {
                         let error = await #expect(throws: PostgresError.self) {
-                            try await pool.transaction(["insert into notes values (\("lost"))", "insert into notes values (\(""))"])
+                            try await pool.transaction(["insert into notes values (\("lost"))", "insert into notes values (\(""))"], placement: .sharedConnection)
                         }
                         #expect(error?.kind == .checkViolation)
                     }
                     try await Task.sleep(for: .milliseconds(50))
-                    group.addTask { _ = try await pool.transaction(["insert into notes values (\("kept"))"]) }
+                    group.addTask { _ = try await pool.transaction(["insert into notes values (\("kept"))"], placement: .sharedConnection) }
                     try await Task.sleep(for: .milliseconds(50))
-                    group.addTask { try await pool.query("insert into notes values (\("also kept"))") }
+                    group.addTask { try await pool.query("insert into notes values (\("also kept"))", placement: .sharedConnection) }
                     try await group.waitForAll()
                 }
                 let bodies = try await pool.query("select body from notes order by body").map { try $0.decode("body", as: String.self) }
@@ -57,15 +78,15 @@ struct SharedPipelineTests {
     @Test("a statement that opens a transaction never shares, so nothing queued behind it is caught in it")
     func transactionControlTakesItsOwnConnection() async throws {
         try await TestDatabase.with { configuration in
-            try await TestDatabase.withPool(configuration, size: 1, pipelinesPerConnection: 8) { pool in
+            try await TestDatabase.withPool(configuration, size: 1) { pool in
                 try await pool.query("create table notes (body text not null)")
                 try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { try await pool.query("select pg_sleep(0.3)") }
+                    group.addTask { try await pool.query("select pg_sleep(0.3)", placement: .sharedConnection) }
                     try await Task.sleep(for: .milliseconds(50))
                     // Left open on purpose: the pool must drop that connection, not lend it on.
-                    group.addTask { try await pool.query("  /* misuse */ BEGIN") }
+                    group.addTask { try await pool.query("  /* misuse */ BEGIN", placement: .sharedConnection) }
                     try await Task.sleep(for: .milliseconds(50))
-                    group.addTask { _ = try await pool.transaction(["insert into notes values (\("committed"))"]) }
+                    group.addTask { _ = try await pool.transaction(["insert into notes values (\("committed"))"], placement: .sharedConnection) }
                     try await group.waitForAll()
                 }
                 // Seen from another pool, so only what was committed counts.
@@ -90,16 +111,16 @@ struct SharedPipelineTests {
     @Test("a connection lost under queued pipelines fails them all, and the next query reconnects")
     func lostConnectionFailsEveryQueuedPipeline() async throws {
         try await TestDatabase.with { configuration in
-            try await TestDatabase.withPool(configuration, size: 1, pipelinesPerConnection: 8) { pool in
+            try await TestDatabase.withPool(configuration, size: 1) { pool in
                 let failures = try await withThrowingTaskGroup(of: PostgresError.Kind?.self) { group in
                     group.addTask {
-                        do { try await pool.query("select pg_sleep(5)") } catch let error as PostgresError { return error.kind }
+                        do { try await pool.query("select pg_sleep(5)", placement: .sharedConnection) } catch let error as PostgresError { return error.kind }
                         return nil
                     }
                     try await Task.sleep(for: .milliseconds(100))
                     for _ in 0..<3 {
                         group.addTask {
-                            do { try await pool.query("select 1") } catch let error as PostgresError { return error.kind }
+                            do { try await pool.query("select 1", placement: .sharedConnection) } catch let error as PostgresError { return error.kind }
                             return nil
                         }
                     }

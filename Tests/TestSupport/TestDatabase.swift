@@ -70,10 +70,10 @@ public enum TestDatabase {
         _ configuration: PostgresConfiguration,
         size: Int = 4,
         acquireTimeout: Duration = .seconds(10),
-        pipelinesPerConnection: Int = 1,
+        sharedConnections: Int? = nil,
         _ body: (PostgresPool) async throws -> Result
     ) async throws -> Result {
-        let options = PostgresPool.Options(size: size, acquireTimeout: acquireTimeout, pipelinesPerConnection: pipelinesPerConnection)
+        let options = PostgresPool.Options(size: size, acquireTimeout: acquireTimeout, sharedConnections: sharedConnections)
         let pool = PostgresPool(configuration: configuration, options: options, logger: logger)
         do {
             let result = try await body(pool)

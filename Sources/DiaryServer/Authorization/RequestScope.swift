@@ -9,13 +9,19 @@ import PostgresClient
 /// transaction only — then the statements, then `COMMIT`. Policies read the caller
 /// through `app_user_id()`, so no statement can run as nobody, and no identity outlives
 /// its transaction on a pooled connection.
+///
+/// With `ServerConfiguration.sharedReads`, a request that only reads queues its
+/// transaction on the pool's shared connections; writes always keep a connection of
+/// their own, so that their commits group on the WAL flush (`PostgresPool.Placement`).
 struct RequestScope: Sendable {
     let identity: TokenService.Identity
     private let pool: PostgresPool
+    private let placement: PostgresPool.Placement
 
-    init(identity: TokenService.Identity, pool: PostgresPool) {
+    init(identity: TokenService.Identity, pool: PostgresPool, placement: PostgresPool.Placement = .ownConnection) {
         self.identity = identity
         self.pool = pool
+        self.placement = placement
     }
 
     var userID: UUID { identity.userID }
@@ -26,7 +32,7 @@ struct RequestScope: Sendable {
         #if DEBUG
         Self.recorder?.record(transaction)
         #endif
-        let results = try await pool.transaction(transaction)
+        let results = try await pool.transaction(transaction, placement: placement)
         return Array(results.dropFirst())
     }
 

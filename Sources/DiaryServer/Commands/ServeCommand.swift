@@ -14,6 +14,7 @@ struct ServeCommand: AsyncParsableCommand {
               PORT           port to bind (default 8080)
               DB_POOL_SIZE   database connections (default 8)
               DB_ACQUIRE_TIMEOUT_MS     wait for a free connection before answering 503 (default 2000)
+              DB_SHARED_READS           1 queues read-only requests' transactions on a few shared connections (default 0)
               DB_STATEMENT_TIMEOUT_MS   longest a statement may run before it is cancelled (default 5000)
               MAX_CONCURRENT_REQUESTS   requests served at once; more get 503 at once (default 256)
               LOG_LEVEL      trace, debug, info, notice, warning, error or critical (default info)
@@ -57,7 +58,8 @@ struct ServeCommand: AsyncParsableCommand {
                 ),
                 databaseWait: try database.waitDuration(),
                 auth: try AuthConfiguration.fromEnvironment(),
-                maxConcurrentRequests: try Setting.integer(flag: nil, environment: "MAX_CONCURRENT_REQUESTS", default: ServerConfiguration.defaultMaxConcurrentRequests, range: 1...100_000)
+                maxConcurrentRequests: try Setting.integer(flag: nil, environment: "MAX_CONCURRENT_REQUESTS", default: ServerConfiguration.defaultMaxConcurrentRequests, range: 1...100_000),
+                sharedReads: try Setting.integer(flag: nil, environment: "DB_SHARED_READS", default: 0, range: 0...1) == 1
             )
         } catch let error as ConfigurationError {
             logger.critical("invalid configuration", metadata: ["reason": "\(error)"])

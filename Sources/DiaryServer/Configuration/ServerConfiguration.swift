@@ -12,6 +12,10 @@ struct ServerConfiguration: Sendable {
     var auth: AuthConfiguration
     /// Requests worked on at once; the rest get 503 at the door (see ConcurrencyLimitMiddleware).
     var maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests
+    /// Read-only requests queue their transactions on the pool's shared connections
+    /// (`DB_SHARED_READS=1`). Off by default: more throughput under load, but a request
+    /// queued behind a slow one waits for it, and the timeline's p99 rose (see Benchmarks/results).
+    var sharedReads = false
 
     static let defaultHost = "127.0.0.1"
     static let defaultPort = 8080

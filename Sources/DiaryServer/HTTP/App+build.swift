@@ -15,7 +15,8 @@ func buildApplication(
         maxConcurrentRequests: configuration.maxConcurrentRequests,
         tokens: TokenService(key: key),
         apple: AppleIdentityVerifier(configuration: configuration.auth.apple, logger: logger),
-        devSignIn: configuration.auth.devSignIn
+        devSignIn: configuration.auth.devSignIn,
+        sharedReads: configuration.sharedReads
     )
     return Application(
         router: router,
@@ -30,7 +31,9 @@ func buildApplication(
 }
 
 /// request → metrics → problem mapping → admission → auth → route (plan and query in a repository) → response.
-func buildRouter(pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenService, apple: AppleIdentityVerifier, devSignIn: Bool) -> Router<AppRequestContext> {
+func buildRouter(
+    pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenService, apple: AppleIdentityVerifier, devSignIn: Bool, sharedReads: Bool = false
+) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     // Outermost, so it records the status the client gets, problems included.
     router.middlewares.add(RequestMetricsMiddleware())
@@ -48,7 +51,7 @@ func buildRouter(pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenSe
     let api = router.group("v1")
     auth.register(public: api)
 
-    let authenticated = api.add(middleware: BearerAuthenticator(tokens: tokens, pool: pool)).group(context: AuthenticatedContext.self)
+    let authenticated = api.add(middleware: BearerAuthenticator(tokens: tokens, pool: pool, sharedReads: sharedReads)).group(context: AuthenticatedContext.self)
     auth.register(authenticated: authenticated)
     MeRoutes().register(on: authenticated)
     DiaryRoutes(joinLimiter: JoinAttemptLimiter()).register(on: authenticated)

@@ -8,6 +8,8 @@ struct BearerAuthenticator: RouterMiddleware {
     typealias Context = AppRequestContext
     let tokens: TokenService
     let pool: PostgresPool
+    /// GET and HEAD requests queue on the pool's shared connections (`ServerConfiguration.sharedReads`).
+    let sharedReads: Bool
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let header = request.headers[.authorization] else {
@@ -18,7 +20,8 @@ struct BearerAuthenticator: RouterMiddleware {
             throw Problem.unauthorized("the access token is not valid")
         }
         var context = context
-        context.scope = RequestScope(identity: identity, pool: pool)
+        let reads = sharedReads && (request.method == .get || request.method == .head)
+        context.scope = RequestScope(identity: identity, pool: pool, placement: reads ? .sharedConnection : .ownConnection)
         context.logger[metadataKey: "user"] = "\(identity.userID)"
         return try await next(request, context)
     }
