@@ -9,11 +9,13 @@
 # Endpoints are wrk.lua's (post_entry, timeline, mark_read, list_diaries, join) and health.
 # Prints, per round and endpoint, each server's req/s, p50/p99 ms and CPU per request
 # (srv_us), then the median of B/A per endpoint. DELAY_MS in the environment paces each
-# connection, as wrk.lua reads it. Results go to Benchmarks/results/.
+# connection, as wrk.lua reads it. A_ENV and B_ENV hold settings for one side only, so
+# one binary can be compared with itself: B_ENV=DB_SHARED_READS=1. Results go to
+# Benchmarks/results/.
 # Needs the project's Postgres and its environment (eval "$(scripts/postgres.sh env)").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 5 ] || { sed -n 2,13p "$0" >&2; exit 2; }
+[ $# -ge 5 ] || { sed -n 2,15p "$0" >&2; exit 2; }
 binary_a=$1 binary_b=$2 rounds=$3 seconds=$4
 shift 4
 db=diary_bench_ab
@@ -29,7 +31,10 @@ declare -A port pid
 for side in a b; do
     binary=$binary_a; [ "$side" = b ] && binary=$binary_b
     port[$side]=$(free_port)
+    settings=A_ENV; [ "$side" = b ] && settings=B_ENV
+    for setting in ${!settings:-}; do export "${setting?}"; done
     start_server "$binary" "$db" "$work" "${port[$side]}" "$work/server-$side.log"
+    for setting in ${!settings:-}; do unset "${setting%%=*}"; done
     pid[$side]=$server_started
     pids+=("$server_started")
 done
@@ -47,8 +52,8 @@ run() {
 out="Benchmarks/results/ab-servers-$(date -u +%Y%m%dT%H%M%SZ).txt"
 {
     echo "# $(date -u); $(nproc) cores; ${seconds}s per run, $rounds rounds, A and B alternating (A first in odd rounds)"
-    echo "# A: $binary_a"
-    echo "# B: $binary_b"
+    echo "# A: $binary_a ${A_ENV:-}"
+    echo "# B: $binary_b ${B_ENV:-}"
     printf '%-5s %-16s %9s %7s %7s %6s %9s %7s %7s %6s %7s\n' round endpoint a_rps a_p50 a_p99 a_us b_rps b_p50 b_p99 b_us b/a
     for round in $(seq 1 "$rounds"); do
         for target in "$@"; do

@@ -22,17 +22,21 @@ psql -X -q -v ON_ERROR_STOP=1 -U postgres -d "$db" -f Benchmarks/seed.sql
 out="Benchmarks/results/client-vs-pgbench-$(date -u +%Y%m%dT%H%M%SZ).txt"
 {
     echo "# $(date -u) $(nproc) cores; PostgreSQL $(psql -X -At -U postgres -d postgres -c 'show server_version'); ${seconds}s per run"
-    # swift_tps: the client's tasks prefer the pool's I/O threads (PostgresPool.executor), as pgbench's
-    # threads own their connections; global_tps: the same tasks on Swift's global executor.
-    printf '%-14s %5s %12s %12s %12s %7s %7s\n' workload conns swift_tps global_tps pgbench_tps ratio global
+    # own: each statement on a connection of its own, as each pgbench client has one
+    # (PostgresPool.Placement.ownConnection, the default); shared: queued on the pool's few
+    # shared connections (.sharedConnection). Both run the tasks on the pool's I/O threads
+    # (PostgresPool.executor), as pgbench's threads own their connections; global: own, with
+    # the tasks on Swift's global executor instead.
+    printf '%-14s %5s %10s %10s %10s %12s %7s %7s\n' workload conns own_tps shared_tps global_tps pgbench_tps own shared
     for workload in select_user mark_as_read; do
         for n in $levels; do
             pg=$(pgbench -n -M prepared -c "$n" -j 2 -T "$seconds" -U postgres -f "Benchmarks/pgbench/$workload.sql" "$db" 2>/dev/null \
                 | awk '/^tps/ {print int($3); exit}')
-            swift=$(DATABASE_URL="$bench_url" "$bin/client-benchmark" "$workload" "$n" "$seconds" | awk '{print $4}')
+            own=$(DATABASE_URL="$bench_url" "$bin/client-benchmark" "$workload" "$n" "$seconds" | awk '{print $4}')
+            shared=$(CLIENT_PLACEMENT=shared DATABASE_URL="$bench_url" "$bin/client-benchmark" "$workload" "$n" "$seconds" | awk '{print $4}')
             global=$(CLIENT_EXECUTOR=global DATABASE_URL="$bench_url" "$bin/client-benchmark" "$workload" "$n" "$seconds" | awk '{print $4}')
-            printf '%-14s %5s %12s %12s %12s %6.1f%% %6.1f%%\n' "$workload" "$n" "$swift" "$global" "$pg" \
-                "$(awk -v s="$swift" -v p="$pg" 'BEGIN {print 100 * s / p}')" "$(awk -v s="$global" -v p="$pg" 'BEGIN {print 100 * s / p}')"
+            printf '%-14s %5s %10s %10s %10s %12s %6.1f%% %6.1f%%\n' "$workload" "$n" "$own" "$shared" "$global" "$pg" \
+                "$(awk -v s="$own" -v p="$pg" 'BEGIN {print 100 * s / p}')" "$(awk -v s="$shared" -v p="$pg" 'BEGIN {print 100 * s / p}')"
         done
     done
 } | tee "$out"

@@ -18,8 +18,9 @@ public struct PostgresConnection: Sendable {
         try await pipeline([statement])[0]
     }
 
-    /// Sends the statements together and waits once for all the answers.
-    /// Outside a transaction each statement commits on its own.
+    /// Sends the statements together and waits once for all the answers. Outside an
+    /// explicit transaction they run as one implicit transaction, which the pipeline's
+    /// sync commits, or rolls back if any of them failed.
     public func pipeline(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
         logger.trace("postgres pipeline", metadata: ["statements": "\(statements.map(\.description))"])
         return try await driver.run(statements, on: connection)
