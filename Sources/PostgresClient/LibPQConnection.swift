@@ -84,7 +84,7 @@ final class LibPQConnection: @unchecked Sendable {
 
     var isCondemned: Bool { condemned.withLockedValue { $0 } }
 
-    /// The I/O driver's record of this connection's socket; set by the lessee's pipeline.
+    /// The I/O driver's record of this connection's socket; read and set under the driver's lock.
     var watch: PostgresIODriver.Watch?
     /// Which of the pool's I/O threads serves this connection; set once, when it opens.
     var driverIndex = 0

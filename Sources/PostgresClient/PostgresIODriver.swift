@@ -158,19 +158,21 @@ final class PostgresIODriver: TaskExecutor, Sendable {
     }
 
     /// The connection's watch, adding its socket to the epoll set on its first pipeline
-    /// or after it reconnected to a new socket.
+    /// or after it reconnected to a new socket. Under the lock, because two shared
+    /// pipelines may be the first on a connection at once; input that arrives before the
+    /// socket joins the set is reported when it joins.
     private func watch(_ connection: LibPQConnection) throws -> Watch {
-        if let watch = connection.watch { return watch }
-        let socket = connection.socket
-        let watch = state.withLockedValue { state -> Watch in
-            let watch = Watch(token: state.nextToken, socket: socket)
+        let (watch, isNew) = state.withLockedValue { state -> (Watch, Bool) in
+            if let watch = connection.watch { return (watch, false) }
+            let watch = Watch(token: state.nextToken, socket: connection.socket)
             state.nextToken += 1
             state.watches[watch.token] = watch
-            return watch
+            connection.watch = watch
+            return (watch, true)
         }
-        connection.watch = watch
+        guard isNew else { return watch }
         var event = epoll_event(events: EPOLLIN.rawValue | EPOLLET.rawValue, data: epoll_data_t(u64: watch.token))
-        guard epoll_ctl(epoll, EPOLL_CTL_ADD, socket, &event) == 0 else {
+        guard epoll_ctl(epoll, EPOLL_CTL_ADD, watch.socket, &event) == 0 else {
             throw PostgresError(kind: .connectionFailure, message: "cannot wait on the connection's socket: errno \(errno)")
         }
         return watch
@@ -178,7 +180,7 @@ final class PostgresIODriver: TaskExecutor, Sendable {
 
     /// Whether input arrived on the idle connection since its last pipeline; clears the mark.
     func takeUnreadInput(_ connection: LibPQConnection) -> Bool {
-        guard let watch = connection.watch else { return false }
+        guard let watch = state.withLockedValue({ _ in connection.watch }) else { return false }
         return watch.queue.withLockedValue { queue in
             defer { queue.unreadInput = false }
             return queue.unreadInput
@@ -188,9 +190,11 @@ final class PostgresIODriver: TaskExecutor, Sendable {
     /// Forgets a connection the pool drops or reconnects; closing its socket leaves the epoll set.
     /// Called by the connection's lessee, or by the pool once nobody leases it.
     func unwatch(_ connection: LibPQConnection) {
-        guard let watch = connection.watch else { return }
-        connection.watch = nil
-        state.withLockedValue { _ = $0.watches.removeValue(forKey: watch.token) }
+        state.withLockedValue { state in
+            guard let watch = connection.watch else { return }
+            connection.watch = nil
+            state.watches.removeValue(forKey: watch.token)
+        }
     }
 
     deinit {

@@ -358,6 +358,8 @@ public final class PostgresPool: Service, Sendable {
             connection.sharers = 1
             state.shared[connection.driverIndex].append(connection)
         }
+        // Pipelines that found no connection to share may now queue on this one.
+        serveWaiters()
     }
 
     /// One shared pipeline is done; the last one out returns the connection to the idle list.

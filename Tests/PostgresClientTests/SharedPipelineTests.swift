@@ -27,6 +27,23 @@ struct SharedPipelineTests {
         }
     }
 
+    @Test("pipelines that are the first on a new connection at the same moment all get their answers")
+    func firstPipelinesOnANewConnection() async throws {
+        try await TestDatabase.with { configuration in
+            for _ in 0..<5 {
+                try await TestDatabase.withPool(configuration, size: 1) { pool in
+                    let values = try await withThrowingTaskGroup(of: Int.self) { group in
+                        for n in 0..<32 {
+                            group.addTask { try await pool.query("select \(n)::int8 as value", placement: .sharedConnection).first!.decode("value", as: Int.self) }
+                        }
+                        return try await group.reduce(into: []) { $0.append($1) }
+                    }
+                    #expect(values.sorted() == Array(0..<32))
+                }
+            }
+        }
+    }
+
     @Test("shared pipelines queue on the shared connections only, and a pipeline of its own never waits behind them")
     func placementDecidesTheConnection() async throws {
         try await TestDatabase.with { configuration in
