@@ -278,10 +278,10 @@ final class PostgresIODriver: TaskExecutor, Sendable {
         }
     }
 
-    /// Reads what arrived and hands out every finished pipeline. Edge-triggered: while
-    /// the socket still holds bytes for pipelines in flight, the watch goes back on the
-    /// ready list rather than round this loop, so that the answers already read reach
-    /// their callers now, not once the server pauses.
+    /// Reads what arrived and hands out every finished pipeline. Edge-triggered, so it
+    /// reads until the socket is empty before it waits for the next edge; but once a
+    /// pipeline has finished, the watch goes back on the ready list for the rest, so that
+    /// the answers already read reach their callers now, not once the server pauses.
     private func service(_ watch: Watch) {
         var finished: [(InFlight, Result<[PostgresRows], any Error>)] = []
         let readAgain = watch.queue.withLockedValue { queue -> Bool in
@@ -290,19 +290,22 @@ final class PostgresIODriver: TaskExecutor, Sendable {
                 return false
             }
             do {
-                let flushed = try connection.flush()
-                if flushed == queue.wantsWritable {
-                    try setWritable(!flushed, for: watch)
-                    queue.wantsWritable = !flushed
-                }
-                guard connection.consumeInput() else { throw connection.connectionError("could not read from the server") }
-                while let job = queue.jobs.first, !connection.isBusy {
-                    if try job.reader.accept(connection.nextResult(), from: connection) {
-                        queue.jobs.removeFirst()
-                        finished.append((job, Result { try connection.finish(job.reader) }))
+                while true {
+                    let flushed = try connection.flush()
+                    if flushed == queue.wantsWritable {
+                        try setWritable(!flushed, for: watch)
+                        queue.wantsWritable = !flushed
                     }
+                    guard connection.consumeInput() else { throw connection.connectionError("could not read from the server") }
+                    while let job = queue.jobs.first, !connection.isBusy {
+                        if try job.reader.accept(connection.nextResult(), from: connection) {
+                            queue.jobs.removeFirst()
+                            finished.append((job, Result { try connection.finish(job.reader) }))
+                        }
+                    }
+                    guard !queue.jobs.isEmpty, connection.hasUnreadBytes else { return false }
+                    if !finished.isEmpty { return true }
                 }
-                return !queue.jobs.isEmpty && connection.hasUnreadBytes
             } catch {
                 connection.condemn()
                 finished += queue.jobs.map { ($0, .failure(error)) }
