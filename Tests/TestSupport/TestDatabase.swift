@@ -62,6 +62,7 @@ public enum TestDatabase {
     }
 
     /// A small pool on the admin database; closed when `body` returns.
+    @discardableResult
     public static func withAdminPool<Result>(_ body: (PostgresPool) async throws -> Result) async throws -> Result {
         try await withPool(try adminConfiguration(), size: 1, body)
     }
