@@ -70,22 +70,16 @@ struct SharedPipelineTests {
         try await TestDatabase.with { configuration in
             try await TestDatabase.withPool(configuration, size: 1) { pool in
                 try await pool.query("create table notes (body text not null check (body <> ''))")
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    // Holds the connection so that the next three queue behind it, in this order.
-                    group.addTask { try await pool.query("select pg_sleep(0.3)", placement: .sharedConnection) }
-                    try await Task.sleep(for: .milliseconds(50))
-                    group.addTask {
+                try await queueBehindASlowQuery(on: pool, [
+                    {
                         let error = await #expect(throws: PostgresError.self) {
                             try await pool.transaction(["insert into notes values (\("lost"))", "insert into notes values (\(""))"], placement: .sharedConnection)
                         }
                         #expect(error?.kind == .checkViolation)
-                    }
-                    try await Task.sleep(for: .milliseconds(50))
-                    group.addTask { _ = try await pool.transaction(["insert into notes values (\("kept"))"], placement: .sharedConnection) }
-                    try await Task.sleep(for: .milliseconds(50))
-                    group.addTask { try await pool.query("insert into notes values (\("also kept"))", placement: .sharedConnection) }
-                    try await group.waitForAll()
-                }
+                    },
+                    { _ = try await pool.transaction(["insert into notes values (\("kept"))"], placement: .sharedConnection) },
+                    { try await pool.query("insert into notes values (\("also kept"))", placement: .sharedConnection) },
+                ])
                 let bodies = try await pool.query("select body from notes order by body").map { try $0.decode("body", as: String.self) }
                 #expect(bodies == ["also kept", "kept"])
             }
@@ -97,15 +91,11 @@ struct SharedPipelineTests {
         try await TestDatabase.with { configuration in
             try await TestDatabase.withPool(configuration, size: 1) { pool in
                 try await pool.query("create table notes (body text not null)")
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { try await pool.query("select pg_sleep(0.3)", placement: .sharedConnection) }
-                    try await Task.sleep(for: .milliseconds(50))
+                try await queueBehindASlowQuery(on: pool, [
                     // Left open on purpose: the pool must drop that connection, not lend it on.
-                    group.addTask { try await pool.query("  /* misuse */ BEGIN", placement: .sharedConnection) }
-                    try await Task.sleep(for: .milliseconds(50))
-                    group.addTask { _ = try await pool.transaction(["insert into notes values (\("committed"))"], placement: .sharedConnection) }
-                    try await group.waitForAll()
-                }
+                    { try await pool.query("  /* misuse */ BEGIN", placement: .sharedConnection) },
+                    { _ = try await pool.transaction(["insert into notes values (\("committed"))"], placement: .sharedConnection) },
+                ])
                 // Seen from another pool, so only what was committed counts.
                 let bodies = try await TestDatabase.withPool(configuration, size: 1) { other in
                     try await other.query("select body from notes").map { try $0.decode("body", as: String.self) }
@@ -156,6 +146,19 @@ struct SharedPipelineTests {
                 let rowCount = try await pool.query("select 1").count
                 #expect(rowCount == 1)
             }
+        }
+    }
+
+    /// Runs `steps` as tasks 50 ms apart, behind a shared query that holds the pool's only
+    /// connection for 0.3 s, so that they queue on it in this order.
+    private func queueBehindASlowQuery(on pool: PostgresPool, _ steps: [@Sendable () async throws -> Void]) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await pool.query("select pg_sleep(0.3)", placement: .sharedConnection) }
+            for step in steps {
+                try await Task.sleep(for: .milliseconds(50))
+                group.addTask(operation: step)
+            }
+            try await group.waitForAll()
         }
     }
 }
