@@ -46,7 +46,9 @@ logger.logLevel = .warning
 // CLIENT_PLACEMENT=shared queues the statements on the pool's shared connections
 // (PostgresPool.Placement.sharedConnection); by default each runs on a connection of its own.
 let placement: PostgresPool.Placement = environment["CLIENT_PLACEMENT"] == "shared" ? .sharedConnection : .ownConnection
-let pool = PostgresPool(configuration: try PostgresConfiguration(url: url), options: .init(size: concurrency), logger: logger)
+// SHARED_CONNECTIONS overrides how many connections carry the shared pipelines (PostgresPool.Options).
+let sharedConnections = environment["SHARED_CONNECTIONS"].flatMap(Int.init)
+let pool = PostgresPool(configuration: try PostgresConfiguration(url: url), options: .init(size: concurrency, sharedConnections: sharedConnections), logger: logger)
 // Open every connection and prepare the statement before the clock starts, as pgbench does.
 try await withThrowingTaskGroup(of: Void.self) { group in
     for _ in 0..<concurrency {
