@@ -41,8 +41,10 @@ public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolatio
             }
         }
         let word = String(decoding: bytes.prefix { $0 | 0x20 >= UInt8(ascii: "a") && $0 | 0x20 <= UInt8(ascii: "z") }, as: UTF8.self).lowercased()
-        return ["begin", "start", "commit", "end", "rollback", "abort", "savepoint", "release", "prepare"].contains(word)
+        return Self.transactionControlWords.contains(word)
     }
+
+    private static let transactionControlWords: Set<String> = ["begin", "start", "commit", "end", "rollback", "abort", "savepoint", "release", "prepare"]
 
     /// Bind values are redacted: logs show the statement and how many values it carries, never the values.
     public var description: String {
