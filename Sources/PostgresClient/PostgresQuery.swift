@@ -26,25 +26,38 @@ public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolatio
 
     /// Whether the statement starts, ends or marks a transaction (or prepares one), judged
     /// by its first word. Such a statement must not share a connection: it would leave a
-    /// transaction open around the pipelines queued behind it.
+    /// transaction open around the pipelines queued behind it. Runs on every shared
+    /// pipeline, so it reads bytes and builds nothing.
     var controlsTransaction: Bool {
-        var bytes = sql.utf8[...]
-        while true {
-            bytes = bytes.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "(") }
-            if bytes.starts(with: "--".utf8) {
-                bytes = bytes.drop { $0 != UInt8(ascii: "\n") }
-            } else if bytes.starts(with: "/*".utf8) {
-                guard let end = bytes.firstRange(of: "*/".utf8) else { return true }
-                bytes = bytes[end.upperBound...]
-            } else {
-                break
+        var sql = sql
+        return sql.withUTF8 { bytes in
+            var index = 0
+            func at(_ offset: Int) -> UInt8? { index + offset < bytes.count ? bytes[index + offset] : nil }
+            while let byte = at(0) {
+                if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r") || byte == UInt8(ascii: "(") {
+                    index += 1
+                } else if byte == UInt8(ascii: "-"), at(1) == UInt8(ascii: "-") {
+                    while let next = at(0), next != UInt8(ascii: "\n") { index += 1 }
+                } else if byte == UInt8(ascii: "/"), at(1) == UInt8(ascii: "*") {
+                    index += 2
+                    while at(0) != nil, !(at(0) == UInt8(ascii: "*") && at(1) == UInt8(ascii: "/")) { index += 1 }
+                    // An unclosed comment is the server's to refuse; sharing it gains nothing.
+                    guard at(0) != nil else { return true }
+                    index += 2
+                } else {
+                    break
+                }
+            }
+            var end = index
+            while end < bytes.count, bytes[end] | 0x20 >= UInt8(ascii: "a"), bytes[end] | 0x20 <= UInt8(ascii: "z") { end += 1 }
+            let word = UnsafeBufferPointer(rebasing: bytes[index..<end])
+            return Self.transactionControlWords.contains { keyword in
+                keyword.count == word.count && zip(keyword, word).allSatisfy { $0 == $1 | 0x20 }
             }
         }
-        let word = String(decoding: bytes.prefix { $0 | 0x20 >= UInt8(ascii: "a") && $0 | 0x20 <= UInt8(ascii: "z") }, as: UTF8.self).lowercased()
-        return Self.transactionControlWords.contains(word)
     }
 
-    private static let transactionControlWords: Set<String> = ["begin", "start", "commit", "end", "rollback", "abort", "savepoint", "release", "prepare"]
+    private static let transactionControlWords: [[UInt8]] = ["begin", "start", "commit", "end", "rollback", "abort", "savepoint", "release", "prepare"].map { Array($0.utf8) }
 
     /// Bind values are redacted: logs show the statement and how many values it carries, never the values.
     public var description: String {

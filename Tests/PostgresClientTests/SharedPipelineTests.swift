@@ -109,7 +109,7 @@ struct SharedPipelineTests {
         ("begin", true), ("  START TRANSACTION", true), ("-- note\ncommit", true), ("/* a */ rollback", true),
         ("end", true), ("savepoint a", true), ("release a", true), ("prepare transaction 'x'", true), ("abort", true),
         ("select 1", false), ("with begin as (select 1) select * from begin", false), ("insert into t values ('begin')", false),
-        ("(select 1)", false), ("beginning", false),
+        ("(select 1)", false), ("beginning", false), ("-- only a comment", false), ("/* unclosed", true), ("\tCoMmIt", true), ("", false),
     ])
     func recognisesTransactionControl(sql: String, controls: Bool) {
         #expect(PostgresQuery(unsafeSQL: sql).controlsTransaction == controls)
