@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
 # The Swift libpq client against pgbench, on the same SQL at the same concurrency.
-#   Benchmarks/client-vs-pgbench.sh [seconds per run, default 10] [concurrency list, default "8 32"]
+#   Benchmarks/client-vs-pgbench.sh [seconds per run, default 10] [concurrency list, default "8 32"] [rounds, default 3]
 # Needs the project's Postgres (make db) and its environment (make bench does both).
 # Writes Benchmarks/results/client-vs-pgbench-<date>.txt.
+#
+# Three drivers per workload and concurrency:
+#   pgbench  pgbench -M prepared, one connection per client;
+#   own      the client, each statement on a connection of its own, as each pgbench client
+#            has one (PostgresPool.Placement.ownConnection, the default);
+#   shared   the client, statements queued on the pool's few shared connections
+#            (.sharedConnection).
+# The client's tasks prefer the pool's I/O threads (PostgresPool.executor), as pgbench's
+# threads own their connections. The machine's speed drifts by 10-20% from one run to the
+# next, so each round runs the three in a rotated order, and the table gives medians.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
 levels=${2:-8 32}
+rounds=${3:-3}
 db=diary_bench
 admin=(psql -X -q -v ON_ERROR_STOP=1 -U postgres -d postgres)
 bench_url="postgres://postgres@localhost:$PGPORT/$db?host=$PGHOST"
@@ -19,32 +30,45 @@ bin=$(swift build -c release --show-bin-path)
 MIGRATION_DATABASE_URL="$bench_url" DATABASE_URL="$bench_url" "$bin/diary-server" migrate >&2
 psql -X -q -v ON_ERROR_STOP=1 -U postgres -d "$db" -f Benchmarks/seed.sql
 
+# tps of one run: driver workload concurrency
+run() {
+    case $1 in
+        pgbench) pgbench -n -M prepared -c "$3" -j 2 -T "$seconds" -U postgres -f "Benchmarks/pgbench/$2.sql" "$db" 2>/dev/null \
+                     | awk '/^tps/ {print int($3); exit}' ;;
+        own) DATABASE_URL="$bench_url" "$bin/client-benchmark" "$2" "$3" "$seconds" | awk '{print $4}' ;;
+        shared) CLIENT_PLACEMENT=shared DATABASE_URL="$bench_url" "$bin/client-benchmark" "$2" "$3" "$seconds" | awk '{print $4}' ;;
+    esac
+}
+median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2)}'; }
+
 out="Benchmarks/results/client-vs-pgbench-$(date -u +%Y%m%dT%H%M%SZ).txt"
 {
-    echo "# $(date -u) $(nproc) cores; PostgreSQL $(psql -X -At -U postgres -d postgres -c 'show server_version'); ${seconds}s per run"
-    # own: each statement on a connection of its own, as each pgbench client has one
-    # (PostgresPool.Placement.ownConnection, the default); shared: queued on the pool's few
-    # shared connections (.sharedConnection). Both run the tasks on the pool's I/O threads
-    # (PostgresPool.executor), as pgbench's threads own their connections; global: own, with
-    # the tasks on Swift's global executor instead.
-    # The machine slows down over sustained runs (the first run after a pause is often 10%
-    # faster), so pgbench runs before and after the three client runs, and the client is
-    # compared with the mean of the two.
-    printf '%-14s %5s %10s %10s %10s %12s %12s %7s %7s\n' workload conns own_tps shared_tps global_tps pgbench_before pgbench_after own shared
+    echo "# $(date -u) $(nproc) cores; PostgreSQL $(psql -X -At -U postgres -d postgres -c 'show server_version'); ${seconds}s per run, $rounds rounds"
+    echo "# per round, in its order: tps of each driver"
+    drivers=(pgbench own shared)
+    declare -A runs
     for workload in select_user mark_as_read; do
         for n in $levels; do
-            pgbench_tps() {
-                pgbench -n -M prepared -c "$n" -j 2 -T "$seconds" -U postgres -f "Benchmarks/pgbench/$workload.sql" "$db" 2>/dev/null \
-                    | awk '/^tps/ {print int($3); exit}'
-            }
-            before=$(pgbench_tps)
-            own=$(DATABASE_URL="$bench_url" "$bin/client-benchmark" "$workload" "$n" "$seconds" | awk '{print $4}')
-            shared=$(CLIENT_PLACEMENT=shared DATABASE_URL="$bench_url" "$bin/client-benchmark" "$workload" "$n" "$seconds" | awk '{print $4}')
-            global=$(CLIENT_EXECUTOR=global DATABASE_URL="$bench_url" "$bin/client-benchmark" "$workload" "$n" "$seconds" | awk '{print $4}')
-            after=$(pgbench_tps)
-            printf '%-14s %5s %10s %10s %10s %12s %12s %6.1f%% %6.1f%%\n' "$workload" "$n" "$own" "$shared" "$global" "$before" "$after" \
-                "$(awk -v s="$own" -v a="$before" -v b="$after" 'BEGIN {print 200 * s / (a + b)}')" \
-                "$(awk -v s="$shared" -v a="$before" -v b="$after" 'BEGIN {print 200 * s / (a + b)}')"
+            for round in $(seq 1 "$rounds"); do
+                line="$workload c=$n round $round:"
+                for offset in 0 1 2; do
+                    driver=${drivers[$(( (round - 1 + offset) % 3 ))]}
+                    tps=$(run "$driver" "$workload" "$n")
+                    runs[$workload,$n,$driver]="${runs[$workload,$n,$driver]:-} $tps"
+                    line="$line $driver=$tps"
+                done
+                echo "# $line"
+            done
+        done
+    done
+    printf '%-14s %5s %10s %10s %10s %7s %7s\n' workload conns pgbench own shared own shared
+    for workload in select_user mark_as_read; do
+        for n in $levels; do
+            pg=$(echo "${runs[$workload,$n,pgbench]}" | median)
+            own=$(echo "${runs[$workload,$n,own]}" | median)
+            shared=$(echo "${runs[$workload,$n,shared]}" | median)
+            printf '%-14s %5s %10s %10s %10s %6.1f%% %6.1f%%\n' "$workload" "$n" "$pg" "$own" "$shared" \
+                "$(awk -v s="$own" -v p="$pg" 'BEGIN {print 100 * s / p}')" "$(awk -v s="$shared" -v p="$pg" 'BEGIN {print 100 * s / p}')"
         done
     done
 } | tee "$out"
