@@ -10,6 +10,8 @@
 #            has one (PostgresPool.Placement.ownConnection, the default);
 #   shared   the client, statements queued on the pool's few shared connections
 #            (.sharedConnection).
+# The last table holds each workload on the placement PostgresPool.Placement advises for it
+# (reads shared, writes on their own connections) against the goal of 90% of pgbench.
 # The client's tasks prefer the pool's I/O threads (PostgresPool.executor), as pgbench's
 # threads own their connections. The machine's speed drifts by 10-20% from one run to the
 # next, so each round runs the three in a rotated order, and the table gives medians.
@@ -69,6 +71,15 @@ out="Benchmarks/results/client-vs-pgbench-$(date -u +%Y%m%dT%H%M%SZ).txt"
             shared=$(echo "${runs[$workload,$n,shared]}" | median)
             printf '%-14s %5s %10s %10s %10s %6.1f%% %6.1f%%\n' "$workload" "$n" "$pg" "$own" "$shared" \
                 "$(awk -v s="$own" -v p="$pg" 'BEGIN {print 100 * s / p}')" "$(awk -v s="$shared" -v p="$pg" 'BEGIN {print 100 * s / p}')"
+        done
+    done
+    echo
+    printf '%-14s %5s %-8s %7s %s\n' workload conns advised ratio "goal 90%"
+    for workload in select_user mark_as_read; do
+        case $workload in select_user) advised=shared ;; *) advised=own ;; esac
+        for n in $levels; do
+            ratio=$(awk -v s="$(echo "${runs[$workload,$n,$advised]}" | median)" -v p="$(echo "${runs[$workload,$n,pgbench]}" | median)" 'BEGIN {printf "%.1f", 100 * s / p}')
+            printf '%-14s %5s %-8s %6s%% %s\n' "$workload" "$n" "$advised" "$ratio" "$(awk -v r="$ratio" 'BEGIN {print (r >= 90) ? "met" : "missed"}')"
         done
     done
 } | tee "$out"
