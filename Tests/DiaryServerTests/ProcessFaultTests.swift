@@ -121,6 +121,24 @@ struct ProcessFaultTests {
             try await http.shutdown()
         }
     }
+
+    @Test("a database unreachable at start: retried with growing delays for DB_WAIT_SECONDS, then exit 1 with the reason, the password masked")
+    func unreachableDatabaseAtStart() async throws {
+        let closedPort = try ScratchCluster.freePort()
+        let started = ContinuousClock.now
+        let server = try ServerProcess(databaseURL: "postgres://diary_app:pa55-word@127.0.0.1:\(closedPort)/diary", databaseWaitSeconds: 2)
+        defer { server.kill() }
+        let (status, ended) = try await server.waitForExit(within: .seconds(15))
+        let log = try String(contentsOfFile: server.logPath, encoding: .utf8)
+        #expect(status == 1, "log: \(log)")
+        // It stops retrying once the next delay would pass the limit, so it ends a little before it.
+        #expect(ended - started >= .seconds(1) && ended - started < .seconds(10), "exited after \(ended - started)")
+        let retries = log.split(separator: "\n").filter { $0.contains("database unreachable, retrying") }
+        #expect(retries.count >= 2, "log: \(log)")
+        #expect(retries.first?.contains("retryIn=0.25 seconds") == true && retries.dropFirst().first?.contains("retryIn=0.5 seconds") == true, "log: \(log)")
+        #expect(log.contains("unreachable after \(retries.count + 1) attempt(s)") && log.contains("Connection refused"), "log: \(log)")
+        #expect(!log.contains("pa55-word"), "the password reached the log")
+    }
 }
 
 /// The built `diary-server` binary, serving on a free port with development sign-in.
@@ -142,7 +160,11 @@ final class ServerProcess: Sendable {
         ScratchCluster.packageRoot.appendingPathComponent(".build/debug/diary-server")
     }
 
-    init(database: PostgresConfiguration) throws {
+    convenience init(database: PostgresConfiguration) throws {
+        try self.init(databaseURL: try Self.url(of: database))
+    }
+
+    init(databaseURL: String, databaseWaitSeconds: Int = 5) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binary.path) else {
             throw HarnessError("\(Self.binary.path) is missing: build it first (`make test` runs `swift build --product diary-server`)")
         }
@@ -155,14 +177,14 @@ final class ServerProcess: Sendable {
         process.executableURL = Self.binary
         process.arguments = ["serve"]
         var environment = ProcessInfo.processInfo.environment
-        environment["DATABASE_URL"] = try Self.url(of: database)
+        environment["DATABASE_URL"] = databaseURL
         environment["HOST"] = "127.0.0.1"
         environment["PORT"] = String(port)
         environment["DIARY_DEV_AUTH"] = "1"
         environment["DIARY_ENV"] = nil
         environment["DIARY_DATA_DIR"] = scratch.path
         environment["LOG_LEVEL"] = "notice"
-        environment["DB_WAIT_SECONDS"] = "5"
+        environment["DB_WAIT_SECONDS"] = String(databaseWaitSeconds)
         process.environment = environment
         let log = FileHandle(forWritingAtPath: logPath)
         process.standardOutput = log
