@@ -56,6 +56,8 @@ public final class PostgresPool: Service, Sendable {
         public var inUse: Int
         public var idle: Int
         public var waiting: Int
+        /// Pipelines in flight on the shared connections (`Placement.sharedConnection`).
+        public var sharedPipelines: Int = 0
         /// Round trips to the server since the pool started (the benchmark divides it by requests).
         public var roundTrips: Int = 0
     }
@@ -120,7 +122,10 @@ public final class PostgresPool: Service, Sendable {
 
     public var statistics: Statistics {
         var statistics = state.withLockedValue { state in
-            Statistics(inUse: state.open - state.idleCount, idle: state.idleCount, waiting: state.waiters.count)
+            Statistics(
+                inUse: state.open - state.idleCount, idle: state.idleCount, waiting: state.waiters.count,
+                sharedPipelines: state.shared.joined().reduce(0) { $0 + $1.sharers }
+            )
         }
         statistics.roundTrips = drivers.reduce(0) { $0 + $1.roundTrips }
         return statistics

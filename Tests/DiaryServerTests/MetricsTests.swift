@@ -29,6 +29,7 @@ struct MetricsTests {
             #expect(text.contains(#"db_pool_connections{state="idle"}"#))
             #expect(text.contains(#"db_pool_connections{state="in_use"}"#))
             #expect(text.contains("db_pool_waiting"))
+            #expect(text.contains("db_pool_shared_pipelines"))
             #expect(text.contains(#"db_errors_total{class="23"}"#))
             #expect(text.contains(#"rate_limit_rejections_total{limit="join_attempts"}"#))
         }

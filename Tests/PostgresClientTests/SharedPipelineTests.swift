@@ -12,14 +12,18 @@ struct SharedPipelineTests {
         try await TestDatabase.with { configuration in
             // Waiting for the connection would take longer than the acquisition timeout.
             try await TestDatabase.withPool(configuration, size: 1, acquireTimeout: .milliseconds(150)) { pool in
-                try await withThrowingTaskGroup(of: Int.self) { group in
-                    group.addTask { try await pool.query("select pg_sleep(0.6)", placement: .sharedConnection); return -1 }
-                    try await Task.sleep(for: .milliseconds(100))
-                    for n in 0..<5 {
-                        group.addTask { try await pool.query("select \(n)::int8 * 10 as value", placement: .sharedConnection).first!.decode("value", as: Int.self) }
+                try await withGate(in: configuration) { gate in
+                    try await withThrowingTaskGroup(of: Int.self) { group in
+                        group.addTask { try await pool.query(Gate.blockedQuery, placement: .sharedConnection); return -1 }
+                        await gate.waitUntilAQueryWaits()
+                        for n in 0..<5 {
+                            group.addTask { try await pool.query("select \(n)::int8 * 10 as value", placement: .sharedConnection).first!.decode("value", as: Int.self) }
+                        }
+                        await waitUntil("five pipelines queue behind the blocked one") { pool.statistics.sharedPipelines == 6 }
+                        try await gate.open()
+                        let values = try await group.reduce(into: []) { $0.append($1) }
+                        #expect(values.sorted() == [-1, 0, 10, 20, 30, 40])
                     }
-                    let values = try await group.reduce(into: []) { $0.append($1) }
-                    #expect(values.sorted() == [-1, 0, 10, 20, 30, 40])
                 }
                 #expect(pool.statistics.idle == 1)
                 #expect(pool.statistics.inUse == 0)
@@ -49,15 +53,18 @@ struct SharedPipelineTests {
         try await TestDatabase.with { configuration in
             try await TestDatabase.withPool(configuration, size: 2, sharedConnections: 1) { pool in
                 func backend(_ rows: PostgresRows) throws -> Int { try rows.first!.decode("pid", as: Int.self) }
-                async let slow = pool.query("select pg_backend_pid()::int8 as pid, pg_sleep(0.5)", placement: .sharedConnection)
-                try await waitForRunningSleep(in: configuration)
-                async let queued = pool.query("select pg_backend_pid()::int8 as pid", placement: .sharedConnection)
-                try await Task.sleep(for: .milliseconds(50))
-                let own = try await pool.query("select pg_backend_pid()::int8 as pid")
-                let (slowPID, queuedPID, ownPID) = try await (backend(slow), backend(queued), backend(own))
-                #expect(queuedPID == slowPID)
-                #expect(ownPID != slowPID)
-                // The pids prove where each ran; timing is left out, being at the mercy of a loaded test run.
+                try await withGate(in: configuration) { gate in
+                    async let blocked = pool.query(Gate.blockedQuery, placement: .sharedConnection)
+                    await gate.waitUntilAQueryWaits()
+                    async let queued = pool.query("select pg_backend_pid()::int8 as pid", placement: .sharedConnection)
+                    await waitUntil("a second shared pipeline has its place") { pool.statistics.sharedPipelines == 2 }
+                    // Answered while the shared connection is still held at the gate.
+                    let own = try await pool.query("select pg_backend_pid()::int8 as pid")
+                    try await gate.open()
+                    let (blockedPID, queuedPID, ownPID) = try await (backend(blocked), backend(queued), backend(own))
+                    #expect(queuedPID == blockedPID)
+                    #expect(ownPID != blockedPID)
+                }
             }
         }
     }
@@ -67,7 +74,7 @@ struct SharedPipelineTests {
         try await TestDatabase.with { configuration in
             try await TestDatabase.withPool(configuration, size: 1) { pool in
                 try await pool.query("create table notes (body text not null check (body <> ''))")
-                try await queueBehindASlowQuery(on: pool, [
+                try await queueBehindABlockedQuery(on: pool, in: configuration, [
                     {
                         let error = await #expect(throws: PostgresError.self) {
                             try await pool.transaction(["insert into notes values (\("lost"))", "insert into notes values (\(""))"], placement: .sharedConnection)
@@ -88,7 +95,7 @@ struct SharedPipelineTests {
         try await TestDatabase.with { configuration in
             try await TestDatabase.withPool(configuration, size: 1) { pool in
                 try await pool.query("create table notes (body text not null)")
-                try await queueBehindASlowQuery(on: pool, [
+                try await queueBehindABlockedQuery(on: pool, in: configuration, [
                     // Left open on purpose: the pool must drop that connection, not lend it on.
                     { try await pool.query("  /* misuse */ BEGIN", placement: .sharedConnection) },
                     { _ = try await pool.transaction(["insert into notes values (\("committed"))"], placement: .sharedConnection) },
@@ -118,17 +125,18 @@ struct SharedPipelineTests {
             try await TestDatabase.withPool(configuration, size: 1) { pool in
                 let failures = try await withThrowingTaskGroup(of: PostgresError.Kind?.self) { group in
                     group.addTask {
-                        do { try await pool.query("select pg_sleep(5)", placement: .sharedConnection) } catch let error as PostgresError { return error.kind }
+                        // Ended early by the termination below; its length is only a margin for a slow run.
+                        do { try await pool.query("select pg_sleep(30)", placement: .sharedConnection) } catch let error as PostgresError { return error.kind }
                         return nil
                     }
-                    try await waitForRunningSleep(in: configuration)
+                    await waitForRunningSleep(in: configuration)
                     for _ in 0..<3 {
                         group.addTask {
                             do { try await pool.query("select 1", placement: .sharedConnection) } catch let error as PostgresError { return error.kind }
                             return nil
                         }
                     }
-                    try await Task.sleep(for: .milliseconds(100))
+                    await waitUntil("three pipelines queue behind the sleeping one") { pool.statistics.sharedPipelines == 4 }
                     try await TestDatabase.withAdminPool { admin in
                         let rows = try await admin.query("""
                             select pg_terminate_backend(pid) from pg_stat_activity
@@ -146,32 +154,79 @@ struct SharedPipelineTests {
         }
     }
 
-    /// Runs `steps` as tasks 50 ms apart, behind a shared query that holds the pool's only
-    /// connection for 0.3 s, so that they queue on it in this order.
-    private func queueBehindASlowQuery(on pool: PostgresPool, _ steps: [@Sendable () async throws -> Void]) async throws {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await pool.query("select pg_sleep(0.3)", placement: .sharedConnection) }
-            for step in steps {
-                try await Task.sleep(for: .milliseconds(50))
-                group.addTask(operation: step)
+    /// Runs `steps` as tasks, one after another, behind a shared query held at a gate on the
+    /// pool's only connection, and opens the gate once each has its place: queued on that
+    /// connection, or waiting for one of its own.
+    private func queueBehindABlockedQuery(
+        on pool: PostgresPool, in configuration: PostgresConfiguration, _ steps: [@Sendable () async throws -> Void]
+    ) async throws {
+        try await withGate(in: configuration) { gate in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await pool.query(Gate.blockedQuery, placement: .sharedConnection) }
+                await gate.waitUntilAQueryWaits()
+                for (index, step) in steps.enumerated() {
+                    group.addTask(operation: step)
+                    await waitUntil("step \(index + 1) has its place") {
+                        let statistics = pool.statistics
+                        return statistics.sharedPipelines + statistics.waiting == index + 2
+                    }
+                }
+                try await gate.open()
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
         }
     }
 
-    /// Under a loaded test run, opening a connection can take a while: waits until a
-    /// `pg_sleep` is running in the database, so that what follows queues behind it.
-    private func waitForRunningSleep(in configuration: PostgresConfiguration) async throws {
-        try await TestDatabase.withAdminPool { admin in
-            for _ in 0..<200 {
-                let running = try await admin.query("""
-                    select 1 from pg_stat_activity
-                    where datname = \(configuration.database!) and state = 'active' and query like '%pg_sleep%' and pid <> pg_backend_pid()
-                    """).count
-                if running > 0 { return }
-                try await Task.sleep(for: .milliseconds(25))
+    /// An advisory lock held by a connection of the test's own. `blockedQuery`, sent shared,
+    /// waits for it and so holds its connection until `open()`: whatever the test sends
+    /// meanwhile is certain to queue behind it, however slowly a loaded test run goes.
+    private struct Gate: Sendable {
+        static let blockedQuery: PostgresQuery = "select pg_backend_pid()::int8 as pid, pg_advisory_xact_lock(4242)"
+        let keeper: PostgresConnection
+
+        func waitUntilAQueryWaits() async {
+            await waitUntil("a query waits at the gate") {
+                let waiting = try? await keeper.query("select 1 from pg_stat_activity where datname = current_database() and wait_event = 'advisory'")
+                return (waiting?.count ?? 0) > 0
             }
-            Issue.record("the sleeping query never started")
+        }
+
+        func open() async throws {
+            try await keeper.query("select pg_advisory_unlock(4242)")
         }
     }
+
+    /// Advisory locks belong to one database, so the gate connects to the test's.
+    private func withGate<Result: Sendable>(in configuration: PostgresConfiguration, _ body: (Gate) async throws -> Result) async throws -> Result {
+        try await TestDatabase.withPool(configuration, size: 1) { gatePool in
+            try await gatePool.withConnection { keeper in
+                try await keeper.query("select pg_advisory_lock(4242)")
+                return try await body(Gate(keeper: keeper))
+            }
+        }
+    }
+
+    /// Waits until a `pg_sleep` is running in the test's database, so that what follows queues behind it.
+    private func waitForRunningSleep(in configuration: PostgresConfiguration) async {
+        try? await TestDatabase.withAdminPool { admin in
+            await waitUntil("the sleeping query started") {
+                let running = try? await admin.query("""
+                    select 1 from pg_stat_activity
+                    where datname = \(configuration.database!) and state = 'active' and query like '%pg_sleep%' and pid <> pg_backend_pid()
+                    """)
+                return (running?.count ?? 0) > 0
+            }
+        }
+    }
+}
+
+/// Polls `condition` for up to 20 s, recording an issue if it never holds. It does not
+/// throw, so a test goes on to open its gate rather than hang on a query held there.
+private func waitUntil(_ what: String, _ condition: () async -> Bool) async {
+    let deadline = ContinuousClock.now + .seconds(20)
+    while ContinuousClock.now < deadline {
+        if await condition() { return }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    Issue.record("never happened: \(what)")
 }

@@ -23,7 +23,7 @@ struct TransactionAndPoolTests {
                         throw Boom()
                     }
                 }
-                try await pool.withTransaction { connection in
+                _ = try await pool.withTransaction { connection in
                     try await connection.query("insert into notes values (\("kept"))")
                 }
                 let rows = try await pool.query("select body from notes")

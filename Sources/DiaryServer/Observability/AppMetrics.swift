@@ -63,6 +63,7 @@ enum AppMetrics {
         Gauge(label: "db_pool_connections", dimensions: [("state", "in_use")]).record(statistics.inUse)
         Gauge(label: "db_pool_connections", dimensions: [("state", "idle")]).record(statistics.idle)
         Gauge(label: "db_pool_waiting", dimensions: []).record(statistics.waiting)
+        Gauge(label: "db_pool_shared_pipelines", dimensions: []).record(statistics.sharedPipelines)
         Gauge(label: "db_round_trips", dimensions: []).record(statistics.roundTrips)
     }
 
