@@ -12,9 +12,9 @@ struct SharedPipelineTests {
         try await TestDatabase.with { configuration in
             // Waiting for the connection would take longer than the acquisition timeout.
             try await TestDatabase.withPool(configuration, size: 1, acquireTimeout: .milliseconds(150)) { pool in
-                try await withGate(in: configuration) { gate in
+                try await AdvisoryGate.with(in: configuration) { gate in
                     try await withThrowingTaskGroup(of: Int.self) { group in
-                        group.addTask { try await pool.query(Gate.blockedQuery, placement: .sharedConnection); return -1 }
+                        group.addTask { try await pool.query(AdvisoryGate.blockedQuery, placement: .sharedConnection); return -1 }
                         await gate.waitUntilAQueryWaits()
                         for n in 0..<5 {
                             group.addTask { try await pool.query("select \(n)::int8 * 10 as value", placement: .sharedConnection).first!.decode("value", as: Int.self) }
@@ -53,8 +53,8 @@ struct SharedPipelineTests {
         try await TestDatabase.with { configuration in
             try await TestDatabase.withPool(configuration, size: 2, sharedConnections: 1) { pool in
                 func backend(_ rows: PostgresRows) throws -> Int { try rows.first!.decode("pid", as: Int.self) }
-                try await withGate(in: configuration) { gate in
-                    async let blocked = pool.query(Gate.blockedQuery, placement: .sharedConnection)
+                try await AdvisoryGate.with(in: configuration) { gate in
+                    async let blocked = pool.query(AdvisoryGate.blockedQuery, placement: .sharedConnection)
                     await gate.waitUntilAQueryWaits()
                     async let queued = pool.query("select pg_backend_pid()::int8 as pid", placement: .sharedConnection)
                     await waitUntil("a second shared pipeline has its place") { pool.statistics.sharedPipelines == 2 }
@@ -160,9 +160,9 @@ struct SharedPipelineTests {
     private func queueBehindABlockedQuery(
         on pool: PostgresPool, in configuration: PostgresConfiguration, _ steps: [@Sendable () async throws -> Void]
     ) async throws {
-        try await withGate(in: configuration) { gate in
+        try await AdvisoryGate.with(in: configuration) { gate in
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await pool.query(Gate.blockedQuery, placement: .sharedConnection) }
+                group.addTask { try await pool.query(AdvisoryGate.blockedQuery, placement: .sharedConnection) }
                 await gate.waitUntilAQueryWaits()
                 for (index, step) in steps.enumerated() {
                     group.addTask(operation: step)
@@ -173,35 +173,6 @@ struct SharedPipelineTests {
                 }
                 try await gate.open()
                 try await group.waitForAll()
-            }
-        }
-    }
-
-    /// An advisory lock held by a connection of the test's own. `blockedQuery`, sent shared,
-    /// waits for it and so holds its connection until `open()`: whatever the test sends
-    /// meanwhile is certain to queue behind it, however slowly a loaded test run goes.
-    private struct Gate: Sendable {
-        static let blockedQuery: PostgresQuery = "select pg_backend_pid()::int8 as pid, pg_advisory_xact_lock(4242)"
-        let keeper: PostgresConnection
-
-        func waitUntilAQueryWaits() async {
-            await waitUntil("a query waits at the gate") {
-                let waiting = try? await keeper.query("select 1 from pg_stat_activity where datname = current_database() and wait_event = 'advisory'")
-                return (waiting?.count ?? 0) > 0
-            }
-        }
-
-        func open() async throws {
-            try await keeper.query("select pg_advisory_unlock(4242)")
-        }
-    }
-
-    /// Advisory locks belong to one database, so the gate connects to the test's.
-    private func withGate<Result: Sendable>(in configuration: PostgresConfiguration, _ body: (Gate) async throws -> Result) async throws -> Result {
-        try await TestDatabase.withPool(configuration, size: 1) { gatePool in
-            try await gatePool.withConnection { keeper in
-                try await keeper.query("select pg_advisory_lock(4242)")
-                return try await body(Gate(keeper: keeper))
             }
         }
     }
@@ -218,15 +189,4 @@ struct SharedPipelineTests {
             }
         }
     }
-}
-
-/// Polls `condition` for up to 20 s, recording an issue if it never holds. It does not
-/// throw, so a test goes on to open its gate rather than hang on a query held there.
-private func waitUntil(_ what: String, _ condition: () async -> Bool) async {
-    let deadline = ContinuousClock.now + .seconds(20)
-    while ContinuousClock.now < deadline {
-        if await condition() { return }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    Issue.record("never happened: \(what)")
 }

@@ -87,33 +87,37 @@ struct TransactionAndPoolTests {
     func waitersExpireAtTheirOwnDeadlines() async throws {
         try await TestDatabase.with { configuration in
             try await TestDatabase.withPool(configuration, size: 1, acquireTimeout: .seconds(1)) { pool in
-                // Open the connection first: under a loaded test run, connecting took long
-                // enough to push the holder's end past the third waiter's deadline.
-                try await pool.query("select 1")
-                let clock = ContinuousClock()
-                let started = clock.now
-                // How long after `started` a waiter that set out at `offset` gave up, or nil if it was served.
-                func waiter(setsOutAt offset: Duration) async throws -> Duration? {
-                    try await Task.sleep(until: started + offset, clock: clock)
-                    do {
-                        try await pool.query("select 1")
-                        return nil
-                    } catch let error as PostgresError where error.kind == .poolExhausted {
-                        return clock.now - started
+                try await AdvisoryGate.with(in: configuration) { gate in
+                    // The holder has the only connection before the clock starts, and keeps it
+                    // until the gate opens: a loaded test run cannot move its end.
+                    async let holder = pool.query(AdvisoryGate.blockedQuery)
+                    await gate.waitUntilAQueryWaits()
+                    let clock = ContinuousClock()
+                    let started = clock.now
+                    // How long after `started` a waiter that set out at `offset` gave up, or nil if it was served.
+                    @Sendable func waiter(setsOutAt offset: Duration) async throws -> Duration? {
+                        try await Task.sleep(until: started + offset, clock: clock)
+                        do {
+                            try await pool.query("select 1")
+                            return nil
+                        } catch let error as PostgresError where error.kind == .poolExhausted {
+                            return clock.now - started
+                        }
                     }
+                    async let first = waiter(setsOutAt: .milliseconds(200))
+                    async let second = waiter(setsOutAt: .milliseconds(500))
+                    async let third = waiter(setsOutAt: .milliseconds(1800))
+                    let (firstGaveUp, secondGaveUp) = try await (first, second)
+                    // The third is the only one waiting now; its deadline (2.8 s) is a second away.
+                    await waitUntil("the third waiter waits") { pool.statistics.waiting == 1 }
+                    try await gate.open()
+                    let thirdGaveUp = try await third
+                    _ = try await holder
+                    #expect(try #require(firstGaveUp) >= .milliseconds(1200))
+                    #expect(try #require(secondGaveUp) >= .milliseconds(1500))
+                    #expect(thirdGaveUp == nil)
+                    #expect(pool.statistics.waiting == 0)
                 }
-                async let holder: PostgresRows = pool.query("select pg_sleep(2)")
-                try await Task.sleep(for: .milliseconds(100))
-                async let first = waiter(setsOutAt: .milliseconds(200))
-                async let second = waiter(setsOutAt: .milliseconds(500))
-                async let third = waiter(setsOutAt: .milliseconds(1800))
-                let (firstGaveUp, secondGaveUp, thirdGaveUp) = try await (first, second, third)
-                _ = try await holder
-                #expect(try #require(firstGaveUp) >= .milliseconds(1200))
-                #expect(try #require(secondGaveUp) >= .milliseconds(1500))
-                // Its deadline (2.8 s) is well after the holder is done (2 s): it gets the connection.
-                #expect(thirdGaveUp == nil)
-                #expect(pool.statistics.waiting == 0)
             }
         }
     }
