@@ -252,7 +252,8 @@ final class ServerProcess: Sendable {
     }
 
     /// A connection refused, or closed before a response: what a stopping server does to requests it has not started.
+    /// "I/O on closed channel" is the client finding the connection already closed when it writes the request.
     static func isRefusal(_ description: String) -> Bool {
-        ["Connection refused", "Connection reset by peer", "remoteConnectionClosed"].contains { description.contains($0) }
+        ["Connection refused", "Connection reset by peer", "remoteConnectionClosed", "I/O on closed channel"].contains { description.contains($0) }
     }
 }
