@@ -123,28 +123,24 @@ struct SharedPipelineTests {
     func lostConnectionFailsEveryQueuedPipeline() async throws {
         try await TestDatabase.with { configuration in
             try await TestDatabase.withPool(configuration, size: 1) { pool in
-                let failures = try await withThrowingTaskGroup(of: PostgresError.Kind?.self) { group in
-                    group.addTask {
-                        // Ended early by the termination below; its length is only a margin for a slow run.
-                        do { try await pool.query("select pg_sleep(30)", placement: .sharedConnection) } catch let error as PostgresError { return error.kind }
-                        return nil
-                    }
-                    await waitForRunningSleep(in: configuration)
-                    for _ in 0..<3 {
-                        group.addTask {
-                            do { try await pool.query("select 1", placement: .sharedConnection) } catch let error as PostgresError { return error.kind }
+                let failures = try await AdvisoryGate.with(in: configuration) { gate in
+                    try await withThrowingTaskGroup(of: PostgresError.Kind?.self) { group in
+                        @Sendable func failure(of query: PostgresQuery) async throws -> PostgresError.Kind? {
+                            do { try await pool.query(query, placement: .sharedConnection) } catch let error as PostgresError { return error.kind }
                             return nil
                         }
-                    }
-                    await waitUntil("three pipelines queue behind the sleeping one") { pool.statistics.sharedPipelines == 4 }
-                    try await TestDatabase.withAdminPool { admin in
-                        let rows = try await admin.query("""
+                        group.addTask { try await failure(of: AdvisoryGate.blockedQuery) }
+                        await gate.waitUntilAQueryWaits()
+                        for _ in 0..<3 { group.addTask { try await failure(of: "select 1") } }
+                        await waitUntil("three pipelines queue behind the blocked one") { pool.statistics.sharedPipelines == 4 }
+                        // From the gate's own connection, which the filter leaves alive.
+                        let rows = try await gate.keeper.query("""
                             select pg_terminate_backend(pid) from pg_stat_activity
-                            where datname = \(configuration.database!) and pid <> pg_backend_pid()
+                            where datname = current_database() and pid <> pg_backend_pid()
                             """)
                         #expect(rows.count == 1)
+                        return try await group.reduce(into: []) { $0.append($1) }
                     }
-                    return try await group.reduce(into: []) { $0.append($1) }
                 }
                 #expect(failures.count == 4)
                 #expect(failures.allSatisfy { $0 == .connectionFailure })
@@ -173,19 +169,6 @@ struct SharedPipelineTests {
                 }
                 try await gate.open()
                 try await group.waitForAll()
-            }
-        }
-    }
-
-    /// Waits until a `pg_sleep` is running in the test's database, so that what follows queues behind it.
-    private func waitForRunningSleep(in configuration: PostgresConfiguration) async {
-        try? await TestDatabase.withAdminPool { admin in
-            await waitUntil("the sleeping query started") {
-                let running = try? await admin.query("""
-                    select 1 from pg_stat_activity
-                    where datname = \(configuration.database!) and state = 'active' and query like '%pg_sleep%' and pid <> pg_backend_pid()
-                    """)
-                return (running?.count ?? 0) > 0
             }
         }
     }
