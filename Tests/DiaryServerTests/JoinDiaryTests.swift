@@ -73,7 +73,7 @@ struct JoinDiaryTests {
                             try await connection.query("select 1")
                             await line.arriveAndWait()
                             do {
-                                try await connection.transaction([
+                                _ = try await connection.transaction([
                                     Seed.identity(user),
                                     "select \(unsafeRaw: function)(\(diary.inviteCode), \(user))",
                                 ])
@@ -154,7 +154,7 @@ struct JoinDiaryTests {
             try await TestDatabase.withPool(configuration, size: 1) { pool in
                 let users = try await Seed.users(3, in: pool)
                 let diary = try await Seed.diary(type: "couple", owner: users[0], in: pool)
-                try await Seed.asCaller(users[1], "select join_diary(\(diary.inviteCode), \(users[1]))", in: pool)
+                _ = try await Seed.asCaller(users[1], "select join_diary(\(diary.inviteCode), \(users[1]))", in: pool)
                 let entry = try #require(try await pool.query("insert into entries (diary_id, user_id, content) values (\(diary.id), \(users[0]), \("今日は晴れ")) returning id").first)
                 let entryID = try entry.decode("id", as: UUID.self)
                 let first = try #require(try await pool.query("select mark_as_read(\(entryID), \(users[1])) as at").first).decode("at", as: Date.self)
