@@ -1,6 +1,13 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// Every target: imports are internal unless spelled `public import` (or `package import`),
+/// and a member is visible only where its module is imported, so the compiler checks the layers.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
 let package = Package(
     name: "diary-server",
     platforms: [.macOS(.v14)],
@@ -24,6 +31,7 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        // The generic libpq client: no app error codes, no request bodies.
         .target(
             name: "PostgresClient",
             dependencies: [
@@ -32,9 +40,56 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
-        .target(name: "DiaryModels"),
+        // The API's Codable types, with no server dependencies.
+        .target(name: "DiaryModels", swiftSettings: swiftSettings),
+        // The domain: policies, request scope, repositories, domain errors. Knows no HTTP.
+        .target(
+            name: "DiaryCore",
+            dependencies: [
+                "DiaryModels",
+                "PostgresClient",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Routes, contexts, middleware, and the one table from errors to problem+json.
+        .target(
+            name: "DiaryHTTP",
+            dependencies: [
+                "DiaryCore",
+                "DiaryModels",
+                "PostgresClient",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The executable: commands, configuration read once from the environment, wiring.
+        .executableTarget(
+            name: "DiaryServer",
+            dependencies: [
+                "DiaryCore",
+                "DiaryHTTP",
+                "PostgresClient",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "client-benchmark",
             dependencies: [
@@ -42,22 +97,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/ClientBenchmark"
-        ),
-        .executableTarget(
-            name: "DiaryServer",
-            dependencies: [
-                "DiaryModels",
-                "PostgresClient",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ]
         ),
         .testTarget(
             name: "PostgresClientTests",
@@ -67,6 +106,8 @@ let package = Package(
             name: "DiaryServerTests",
             dependencies: [
                 "DiaryServer",
+                "DiaryHTTP",
+                "DiaryCore",
                 "TestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 public enum DiaryType: String, Codable, Sendable, CaseIterable {
     case couple, family, friends, anonymous

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 public struct Entry: Codable, Sendable, Equatable {
     public var id: UUID

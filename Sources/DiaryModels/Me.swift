@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The caller's own profile: the only place a user's settings and premium status appear.
 public struct Me: Codable, Sendable, Equatable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// What sign-in and refresh return.
 public struct Session: Codable, Sendable, Equatable {

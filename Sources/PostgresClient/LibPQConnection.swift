@@ -1,4 +1,4 @@
-import CLibPQ
+internal import CLibPQ
 import NIOConcurrencyHelpers
 #if canImport(Glibc)
 import Glibc

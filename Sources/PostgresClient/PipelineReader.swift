@@ -1,4 +1,4 @@
-import CLibPQ
+internal import CLibPQ
 
 /// Reads one pipeline's answers in order, one `PGresult` at a time, as
 /// `PostgresIODriver` gets them whenever the socket has data.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A Swift value that can be bound to a statement parameter, in PostgreSQL's text format.
 public protocol PostgresEncodable: Sendable {

@@ -66,26 +66,45 @@ public struct SQLState: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { code }
 
+    public static let uniqueViolation = SQLState("23505")
+    public static let foreignKeyViolation = SQLState("23503")
+    public static let checkViolation = SQLState("23514")
+    public static let notNullViolation = SQLState("23502")
+    public static let invalidTextRepresentation = SQLState("22P02")
+    public static let stringDataRightTruncation = SQLState("22001")
+    public static let invalidDatetimeFormat = SQLState("22007")
+    public static let datetimeFieldOverflow = SQLState("22008")
+    public static let invalidParameterValue = SQLState("22023")
+    public static let insufficientPrivilege = SQLState("42501")
+    public static let serializationFailure = SQLState("40001")
+    public static let deadlockDetected = SQLState("40P01")
+    public static let queryCanceled = SQLState("57014")
+    public static let lockNotAvailable = SQLState("55P03")
+    public static let adminShutdown = SQLState("57P01")
+    public static let crashShutdown = SQLState("57P02")
+    public static let cannotConnectNow = SQLState("57P03")
+    public static let raiseException = SQLState("P0001")
+
     /// The one table from SQLSTATE to the kinds we act on. Codes in no row fall back on their class.
-    static let kinds: [String: PostgresError.Kind] = [
-        "23505": .uniqueViolation,
-        "23503": .foreignKeyViolation,
-        "23514": .checkViolation,
-        "23502": .notNullViolation,
-        "22P02": .invalidInput,
-        "22001": .invalidInput,
-        "22007": .invalidInput,
-        "22008": .invalidInput,
-        "22023": .invalidInput,
-        "42501": .insufficientPrivilege,
-        "40001": .serializationFailure,
-        "40P01": .deadlock,
-        "57014": .queryCanceled,
-        "55P03": .lockNotAvailable,
-        "57P01": .connectionFailure,
-        "57P02": .connectionFailure,
-        "57P03": .connectionFailure,
-        "P0001": .raisedByApplication,
+    static let kinds: [SQLState: PostgresError.Kind] = [
+        .uniqueViolation: .uniqueViolation,
+        .foreignKeyViolation: .foreignKeyViolation,
+        .checkViolation: .checkViolation,
+        .notNullViolation: .notNullViolation,
+        .invalidTextRepresentation: .invalidInput,
+        .stringDataRightTruncation: .invalidInput,
+        .invalidDatetimeFormat: .invalidInput,
+        .datetimeFieldOverflow: .invalidInput,
+        .invalidParameterValue: .invalidInput,
+        .insufficientPrivilege: .insufficientPrivilege,
+        .serializationFailure: .serializationFailure,
+        .deadlockDetected: .deadlock,
+        .queryCanceled: .queryCanceled,
+        .lockNotAvailable: .lockNotAvailable,
+        .adminShutdown: .connectionFailure,
+        .crashShutdown: .connectionFailure,
+        .cannotConnectNow: .connectionFailure,
+        .raiseException: .raisedByApplication,
     ]
 
     static let classKinds: [String: PostgresError.Kind] = [
@@ -95,7 +114,7 @@ public struct SQLState: Sendable, Hashable, CustomStringConvertible {
     ]
 
     public var kind: PostgresError.Kind {
-        SQLState.kinds[code] ?? SQLState.classKinds[errorClass] ?? (code.hasPrefix("ZN") ? .raisedByApplication : .other)
+        SQLState.kinds[self] ?? SQLState.classKinds[errorClass] ?? .other
     }
 }
 

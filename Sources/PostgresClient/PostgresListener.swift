@@ -1,6 +1,6 @@
-import CLibPQ
+internal import CLibPQ
 import Foundation
-import Logging
+public import Logging
 import NIOConcurrencyHelpers
 
 /// A notification received on a channel this process listens to.

@@ -1,4 +1,4 @@
-import NIOCore
+public import NIOCore
 
 /// What a caller chooses and reads of a pool, apart from how the pool works (PostgresPool.swift).
 extension PostgresPool {

@@ -1,8 +1,8 @@
-import Logging
+public import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
-import ServiceLifecycle
+public import ServiceLifecycle
 
 /// A bounded pool of libpq connections, run as a ServiceLifecycle service.
 ///

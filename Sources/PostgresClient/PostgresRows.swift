@@ -1,4 +1,4 @@
-import CLibPQ
+internal import CLibPQ
 
 /// The rows one statement returned.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Converts `timestamptz` text to and from `Date`.
 ///

@@ -6,6 +6,8 @@ import HummingbirdTesting
 import PostgresClient
 import TestSupport
 import _CryptoExtras
+@testable import DiaryCore
+@testable import DiaryHTTP
 @testable import DiaryServer
 
 /// An RSA key standing in for Apple's, published as a JWKS file the server reads.

@@ -3,6 +3,8 @@ import PostgresClient
 import Testing
 import TestSupport
 
+@testable import DiaryCore
+@testable import DiaryHTTP
 @testable import DiaryServer
 
 @Suite("array_agg columns")

@@ -3,6 +3,8 @@ import Foundation
 import Hummingbird
 import PostgresClient
 import Testing
+@testable import DiaryCore
+@testable import DiaryHTTP
 @testable import DiaryServer
 
 @Suite("Sign in with Apple, sessions and token checks")

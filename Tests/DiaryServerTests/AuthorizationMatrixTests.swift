@@ -3,6 +3,8 @@ import Foundation
 import Hummingbird
 import PostgresClient
 import Testing
+@testable import DiaryCore
+@testable import DiaryHTTP
 @testable import DiaryServer
 
 /// Every diary route, called as owner, member, non-member and ex-member: the status

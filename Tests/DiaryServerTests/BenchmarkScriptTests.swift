@@ -4,6 +4,8 @@ import HTTPTypes
 import PostgresClient
 import Testing
 
+@testable import DiaryCore
+@testable import DiaryHTTP
 @testable import DiaryServer
 
 /// `make bench` compares each endpoint with pgbench running "exactly the SQL the server

@@ -5,6 +5,8 @@ import HummingbirdTesting
 import PostgresClient
 import Testing
 import TestSupport
+@testable import DiaryCore
+@testable import DiaryHTTP
 @testable import DiaryServer
 
 /// Faults a production database has: killed backends, a full pool, a slow statement,

@@ -5,6 +5,8 @@ import Logging
 import PostgresClient
 import Testing
 import TestSupport
+@testable import DiaryCore
+@testable import DiaryHTTP
 @testable import DiaryServer
 
 @Suite("Health and readiness")

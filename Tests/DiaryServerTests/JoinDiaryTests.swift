@@ -2,6 +2,8 @@ import Foundation
 import PostgresClient
 import Testing
 import TestSupport
+@testable import DiaryCore
+@testable import DiaryHTTP
 @testable import DiaryServer
 
 /// Holds every task at one point until all have arrived, so their work starts together.

@@ -2,6 +2,8 @@ import DiaryModels
 import Foundation
 import Hummingbird
 import Testing
+@testable import DiaryCore
+@testable import DiaryHTTP
 @testable import DiaryServer
 
 @Suite("Metrics and request ids")

@@ -2,6 +2,8 @@ import Foundation
 import Logging
 import PostgresClient
 import TestSupport
+@testable import DiaryCore
+@testable import DiaryHTTP
 @testable import DiaryServer
 
 /// A database migrated once per set of migration files, used as the template every test clones.

@@ -7,6 +7,8 @@ import NIOHTTP1
 import PostgresClient
 import Testing
 import TestSupport
+@testable import DiaryCore
+@testable import DiaryHTTP
 @testable import DiaryServer
 
 /// Faults of whole processes: PostgreSQL restarting under the server, and the server

@@ -7,6 +7,8 @@ import NIOCore
 import PostgresClient
 import Testing
 import TestSupport
+@testable import DiaryCore
+@testable import DiaryHTTP
 @testable import DiaryServer
 
 @Suite("Response writes")

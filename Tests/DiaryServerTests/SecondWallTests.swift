@@ -4,6 +4,8 @@ import Hummingbird
 import PostgresClient
 import Testing
 import TestSupport
+@testable import DiaryCore
+@testable import DiaryHTTP
 @testable import DiaryServer
 
 /// PostgreSQL's row-level security agrees with the Swift policies, keeps identities apart

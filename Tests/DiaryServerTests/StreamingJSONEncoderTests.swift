@@ -3,6 +3,8 @@ import Foundation
 import PostgresClient
 import Testing
 
+@testable import DiaryCore
+@testable import DiaryHTTP
 @testable import DiaryServer
 
 /// Responses are written by `StreamingJSONEncoder`; clients must read exactly what

@@ -1,4 +1,6 @@
 import ArgumentParser
+import DiaryCore
+import DiaryHTTP
 import Hummingbird
 import Logging
 import PostgresClient

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import PostgresClient
 
@@ -125,5 +126,3 @@ struct Migrator {
         return text + "\nThe database is as it was before this file."
     }
 }
-
-import struct Foundation.Date

@@ -1,0 +1,72 @@
+package import DiaryModels
+package import Foundation
+package import PostgresClient
+
+/// Sign-in and sessions: the queries that run before there is a caller.
+package struct AccountRepository: Sendable {
+    let pool: PostgresPool
+    let tokens: TokenService
+
+    package init(pool: PostgresPool, tokens: TokenService) {
+        self.pool = pool
+        self.tokens = tokens
+    }
+
+    /// Finds or creates the user for an Apple subject and opens a session for them.
+    package func signInWithApple(subject: String, email: String?, displayName: String) async throws -> Session {
+        try await openSession(appleSubject: subject, devAccount: nil, email: email, displayName: displayName)
+    }
+
+    package func signInForDevelopment(name: String) async throws -> Session {
+        try await openSession(appleSubject: nil, devAccount: name, email: nil, displayName: name)
+    }
+
+    /// `open_session` finds or makes the account, opens the session with its first refresh
+    /// token, and makes the account this transaction's caller, so the row can be read back.
+    private func openSession(appleSubject: String?, devAccount: String?, email: String?, displayName: String) async throws -> Session {
+        let sessionID = UUID()
+        let refreshToken = tokens.newRefreshToken()
+        let results = try await AppSQLState.translating { try await pool.transaction([
+            """
+            select open_session(\(appleSubject), \(devAccount), \(email), \(displayName), \(sessionID),
+                \(TokenService.hash(refreshToken)), make_interval(days => \(Int32(TokenService.refreshLifetimeDays))))
+            """,
+            "select \(UserColumns.me), now() as issued_at from users where \(UserRepository.callersRow)",
+        ]) }
+        guard let row = results[1].first else { throw DomainError.inconsistent("the signed-in account cannot be read back") }
+        let me = try UserColumns.me(from: row)
+        return try session(me: me, sessionID: sessionID, refreshToken: refreshToken, issuedAt: try row.decode("issued_at"))
+    }
+
+    package func refresh(_ presented: String) async throws -> Session? {
+        let successor = tokens.successor(of: presented)
+        let successorHash = TokenService.hash(successor)
+        let results = try await AppSQLState.translating { try await pool.transaction([
+            """
+            select outcome, session_id, issued_at from rotate_refresh_token(\(TokenService.hash(presented)), \(successorHash), make_interval(days => \(Int32(TokenService.refreshLifetimeDays))))
+            """,
+            // A successful exchange made the session's user the caller; otherwise there is none.
+            "select \(UserColumns.me) from users where \(UserRepository.callersRow)",
+        ]) }
+        guard let outcome = results[0].first else { return nil }
+        switch try outcome.decode("outcome", as: String.self) {
+        case "rotated", "replayed":
+            guard let userRow = results[1].first else { return nil }
+            return try session(
+                me: try UserColumns.me(from: userRow),
+                sessionID: try outcome.decode("session_id"),
+                refreshToken: successor,
+                issuedAt: try outcome.decode("issued_at")
+            )
+        default:
+            return nil
+        }
+    }
+
+    private func session(me: Me, sessionID: UUID, refreshToken: String, issuedAt: Date) throws -> Session {
+        let identity = TokenService.Identity(userID: me.id, sessionID: sessionID)
+        let access = try tokens.accessToken(for: identity, issuedAt: issuedAt)
+        let remaining = Int(TokenService.accessLifetime) - Int(Date().timeIntervalSince1970 - issuedAt.timeIntervalSince1970.rounded(.down))
+        return Session(accessToken: access, refreshToken: refreshToken, expiresIn: max(0, remaining), user: me)
+    }
+}

@@ -1,0 +1,67 @@
+package import DiaryModels
+package import PostgresClient
+
+/// The caller's own account, as the caller (see `RequestScope`).
+package struct UserRepository: Sendable {
+    let scope: RequestScope
+
+    package init(scope: RequestScope) {
+        self.scope = scope
+    }
+
+    /// Which row is asked for, not a permission: users_select also shows co-members.
+    static var callersRow: PostgresFragment { "users.id = (select app_user_id()) and " + UsersPolicy.select.using }
+
+    package func me() async throws -> Me {
+        let rows = try await scope.read("select \(UserColumns.me) from users where \(Self.callersRow)")
+        // A live session whose user is gone cannot happen (sessions cascade), but if it did it is not a 500.
+        guard let row = rows.first else { throw DomainError.unauthenticated("the account no longer exists") }
+        return try UserColumns.me(from: row)
+    }
+
+    /// Applies the fields present in `patch`; validation has happened in the route.
+    package func update(_ patch: UpdateMeRequest) async throws -> Me {
+        let settings = patch.settings.map {
+            PostgresJSON(UserColumns.StoredSettings(
+                notification_new_entry: $0.notificationNewEntry, notification_reminder: $0.notificationReminder, reminder_time: $0.reminderTime
+            ))
+        }
+        let results = try await scope.run([
+            """
+            update users set
+                display_name = coalesce(\(patch.displayName), display_name),
+                profile_image_url = coalesce(\(patch.profileImageUrl), profile_image_url),
+                time_zone = coalesce(\(patch.timeZone), time_zone),
+                settings = settings || coalesce(jsonb_strip_nulls(\(settings)), '{}')
+            where \(UsersPolicy.update.using)
+            """,
+            "select \(UserColumns.me) from users where \(Self.callersRow)",
+        ])
+        guard let row = results[1].first else { throw DomainError.unauthenticated("the account no longer exists") }
+        return try UserColumns.me(from: row)
+    }
+
+    /// Deletes the account and everything that is only theirs, in one transaction.
+    package func deleteAccount() async throws {
+        _ = try await scope.run("select delete_my_account()")
+    }
+
+    /// Revokes the session the request came with.
+    package func logout() async throws {
+        _ = try await scope.run("update sessions set revoked_at = now() where id = \(scope.identity.sessionID) and user_id = (select app_user_id())")
+    }
+
+    /// Today's question, "today" being the caller's date in their time zone.
+    package func todaysQuestion() async throws -> TodayQuestion {
+        let rows = try await scope.read("""
+            with today as (
+                select (now() at time zone users.time_zone)::date as day from users where \(Self.callersRow)
+            )
+            select to_char(today.day, 'YYYY-MM-DD') as day, questions.text
+            from today, questions
+            where questions.id = (today.day - date '2020-01-01') % (select count(*) from questions) + 1
+            """)
+        guard let row = rows.first else { throw DomainError.unauthenticated("the account no longer exists") }
+        return TodayQuestion(date: try row.decode("day"), question: try row.decode("text"))
+    }
+}

@@ -1,0 +1,59 @@
+package import PostgresClient
+
+/// Writes under an UPDATE or DELETE policy that tell "not there" from "not allowed".
+///
+/// PostgreSQL's policy hides a row the caller may not see and silently skips one they
+/// may not change. The statement therefore first selects the target under USING, with
+/// WITH CHECK as a `permitted` column, writes only where it is true, and answers one row
+/// per visible target. `requirePermitted` reads that answer: no row is a 404, false a 403.
+extension PolicyTwin {
+    /// `update <table> set <assignments>` on the row `row` names. The answer has `permitted`,
+    /// and with `returning`, that column of the changed row (NULL where nothing changed).
+    package func guardedUpdate(set assignments: PostgresQuery, where row: PostgresQuery, returning column: PostgresFragment? = nil) -> PostgresQuery {
+        let returned: PostgresFragment = column.map { table + "." + $0 } ?? table + "." + key[key.count - 1]
+        let answer: PostgresFragment = column.map { "target.permitted, (select " + $0 + " from changed) as " + $0 } ?? "permitted"
+        return """
+            with target as (
+                select \(keyColumns), \(check) as permitted
+                from \(table) where \(row) and \(using)
+            ), changed as (
+                update \(table) set \(assignments) from target
+                where \(keyMatch) and target.permitted
+                returning \(returned)
+            )
+            select \(answer) from target
+            """
+    }
+
+    /// `delete from <table>` of the row `row` names. A delete that the policy refuses after
+    /// Swift allowed it removes nothing, and is answered as not permitted too.
+    package func guardedDelete(where row: PostgresQuery) -> PostgresQuery {
+        """
+        with target as (
+            select \(keyColumns), \(check) as permitted
+            from \(table) where \(row) and \(using)
+        ), removed as (
+            delete from \(table) using target
+            where \(keyMatch) and target.permitted
+            returning \(table + "." + key[key.count - 1])
+        )
+        select permitted and exists (select 1 from removed) as permitted from target
+        """
+    }
+
+    /// Reads a guarded write's answer: no row is `missing` (404), not permitted is `forbidden` (403).
+    package static func requirePermitted(_ rows: PostgresRows, missing: String, forbidden: String) throws {
+        guard let row = rows.first else { throw DomainError.notFound(missing) }
+        guard try row.decode("permitted", as: Bool.self) else { throw DomainError.forbidden(forbidden) }
+    }
+
+    /// `diaries.id` or `entries.diary_id, entries.id`.
+    private var keyColumns: PostgresFragment {
+        key.dropFirst().reduce(table + "." + key[0]) { $0 + ", " + table + "." + $1 }
+    }
+
+    /// `entries.diary_id = target.diary_id and entries.id = target.id`.
+    private var keyMatch: PostgresFragment {
+        key.dropFirst().reduce(table + "." + key[0] + " = target." + key[0]) { $0 + " and " + table + "." + $1 + " = target." + $1 }
+    }
+}

@@ -1,0 +1,70 @@
+package import Foundation
+import NIOConcurrencyHelpers
+package import PostgresClient
+
+/// The only way an authenticated request reaches the database.
+///
+/// Every call is one transaction and one round trip: `BEGIN`, `authenticate(session,
+/// user)`, which checks the session is live and sets `app.user_id` for this transaction
+/// only, then the statements, then `COMMIT`. Policies read the caller through
+/// `app_user_id()`, so no statement can run as nobody, and no identity outlives its
+/// transaction on a pooled connection.
+///
+/// Writes (`run`) keep a connection of their own, so that their commits group on the WAL
+/// flush. Reads (`read`) go where the server is configured to send them: their own
+/// connection, or queued on the pool's shared ones (`PostgresPool.Placement`).
+package struct RequestScope: Sendable {
+    package let identity: TokenService.Identity
+    private let pool: PostgresPool
+    private let readPlacement: PostgresPool.Placement
+
+    package init(identity: TokenService.Identity, pool: PostgresPool, readPlacement: PostgresPool.Placement = .ownConnection) {
+        self.identity = identity
+        self.pool = pool
+        self.readPlacement = readPlacement
+    }
+
+    package var userID: UUID { identity.userID }
+
+    /// Runs statements that may change data, as the caller, and returns each one's rows.
+    package func run(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
+        try await transaction(statements, placement: .ownConnection)
+    }
+
+    package func run(_ statement: PostgresQuery) async throws -> PostgresRows {
+        try await run([statement])[0]
+    }
+
+    /// Runs statements that only read, as the caller, and returns each one's rows.
+    package func read(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
+        try await transaction(statements, placement: readPlacement)
+    }
+
+    package func read(_ statement: PostgresQuery) async throws -> PostgresRows {
+        try await read([statement])[0]
+    }
+
+    private func transaction(_ statements: [PostgresQuery], placement: PostgresPool.Placement) async throws -> [PostgresRows] {
+        let transaction = ["select authenticate(\(identity.sessionID), \(identity.userID))"] + statements
+        #if DEBUG
+        Self.recorder?.record(transaction)
+        #endif
+        let results = try await AppSQLState.translating { try await pool.transaction(transaction, placement: placement) }
+        return Array(results.dropFirst())
+    }
+
+    #if DEBUG
+    /// Debug builds only: a test collects the statements of each transaction a request
+    /// sends (BEGIN and COMMIT aside), to hold the benchmark's pgbench scripts to them.
+    @TaskLocal package static var recorder: StatementRecorder?
+
+    package final class StatementRecorder: Sendable {
+        private let transactions = NIOLockedValueBox<[[PostgresQuery]]>([])
+
+        package init() {}
+
+        package func record(_ statements: [PostgresQuery]) { transactions.withLockedValue { $0.append(statements) } }
+        package var recorded: [[PostgresQuery]] { transactions.withLockedValue { $0 } }
+    }
+    #endif
+}

@@ -1,0 +1,165 @@
+package import DiaryModels
+package import Foundation
+package import PostgresClient
+
+/// Diaries and their members, always as the caller (see `RequestScope`).
+package struct DiaryRepository: Sendable {
+    let scope: RequestScope
+
+    package init(scope: RequestScope) {
+        self.scope = scope
+    }
+
+    /// A diary as the caller sees it: their role, counts, last entry, unread entries by
+    /// others, and members (aliased in anonymous diaries), in one statement for any number
+    /// of diaries. Members come as parallel arrays in one order, which decode without a
+    /// JSON parser.
+    static let diaryColumns: PostgresFragment = """
+        select diaries.id, diaries.name, diaries.type, diaries.invite_code, me.role, diaries.created_at,
+            (select count(*) from diary_members m where m.diary_id = diaries.id) as member_count,
+            (select max(e.created_at) from entries e where e.diary_id = diaries.id) as last_entry_at,
+            (select count(*) from entries e
+              where e.diary_id = diaries.id and e.user_id <> me.user_id
+                and not exists (select 1 from entry_reads r
+                                where r.diary_id = e.diary_id and r.entry_id = e.id and r.user_id = me.user_id)) as unread_count,
+            members.member_ids, members.member_names, members.member_images, members.member_roles, members.member_joined_at
+        from diaries
+        join diary_members me on me.diary_id = diaries.id and me.user_id = (select app_user_id())
+        cross join lateral (
+            select array_agg(p.public_id order by p.joined_at, p.public_id) as member_ids,
+                   array_agg(p.display_name order by p.joined_at, p.public_id) as member_names,
+                   array_agg(p.profile_image_url order by p.joined_at, p.public_id) as member_images,
+                   array_agg(p.role order by p.joined_at, p.public_id) as member_roles,
+                   array_agg(p.joined_at order by p.joined_at, p.public_id) as member_joined_at
+            from member_profiles p where p.diary_id = diaries.id) as members
+        """
+
+    static func diary(from row: PostgresRow) throws -> Diary {
+        guard let type = DiaryType(rawValue: try row.decode("type")), let role = MemberRole(rawValue: try row.decode("role")) else {
+            throw PostgresDecodingError(column: "type", targetType: "DiaryType", failure: .malformed("unknown diary type or role"))
+        }
+        return Diary(
+            id: try row.decode("id"), name: try row.decode("name"), type: type, inviteCode: try row.decode("invite_code"),
+            role: role, memberCount: try row.decode("member_count"),
+            members: try members(from: row),
+            createdAt: try row.decode("created_at"), lastEntryAt: try row.decode("last_entry_at"),
+            unreadCount: try row.decode("unread_count")
+        )
+    }
+
+    private static func members(from row: PostgresRow) throws -> [Member] {
+        let ids = try row.decodeAggregate("member_ids", as: UUID.self)
+        let names = try row.decodeAggregate("member_names", as: String.self, count: ids.count)
+        let images = try row.decodeAggregate("member_images", as: String?.self, count: ids.count)
+        let roles = try row.decodeAggregate("member_roles", as: String.self, count: ids.count)
+        let joinedAt = try row.decodeAggregate("member_joined_at", as: Date.self, count: ids.count)
+        return try ids.indices.map { index in
+            guard let role = MemberRole(rawValue: roles[index]) else {
+                throw PostgresDecodingError(column: "member_roles", targetType: "MemberRole", failure: .malformed("unknown role"))
+            }
+            return Member(userId: ids[index], displayName: names[index], profileImageUrl: images[index], role: role, joinedAt: joinedAt[index])
+        }
+    }
+
+    package func list() async throws -> [Diary] {
+        try await scope.read("""
+            \(Self.diaryColumns)
+            where \(DiariesPolicy.select.using)
+            order by last_entry_at desc nulls last, diaries.created_at desc
+            """).map(Self.diary(from:))
+    }
+
+    package func find(_ id: UUID) async throws -> Diary {
+        let rows = try await scope.read("\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.select.using)")
+        guard let row = rows.first else { throw DomainError.notFound("no such diary") }
+        return try Self.diary(from: row)
+    }
+
+    /// Creates a diary owned by the caller. A new invite code that collides with an
+    /// existing one (about one in 10^15 per diary) is drawn again.
+    package func create(name: String, type: DiaryType) async throws -> Diary {
+        for attempt in 1...3 {
+            let id = UUID()
+            do {
+                let results = try await scope.run([
+                    "select create_diary(\(id), \(name), \(type.rawValue))",
+                    "\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.select.using)",
+                ])
+                guard let row = results[1].first else { throw DomainError.inconsistent("the new diary cannot be read back") }
+                return try Self.diary(from: row)
+            } catch let error as PostgresError where error.constraint == "diaries_invite_code_key" && attempt < 3 {
+                continue
+            }
+        }
+        throw DomainError.inconsistent("no free invite code in three draws")
+    }
+
+    /// Renames the diary: members see it (else 404), only the owner may change it (else 403).
+    package func rename(_ id: UUID, to name: String) async throws -> Diary {
+        let results = try await scope.run([
+            DiariesPolicy.update.guardedUpdate(set: "name = \(name)", where: "diaries.id = \(id)"),
+            "\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.select.using)",
+        ])
+        try PolicyTwin.requirePermitted(results[0], missing: "no such diary", forbidden: "only the owner can rename the diary")
+        guard let row = results[1].first else { throw DomainError.notFound("no such diary") }
+        return try Self.diary(from: row)
+    }
+
+    /// Replaces the invite code, so the old one stops working. Owner only.
+    package func rotateInviteCode(_ id: UUID) async throws -> String {
+        for attempt in 1...3 {
+            do {
+                let rows = try await scope.run(DiariesPolicy.update.guardedUpdate(
+                    set: "invite_code = generate_invite_code()", where: "diaries.id = \(id)", returning: "invite_code"
+                ))
+                try PolicyTwin.requirePermitted(rows, missing: "no such diary", forbidden: "only the owner can change the invite code")
+                guard let code = try rows.first?.decode("invite_code", as: String?.self) else { throw DomainError.inconsistent("the new invite code cannot be read back") }
+                return code
+            } catch let error as PostgresError where error.constraint == "diaries_invite_code_key" && attempt < 3 {
+                continue
+            }
+        }
+        throw DomainError.inconsistent("no free invite code in three draws")
+    }
+
+    /// Joins by invite code through `join_diary`, which keeps the diary under its cap.
+    package func join(inviteCode: String) async throws -> Diary {
+        let results = try await scope.run([
+            "select join_diary(\(inviteCode), (select app_user_id()))",
+            "\(Self.diaryColumns) where diaries.invite_code = normalize_invite_code(\(inviteCode)) and \(DiariesPolicy.select.using)",
+        ])
+        guard let row = results[1].first else { throw DomainError.notFound("no such diary") }
+        return try Self.diary(from: row)
+    }
+
+    package func members(of id: UUID) async throws -> [Member] {
+        let results = try await scope.read([
+            "select 1 from diaries where diaries.id = \(id) and \(DiariesPolicy.select.using)",
+            """
+            select p.public_id, p.display_name, p.profile_image_url, p.role, p.joined_at
+            from member_profiles p join diary_members on diary_members.diary_id = p.diary_id and diary_members.user_id = p.user_id
+            where p.diary_id = \(id) and \(DiaryMembersPolicy.select.using)
+            order by p.joined_at, p.public_id
+            """,
+        ])
+        guard !results[0].isEmpty else { throw DomainError.notFound("no such diary") }
+        return try results[1].map { row in
+            Member(
+                userId: try row.decode("public_id"), displayName: try row.decode("display_name"),
+                profileImageUrl: try row.decode("profile_image_url"),
+                role: MemberRole(rawValue: try row.decode("role")) ?? .member, joinedAt: try row.decode("joined_at")
+            )
+        }
+    }
+
+    /// Leaves the diary (`member` is the caller) or, as its owner, removes someone.
+    /// `remove_diary_member` applies `diary_members_delete` and hands ownership on.
+    package func remove(member: UUID, from diary: UUID) async throws {
+        let rows = try await scope.run("select remove_diary_member(\(diary), \(member)) as outcome")
+        switch try rows.first?.decode("outcome", as: String.self) {
+        case "removed": return
+        case "forbidden": throw DomainError.forbidden("only the owner can remove other members")
+        default: throw DomainError.notFound("no such member")
+        }
+    }
+}

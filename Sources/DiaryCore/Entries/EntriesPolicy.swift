@@ -1,0 +1,38 @@
+package import Foundation
+package import PostgresClient
+
+/// Twins of the RLS policies on `entries` that statements splice in.
+///
+/// | policy          | command | USING                                   | WITH CHECK                             |
+/// |-----------------|---------|-----------------------------------------|----------------------------------------|
+/// | entries_select  | SELECT  | members of the entry's diary            |                                        |
+/// | entries_insert  | INSERT  |                                         | the author is the caller, a member     |
+/// | entries_update  | UPDATE  | members (others: 404)                   | the author is the caller, still a      |
+/// |                 |         |                                         | member (others: 403)                   |
+/// | entries_delete  | DELETE  | members (others: 404), and only the     |                                        |
+/// |                 |         | author (others: 403)                    |                                        |
+package enum EntriesPolicy {
+    package static let select = PolicyTwin(
+        "entries_select", on: "entries", key: ["diary_id", "id"], using: "entries.diary_id" + PolicyTwin.isCallersDiary
+    )
+    package static let insert = PolicyTwin(
+        "entries_insert", on: "entries", key: ["diary_id", "id"],
+        check: "(entries.user_id = (select app_user_id()) and entries.diary_id" + PolicyTwin.isCallersDiary + ")"
+    )
+    package static let update = PolicyTwin(
+        "entries_update", on: "entries", key: ["diary_id", "id"], using: "entries.diary_id" + PolicyTwin.isCallersDiary,
+        check: "(entries.user_id = (select app_user_id()) and entries.diary_id" + PolicyTwin.isCallersDiary + ")"
+    )
+    package static let delete = PolicyTwin(
+        "entries_delete", on: "entries", key: ["diary_id", "id"], using: "entries.diary_id" + PolicyTwin.isCallersDiary,
+        check: "entries.user_id = (select app_user_id())", spelling: .usingAndCheck
+    )
+
+    /// entries_select for the entries of one diary: `entries.diary_id = diary`, with the
+    /// membership test made once on that value. Every read of entries is about one diary,
+    /// and a membership test on each row's diary_id, beside PostgreSQL's own, made the
+    /// planner expect no rows and sort the diary instead of walking its timeline index.
+    package static func select(inDiary diary: UUID) -> PostgresQuery {
+        "entries.diary_id = \(diary) and \(PolicyRule.rule("\(diary)\(PolicyTwin.isCallersDiary)"))"
+    }
+}

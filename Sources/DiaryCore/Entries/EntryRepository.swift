@@ -1,0 +1,198 @@
+package import DiaryModels
+package import Foundation
+package import PostgresClient
+
+/// Entries and read receipts, always as the caller (see `RequestScope`).
+package struct EntryRepository: Sendable {
+    let scope: RequestScope
+
+    package init(scope: RequestScope) {
+        self.scope = scope
+    }
+
+    /// An author who has left the diary is no longer a co-member, so their profile is not
+    /// visible: they appear under this id and name.
+    package static let departedAuthorID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+    package static let departedAuthorName = "退会したユーザー"
+
+    /// An entry's columns, its author and its readers, for entries of `diary`. The diary's
+    /// member profiles are read once, for authors and readers alike: with row-level security
+    /// each read of member_profiles costs three tables' policies. Readers come as two
+    /// parallel arrays in one order, which decode without a JSON parser.
+    static func entryColumns(inDiary diary: UUID) -> PostgresQuery {
+        """
+        with profiles as (select * from member_profiles where member_profiles.diary_id = \(diary))
+        select entries.id, entries.diary_id, entries.content, entries.question, entries.images,
+            entries.created_at, entries.updated_at, entries.user_id = (select app_user_id()) as is_mine,
+            author.public_id as author_id, author.display_name as author_name, author.profile_image_url as author_image,
+            reads.reader_ids, reads.read_at
+        from entries
+        left join profiles author on author.user_id = entries.user_id
+        cross join lateral (
+            select array_agg(reader.public_id order by entry_reads.read_at, reader.public_id) as reader_ids,
+                   array_agg(entry_reads.read_at order by entry_reads.read_at, reader.public_id) as read_at
+            from entry_reads
+            join profiles reader on reader.user_id = entry_reads.user_id
+            where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id and \(EntryReadsPolicy.select.using)) as reads
+        """
+    }
+
+    static func entry(from row: PostgresRow) throws -> Entry {
+        let readers = try row.decodeAggregate("reader_ids", as: UUID.self)
+        let readAt = try row.decodeAggregate("read_at", as: Date.self, count: readers.count)
+        return Entry(
+            id: try row.decode("id"), diaryId: try row.decode("diary_id"),
+            author: Entry.Author(
+                id: try row.decode("author_id", as: UUID?.self) ?? departedAuthorID,
+                displayName: try row.decode("author_name", as: String?.self) ?? departedAuthorName,
+                profileImageUrl: try row.decode("author_image")
+            ),
+            content: try row.decode("content"), question: try row.decode("question"), images: try row.decode("images"),
+            createdAt: try row.decode("created_at"), updatedAt: try row.decode("updated_at"),
+            readBy: zip(readers, readAt).map { ReadReceipt(userId: $0, readAt: $1) },
+            isMine: try row.decode("is_mine")
+        )
+    }
+
+    private static func diaryVisible(_ diary: UUID) -> PostgresQuery {
+        "select 1 from diaries where diaries.id = \(diary) and \(DiariesPolicy.select.using)"
+    }
+
+    package enum CreateOutcome: Sendable {
+        case created(Entry)
+        case replayed(Entry)
+    }
+
+    /// Inserts the entry, or recognises a replay of the same post by the same author.
+    /// Any other reuse of the id is `entry_id_conflict`, and the stored entry is untouched.
+    package func create(in diary: UUID, id: UUID?, content: String, question: String?) async throws -> CreateOutcome {
+        let entryID = id ?? UUID()
+        let results = try await scope.run([
+            Self.diaryVisible(diary),
+            """
+            insert into entries (diary_id, id, user_id, content, question)
+            select * from (values (\(diary), \(entryID), (select app_user_id()), \(content), \(question)))
+                as entries (diary_id, id, user_id, content, question)
+            -- An invisible diary does not exist: nothing is tried there, so it is a 404, never a 403.
+            where exists (select 1 from diaries where diaries.id = \(diary)) and \(EntriesPolicy.insert.check)
+            on conflict (diary_id, id) do nothing
+            returning id
+            """,
+            """
+            \(Self.entryColumns(inDiary: diary))
+            where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(entryID)
+            """,
+        ])
+        guard !results[0].isEmpty else { throw DomainError.notFound("no such diary") }
+        guard let row = results[2].first else { throw Self.entryIDConflict }
+        let entry = try Self.entry(from: row)
+        if !results[1].isEmpty { return .created(entry) }
+        guard entry.isMine, entry.content == content, entry.question == question else { throw Self.entryIDConflict }
+        return .replayed(entry)
+    }
+
+    static let entryIDConflict = DomainError(.entryIDConflict, "an entry with this id already exists with other content")
+
+    package struct Cursor: Sendable {
+        var createdAt: String
+        var id: UUID
+
+        init(createdAt: String, id: UUID) {
+            self.createdAt = createdAt
+            self.id = id
+        }
+
+        package init?(_ text: String) {
+            guard text.count <= 128, let data = Base64URL.decode(text), let plain = String(data: data, encoding: .utf8) else { return nil }
+            let parts = plain.split(separator: "|")
+            guard parts.count == 2, PostgresTimestamp.parse(String(parts[0])) != nil, let id = UUID(canonicalText: String(parts[1])) else { return nil }
+            self.init(createdAt: String(parts[0]), id: id)
+        }
+
+        package var encoded: String { Base64URL.encode(Data("\(createdAt)|\(id.canonicalText)".utf8)) }
+    }
+
+    /// Newest first, keyset-paginated over (created_at, id): one round trip per page.
+    package func timeline(of diary: UUID, limit: Int, before cursor: Cursor?) async throws -> EntryPage {
+        let page: PostgresQuery
+        if let cursor {
+            page = """
+                \(Self.entryColumns(inDiary: diary))
+                where \(EntriesPolicy.select(inDiary: diary))
+                  and (entries.created_at, entries.id) < (\(cursor.createdAt)::timestamptz, \(cursor.id))
+                order by entries.created_at desc, entries.id desc limit \(limit + 1)
+                """
+        } else {
+            page = """
+                \(Self.entryColumns(inDiary: diary))
+                where \(EntriesPolicy.select(inDiary: diary))
+                order by entries.created_at desc, entries.id desc limit \(limit + 1)
+                """
+        }
+        let results = try await scope.read([Self.diaryVisible(diary), page])
+        guard !results[0].isEmpty else { throw DomainError.notFound("no such diary") }
+        var entries = try results[1].map(Self.entry(from:))
+        var next: String?
+        if entries.count > limit {
+            entries.removeLast()
+            if let last = entries.last {
+                next = Cursor(createdAt: PostgresTimestamp.format(last.createdAt), id: last.id).encoded
+            }
+        }
+        return EntryPage(entries: entries, nextCursor: next)
+    }
+
+    package func find(_ id: UUID, in diary: UUID) async throws -> Entry {
+        let rows = try await scope.read("""
+            \(Self.entryColumns(inDiary: diary))
+            where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(id)
+            """)
+        guard let row = rows.first else { throw DomainError.notFound("no such entry") }
+        return try Self.entry(from: row)
+    }
+
+    /// Author only: members who are not the author get 403, everyone else 404.
+    package func update(_ id: UUID, in diary: UUID, content: String?, question: String?) async throws -> Entry {
+        let results = try await scope.run([
+            EntriesPolicy.update.guardedUpdate(
+                set: "content = coalesce(\(content), entries.content), question = coalesce(\(question), entries.question)",
+                where: "entries.diary_id = \(diary) and entries.id = \(id)"
+            ),
+            """
+            \(Self.entryColumns(inDiary: diary))
+            where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(id)
+            """,
+        ])
+        try PolicyTwin.requirePermitted(results[0], missing: "no such entry", forbidden: "only the author can edit this entry")
+        guard let row = results[1].first else { throw DomainError.notFound("no such entry") }
+        return try Self.entry(from: row)
+    }
+
+    package func delete(_ id: UUID, in diary: UUID) async throws {
+        let rows = try await scope.run(EntriesPolicy.delete.guardedDelete(where: "entries.diary_id = \(diary) and entries.id = \(id)"))
+        try PolicyTwin.requirePermitted(rows, missing: "no such entry", forbidden: "only the author can delete this entry")
+    }
+
+    /// Records the caller's read through `mark_as_read`; reading again just moves read_at.
+    package func markRead(_ id: UUID, in diary: UUID) async throws {
+        let results = try await scope.run([
+            "select 1 from entries where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(id)",
+            "select mark_as_read(\(id), (select app_user_id()))",
+        ])
+        guard !results[0].isEmpty else { throw DomainError.notFound("no such entry") }
+    }
+
+    package func reads(of id: UUID, in diary: UUID) async throws -> [ReadReceipt] {
+        let results = try await scope.read([
+            "select 1 from entries where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(id)",
+            """
+            select reader.public_id, entry_reads.read_at from entry_reads
+            join member_profiles reader on reader.diary_id = entry_reads.diary_id and reader.user_id = entry_reads.user_id
+            where entry_reads.diary_id = \(diary) and entry_reads.entry_id = \(id) and \(EntryReadsPolicy.select.using)
+            order by entry_reads.read_at, reader.public_id
+            """,
+        ])
+        guard !results[0].isEmpty else { throw DomainError.notFound("no such entry") }
+        return try results[1].map { ReadReceipt(userId: try $0.decode("public_id"), readAt: try $0.decode("read_at")) }
+    }
+}

@@ -1,0 +1,39 @@
+package import PostgresClient
+
+/// The SQLSTATEs that our own SQL functions raise, all in class ZN (sql/schema.sql).
+/// Each is a domain refusal, so it leaves the data layer as a `DomainError`.
+package enum AppSQLState: String, CaseIterable, Sendable {
+    /// `join_diary`: no diary has the code.
+    case inviteCodeInvalid = "ZN001"
+    /// `join_diary`: the diary's type allows no more members.
+    case diaryFull = "ZN002"
+    /// `mark_as_read`: the entry is not in one of the caller's diaries.
+    case entryNotFound = "ZN003"
+    /// `authenticate` and the functions that need a caller: the session is not live.
+    case sessionInvalid = "ZN401"
+
+    package var sqlState: SQLState { SQLState(rawValue) }
+
+    package init?(_ error: PostgresError) {
+        guard let code = error.sqlState?.code, let state = AppSQLState(rawValue: code) else { return nil }
+        self = state
+    }
+
+    package var domainError: DomainError {
+        switch self {
+        case .inviteCodeInvalid: DomainError(.inviteCodeInvalid, "no diary has this invite code", sqlState: sqlState)
+        case .diaryFull: DomainError(.diaryFull, "this diary has no room for another member", sqlState: sqlState)
+        case .entryNotFound: DomainError(.notFound, "no such resource", sqlState: sqlState)
+        case .sessionInvalid: DomainError(.unauthenticated, "the session has ended; sign in again", sqlState: sqlState)
+        }
+    }
+
+    /// Runs `body`, turning an error raised with one of these codes into its `DomainError`.
+    package static func translating<Result>(_ body: () async throws -> Result) async throws -> Result {
+        do {
+            return try await body()
+        } catch let error as PostgresError {
+            throw AppSQLState(error)?.domainError ?? error
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import DiaryCore
+import DiaryModels
+import Hummingbird
+import Logging
+
+/// Sign-in, refresh and logout. Only logout needs a bearer token.
+struct AuthRoutes {
+    let accounts: AccountRepository
+    let apple: AppleIdentityVerifier
+    let devSignInEnabled: Bool
+
+    func register(public router: RouterGroup<AppRequestContext>) {
+        router.post("auth/apple") { request, context -> Session in
+            let body = try await request.decode(as: AppleSignInRequest.self, context: context)
+            let token = try Validation.text(body.identityToken, field: "identityToken", length: 1...JSONWebToken.maximumLength)
+            let nonce = try Validation.optionalText(body.nonce, field: "nonce", length: 1...256)
+            let displayName = try body.displayName.map { try Validation.displayName($0) } ?? "ユーザー"
+            let identity: AppleIdentityVerifier.Identity
+            do {
+                identity = try await apple.verify(token, rawNonce: nonce)
+            } catch let failure as AppleIdentityVerifier.Failure {
+                context.logger.info("apple sign-in refused", metadata: ["reason": "\(failure)"])
+                throw Problem.unauthorized("the identity token is not valid")
+            }
+            return try await accounts.signInWithApple(subject: identity.subject, email: identity.email, displayName: displayName)
+        }
+
+        router.post("auth/dev") { request, context -> Session in
+            guard devSignInEnabled else { throw Problem.notFound("no such route") }
+            let body = try await request.decode(as: DevSignInRequest.self, context: context)
+            return try await accounts.signInForDevelopment(name: try Validation.displayName(body.name, field: "name"))
+        }
+
+        router.post("auth/refresh") { request, context -> Session in
+            let body = try await request.decode(as: RefreshRequest.self, context: context)
+            let presented = try Validation.text(body.refreshToken, field: "refreshToken", length: 1...128)
+            guard let session = try await accounts.refresh(presented) else {
+                throw Problem.unauthorized("the refresh token is not valid")
+            }
+            return session
+        }
+    }
+
+    func register(authenticated router: RouterGroup<AuthenticatedContext>) {
+        router.post("auth/logout") { _, context -> HTTPResponse.Status in
+            try await UserRepository(scope: context.scope).logout()
+            return .noContent
+        }
+    }
+}

@@ -1,0 +1,29 @@
+import DiaryCore
+import Hummingbird
+import Logging
+import PostgresClient
+
+/// Reads `Authorization: Bearer …` and, if the token's signature and expiry check out,
+/// gives the request its `RequestScope`. Whether the session is still live is checked by
+/// the database inside the request's own transaction (see `RequestScope`).
+struct BearerAuthenticator: RouterMiddleware {
+    typealias Context = AppRequestContext
+    let tokens: TokenService
+    let pool: PostgresPool
+    /// Where the scope sends transactions that only read (`ServerConfiguration.sharedReads`).
+    let readPlacement: PostgresPool.Placement
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let header = request.headers[.authorization] else {
+            throw Problem.unauthorized("an access token is required")
+        }
+        guard header.count > 7, header.prefix(7).lowercased() == "bearer ",
+              let identity = try? tokens.verifyAccessToken(String(header.dropFirst(7))) else {
+            throw Problem.unauthorized("the access token is not valid")
+        }
+        var context = context
+        context.scope = RequestScope(identity: identity, pool: pool, readPlacement: readPlacement)
+        context.logger[metadataKey: "user"] = "\(identity.userID)"
+        return try await next(request, context)
+    }
+}

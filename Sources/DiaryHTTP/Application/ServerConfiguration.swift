@@ -1,0 +1,61 @@
+package import DiaryCore
+package import PostgresClient
+
+/// Everything `serve` needs. `DiaryServer` reads it from the environment and flags, once.
+package struct ServerConfiguration: Sendable {
+    package var host: String
+    package var port: Int
+    package var database: PostgresConfiguration
+    package var poolOptions: PostgresPool.Options
+    /// How long start-up keeps retrying an unreachable database before giving up.
+    package var databaseWait: Duration
+    package var auth: AuthConfiguration
+    /// Requests worked on at once; the rest get 503 at the door (see ConcurrencyLimitMiddleware).
+    package var maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests
+    /// Read-only transactions queue on the pool's shared connections (`DB_SHARED_READS=1`).
+    /// Off by default: it gains throughput under load, but a request queued behind a slow
+    /// one waits for it, which raises the tail latency.
+    package var sharedReads = false
+
+    package init(
+        host: String, port: Int, database: PostgresConfiguration, poolOptions: PostgresPool.Options, databaseWait: Duration,
+        auth: AuthConfiguration, maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, sharedReads: Bool = false
+    ) {
+        self.host = host
+        self.port = port
+        self.database = database
+        self.poolOptions = poolOptions
+        self.databaseWait = databaseWait
+        self.auth = auth
+        self.maxConcurrentRequests = maxConcurrentRequests
+        self.sharedReads = sharedReads
+    }
+
+    package static let defaultHost = "127.0.0.1"
+    package static let defaultPort = 8080
+    package static let defaultPoolSize = 8
+    package static let maximumPoolSize = 200
+    package static let defaultMaxConcurrentRequests = 256
+    package static let defaultAcquireTimeoutMilliseconds = 2000
+    package static let defaultStatementTimeoutMilliseconds = 5000
+}
+
+/// Sign-in and token settings.
+package struct AuthConfiguration: Sendable {
+    /// `DIARY_ENV=production`: no dev sign-in, no generated keys.
+    package var production: Bool
+    /// `DIARY_DEV_AUTH=1` outside production.
+    package var devSignIn: Bool
+    package var jwtKeyFile: String?
+    /// Where development keeps its generated JWT key (`DIARY_DATA_DIR`, default .data).
+    package var dataDirectory: String
+    package var apple: AppleIdentityVerifier.Configuration
+
+    package init(production: Bool, devSignIn: Bool, jwtKeyFile: String?, dataDirectory: String, apple: AppleIdentityVerifier.Configuration) {
+        self.production = production
+        self.devSignIn = devSignIn
+        self.jwtKeyFile = jwtKeyFile
+        self.dataDirectory = dataDirectory
+        self.apple = apple
+    }
+}

@@ -1,0 +1,62 @@
+import DiaryCore
+import DiaryModels
+import Hummingbird
+
+struct DiaryRoutes {
+    let joinLimiter: JoinAttemptLimiter
+
+    func register(on router: RouterGroup<AuthenticatedContext>) {
+        router.post("diaries") { request, context -> EditedResponse<Diary> in
+            let body = try await request.decode(as: CreateDiaryRequest.self, context: context)
+            let name = try Validation.text(body.name, field: "name", length: 1...50)
+            let diary = try await DiaryRepository(scope: context.scope).create(name: name, type: body.type)
+            return EditedResponse(status: .created, response: diary)
+        }
+
+        router.get("diaries") { _, context -> DiaryList in
+            DiaryList(diaries: try await DiaryRepository(scope: context.scope).list())
+        }
+
+        router.post("diaries/join") { request, context -> Diary in
+            let body = try await request.decode(as: JoinDiaryRequest.self, context: context)
+            let code = try Validation.text(body.inviteCode, field: "inviteCode", length: 1...32)
+            if let wait = joinLimiter.retryAfter(for: context.userID) {
+                AppMetrics.recordRateLimitRejection("join_attempts")
+                throw Problem(status: .tooManyRequests, code: "rate_limited", detail: "too many wrong invite codes; try again later", headers: [.retryAfter: String(wait)])
+            }
+            do {
+                return try await DiaryRepository(scope: context.scope).join(inviteCode: code)
+            } catch let error as DomainError where error.reason == .inviteCodeInvalid {
+                joinLimiter.recordFailure(for: context.userID)
+                throw error
+            }
+        }
+
+        router.get("diaries/:diaryId") { _, context -> Diary in
+            try await DiaryRepository(scope: context.scope).find(try Validation.id(context, "diaryId"))
+        }
+
+        router.patch("diaries/:diaryId") { request, context -> Diary in
+            let id = try Validation.id(context, "diaryId")
+            let body = try await request.decode(as: UpdateDiaryRequest.self, context: context)
+            let name = try Validation.text(body.name, field: "name", length: 1...50)
+            return try await DiaryRepository(scope: context.scope).rename(id, to: name)
+        }
+
+        router.post("diaries/:diaryId/invite-code") { _, context -> InviteCodeResponse in
+            let code = try await DiaryRepository(scope: context.scope).rotateInviteCode(try Validation.id(context, "diaryId"))
+            return InviteCodeResponse(inviteCode: code)
+        }
+
+        router.get("diaries/:diaryId/members") { _, context -> MemberList in
+            MemberList(members: try await DiaryRepository(scope: context.scope).members(of: try Validation.id(context, "diaryId")))
+        }
+
+        router.delete("diaries/:diaryId/members/:userId") { _, context -> HTTPResponse.Status in
+            let diary = try Validation.id(context, "diaryId")
+            let member = try Validation.id(context, "userId")
+            try await DiaryRepository(scope: context.scope).remove(member: member, from: diary)
+            return .noContent
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import DiaryModels
+import Foundation
+import Hummingbird
+import NIOFoundationEssentialsCompat
+import PostgresClient
+
+/// Decodes JSON bodies with errors that say where they failed, and refuses fields a
+/// client may never set (`read_only_field`) instead of silently applying them.
+struct APIRequestDecoder: RequestDecoder {
+    /// Bodies past this are refused with 413 before they are decoded.
+    static let maximumBytes = 64 * 1024
+
+    /// Timestamps are RFC 3339 text, as responses write them.
+    static let jsonDecoder: JSONDecoder = {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let text = try container.decode(String.self)
+            guard let date = PostgresTimestamp.parse(text) else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an RFC 3339 timestamp")
+            }
+            return date
+        }
+        return decoder
+    }()
+
+    /// Fields that belong to the server. A body naming one is refused whatever the route.
+    static let readOnlyFields: Set<String> = [
+        "author", "userId", "user_id", "role", "inviteCode", "invite_code", "isPremium", "premiumExpiresAt",
+        "createdAt", "updatedAt", "joinedAt", "diaryId", "memberCount", "maxMembers", "isMine", "readBy",
+        "appleSub", "email", "lastEntryAt", "unreadCount", "id", "type", "members",
+    ]
+
+    func decode<T: Decodable>(_ type: T.Type, from request: Request, context: some RequestContext) async throws -> T {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: context.maxUploadSize)
+        } catch {
+            throw Problem.payloadTooLarge()
+        }
+        let data = Data(buffer: buffer)
+        let object: Any
+        do {
+            object = try JSONSerialization.jsonObject(with: data)
+        } catch {
+            throw Problem(status: .badRequest, code: "validation_failed", detail: "the body is not valid JSON: \((error as NSError).userInfo[NSDebugDescriptionErrorKey] ?? "malformed")")
+        }
+        guard let fields = object as? [String: Any] else {
+            throw Problem(status: .badRequest, code: "validation_failed", detail: "the body must be a JSON object")
+        }
+        let allowed = (T.self as? AllowsServerFields.Type)?.allowedServerFields ?? []
+        if let field = fields.keys.sorted().first(where: { Self.readOnlyFields.contains($0) && !allowed.contains($0) }) {
+            throw Problem(status: .badRequest, code: "read_only_field", detail: "\(field) is set by the server and cannot be sent")
+        }
+        do {
+            return try Self.jsonDecoder.decode(T.self, from: data)
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw Problem.validation(field: Self.path(context.codingPath + [key]), "is required")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            throw Problem.validation(field: Self.path(context.codingPath), "has the wrong type")
+        } catch let DecodingError.dataCorrupted(context) {
+            throw Problem.validation(field: Self.path(context.codingPath), "is not valid: \(context.debugDescription)")
+        }
+    }
+
+    static func path(_ codingPath: [any CodingKey]) -> String {
+        codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+    }
+}
+
+/// A request type that may carry some of the otherwise read-only field names.
+protocol AllowsServerFields {
+    static var allowedServerFields: Set<String> { get }
+}
+
+extension CreateEntryRequest: AllowsServerFields {
+    /// Offline-first clients choose the entry's id.
+    static var allowedServerFields: Set<String> { ["id"] }
+}
+
+extension CreateDiaryRequest: AllowsServerFields {
+    static var allowedServerFields: Set<String> { ["type"] }
+}
+
+extension JoinDiaryRequest: AllowsServerFields {
+    static var allowedServerFields: Set<String> { ["inviteCode"] }
+}

@@ -1,0 +1,14 @@
+import DiaryModels
+public import Hummingbird
+
+// The API types live in DiaryModels, which knows nothing of Hummingbird.
+extension Session: ResponseEncodable {}
+extension Me: ResponseEncodable {}
+extension Diary: ResponseEncodable {}
+extension DiaryList: ResponseEncodable {}
+extension MemberList: ResponseEncodable {}
+extension InviteCodeResponse: ResponseEncodable {}
+extension Entry: ResponseEncodable {}
+extension EntryPage: ResponseEncodable {}
+extension ReadList: ResponseEncodable {}
+extension TodayQuestion: ResponseEncodable {}

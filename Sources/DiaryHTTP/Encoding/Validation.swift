@@ -1,0 +1,58 @@
+import Foundation
+import Hummingbird
+import PostgresClient
+
+/// Limits on every input, each failure a 400 `validation_failed` naming the field.
+enum Validation {
+    static func text(_ value: String, field: String, length: ClosedRange<Int>) throws -> String {
+        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        // Counted in code points, as PostgreSQL's char_length and JSON Schema count them.
+        guard length.contains(trimmed.unicodeScalars.count) else {
+            throw Problem.validation(field: field, "must be \(length.lowerBound) to \(length.upperBound) characters")
+        }
+        guard !trimmed.unicodeScalars.contains(where: { $0.value == 0 }) else {
+            throw Problem.validation(field: field, "must not contain NUL characters")
+        }
+        return trimmed
+    }
+
+    static func optionalText(_ value: String?, field: String, length: ClosedRange<Int>) throws -> String? {
+        try value.map { try text($0, field: field, length: length) }
+    }
+
+    static func displayName(_ value: String, field: String = "displayName") throws -> String {
+        try text(value, field: field, length: 1...50)
+    }
+
+    static func imageURL(_ value: String?) throws -> String? {
+        guard let value else { return nil }
+        guard value.count <= 2048, let url = URL(string: value), url.scheme == "https", url.host != nil else {
+            throw Problem.validation(field: "profileImageUrl", "must be an https URL of at most 2048 characters")
+        }
+        return value
+    }
+
+    static func timeZone(_ value: String?) throws -> String? {
+        guard let value else { return nil }
+        guard value.count <= 64, value.contains("/") || value == "UTC", TimeZone(identifier: value) != nil else {
+            throw Problem.validation(field: "timeZone", "must be an IANA time zone name such as Asia/Tokyo")
+        }
+        return value
+    }
+
+    static func reminderTime(_ value: String?) throws -> String? {
+        guard let value else { return nil }
+        guard value.wholeMatch(of: /([01][0-9]|2[0-3]):[0-5][0-9]/) != nil else {
+            throw Problem.validation(field: "settings.reminderTime", "must be HH:MM")
+        }
+        return value
+    }
+
+    /// A path id that is not a UUID names nothing that exists: 404, as for any unknown row.
+    static func id(_ context: some RequestContext, _ name: String) throws -> UUID {
+        guard let text = context.parameters.get(name), let id = UUID(canonicalText: text) else {
+            throw Problem.notFound("no such resource")
+        }
+        return id
+    }
+}

@@ -1,0 +1,64 @@
+import DiaryCore
+import DiaryModels
+import Hummingbird
+
+struct EntryRoutes {
+    static let defaultLimit = 20
+
+    func register(on router: RouterGroup<AuthenticatedContext>) {
+        router.post("diaries/:diaryId/entries") { request, context -> EditedResponse<Entry> in
+            let diary = try Validation.id(context, "diaryId")
+            let body = try await request.decode(as: CreateEntryRequest.self, context: context)
+            let content = try Validation.text(body.content, field: "content", length: 1...10_000)
+            let question = try Validation.optionalText(body.question, field: "question", length: 1...500)
+            switch try await EntryRepository(scope: context.scope).create(in: diary, id: body.id, content: content, question: question) {
+            case .created(let entry): return EditedResponse(status: .created, response: entry)
+            case .replayed(let entry): return EditedResponse(status: .ok, response: entry)
+            }
+        }
+
+        router.get("diaries/:diaryId/entries") { request, context -> EntryPage in
+            let diary = try Validation.id(context, "diaryId")
+            var limit = Self.defaultLimit
+            if let text = request.uri.queryParameters.get("limit") {
+                guard let value = Int(text), (1...100).contains(value) else {
+                    throw Problem.validation(field: "limit", "must be a whole number from 1 to 100")
+                }
+                limit = value
+            }
+            var cursor: EntryRepository.Cursor?
+            if let text = request.uri.queryParameters.get("before") {
+                guard let parsed = EntryRepository.Cursor(text) else { throw Problem.validation(field: "before", "is not a cursor this server issued") }
+                cursor = parsed
+            }
+            return try await EntryRepository(scope: context.scope).timeline(of: diary, limit: limit, before: cursor)
+        }
+
+        router.get("diaries/:diaryId/entries/:entryId") { _, context -> Entry in
+            try await EntryRepository(scope: context.scope).find(try Validation.id(context, "entryId"), in: try Validation.id(context, "diaryId"))
+        }
+
+        router.patch("diaries/:diaryId/entries/:entryId") { request, context -> Entry in
+            let diary = try Validation.id(context, "diaryId")
+            let entry = try Validation.id(context, "entryId")
+            let body = try await request.decode(as: UpdateEntryRequest.self, context: context)
+            let content = try Validation.optionalText(body.content, field: "content", length: 1...10_000)
+            let question = try Validation.optionalText(body.question, field: "question", length: 1...500)
+            return try await EntryRepository(scope: context.scope).update(entry, in: diary, content: content, question: question)
+        }
+
+        router.delete("diaries/:diaryId/entries/:entryId") { _, context -> HTTPResponse.Status in
+            try await EntryRepository(scope: context.scope).delete(try Validation.id(context, "entryId"), in: try Validation.id(context, "diaryId"))
+            return .noContent
+        }
+
+        router.post("diaries/:diaryId/entries/:entryId/read") { _, context -> HTTPResponse.Status in
+            try await EntryRepository(scope: context.scope).markRead(try Validation.id(context, "entryId"), in: try Validation.id(context, "diaryId"))
+            return .noContent
+        }
+
+        router.get("diaries/:diaryId/entries/:entryId/reads") { _, context -> ReadList in
+            ReadList(reads: try await EntryRepository(scope: context.scope).reads(of: try Validation.id(context, "entryId"), in: try Validation.id(context, "diaryId")))
+        }
+    }
+}

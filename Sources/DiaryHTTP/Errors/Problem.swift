@@ -1,0 +1,64 @@
+import Foundation
+import Hummingbird
+
+/// An RFC 9457 problem: every error the API returns has this shape and a stable `code`.
+struct Problem: HTTPResponseError, Sendable {
+    var status: HTTPResponse.Status
+    var code: String
+    var detail: String
+    var headers: HTTPFields = [:]
+
+    private struct Body: Encodable {
+        var type: String
+        var title: String
+        var status: Int
+        var detail: String
+        var code: String
+        var requestId: String?
+    }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        let body = Body(
+            type: "https://zutto-nikki.app/problems/\(code)",
+            title: status.reasonPhrase,
+            status: status.code,
+            detail: detail,
+            code: code,
+            requestId: status.code >= 500 ? context.id : nil
+        )
+        var fields = headers
+        fields[.contentType] = "application/problem+json"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = try encoder.encode(body)
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    static func serviceUnavailable(_ detail: String, code: String = "service_unavailable", retryAfterSeconds: Int = 1) -> Problem {
+        Problem(status: .serviceUnavailable, code: code, detail: detail, headers: [.retryAfter: String(retryAfterSeconds)])
+    }
+
+    static func unauthorized(_ detail: String) -> Problem {
+        Problem(status: .unauthorized, code: "unauthorized", detail: detail, headers: [.wwwAuthenticate: #"Bearer realm="zutto-nikki""#])
+    }
+
+    static func notFound(_ detail: String = "no such resource") -> Problem {
+        Problem(status: .notFound, code: "not_found", detail: detail)
+    }
+
+    static func forbidden(_ detail: String) -> Problem {
+        Problem(status: .forbidden, code: "forbidden", detail: detail)
+    }
+
+    static func validation(field: String, _ problem: String) -> Problem {
+        Problem(status: .badRequest, code: "validation_failed", detail: field.isEmpty ? problem : "\(field) \(problem)")
+    }
+
+    static func payloadTooLarge() -> Problem {
+        Problem(status: .contentTooLarge, code: "payload_too_large", detail: "the body is larger than \(APIRequestDecoder.maximumBytes) bytes")
+    }
+
+    static func internalError() -> Problem {
+        Problem(status: .internalServerError, code: "internal", detail: "an unexpected error occurred; quote the request id when reporting it")
+    }
+}

@@ -1,0 +1,48 @@
+import DiaryCore
+import Foundation
+import PostgresClient
+
+/// Reads one setting from the process's environment: a flag wins over the variable, which
+/// wins over the default. Every environment variable the server reads is read here.
+enum Setting {
+    static var environment: [String: String] { ProcessInfo.processInfo.environment }
+
+    static func string(flag: String?, environment name: String, default defaultValue: String? = nil, in environment: [String: String] = Setting.environment) -> String? {
+        if let flag { return flag }
+        if let value = environment[name], !value.isEmpty { return value }
+        return defaultValue
+    }
+
+    static func integer(flag: Int?, environment name: String, default defaultValue: Int, range: ClosedRange<Int>) throws -> Int {
+        let value: Int
+        if let flag {
+            value = flag
+        } else if let text = string(flag: nil, environment: name) {
+            guard let parsed = Int(text) else { throw ConfigurationError(description: "\(name) must be a whole number, not \"\(text)\"") }
+            value = parsed
+        } else {
+            value = defaultValue
+        }
+        guard range.contains(value) else {
+            throw ConfigurationError(description: "\(name) must be between \(range.lowerBound) and \(range.upperBound), not \(value)")
+        }
+        return value
+    }
+
+    static func databaseURL(flag: String?, environment name: String = "DATABASE_URL") throws -> PostgresConfiguration {
+        try databaseURL(flag: flag, environment: [name])
+    }
+
+    /// The first of `names` that is set wins, after the flag.
+    static func databaseURL(flag: String?, environment names: [String]) throws -> PostgresConfiguration {
+        let name = names.first { string(flag: nil, environment: $0) != nil } ?? names[names.count - 1]
+        guard let url = string(flag: flag, environment: name) else {
+            throw ConfigurationError(description: "\(name) is not set; give a postgres:// URL in \(name) or with --database-url")
+        }
+        do {
+            return try PostgresConfiguration(url: url)
+        } catch let error as PostgresError {
+            throw ConfigurationError(description: error.message)
+        }
+    }
+}
