@@ -6,7 +6,7 @@ PG := scripts/postgres.sh
 # `make run CONFIG=release` for an optimised server.
 CONFIG ?= debug
 
-.PHONY: run test build db db-stop psql bench bench-client bench-rls bench-rls-instructions clean-db
+.PHONY: run test build db db-stop psql schema bench bench-client bench-rls bench-rls-instructions clean-db
 
 run: db
 	swift build -c $(CONFIG) --product diary-server
@@ -34,6 +34,10 @@ db-stop:
 
 psql: db
 	eval "$$($(PG) env)"; psql -X "$$DATABASE_URL"
+
+# sql/schema.sql, the schema sql/migrations build, for reading; SchemaFileTests fails when it is stale.
+schema: db
+	eval "$$($(PG) env)"; scripts/schema.sh write
 
 bench: db
 	eval "$$($(PG) env)"; Benchmarks/endpoints.sh
