@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// What sign-in and refresh return.
 public struct Session: Codable, Sendable, Equatable {

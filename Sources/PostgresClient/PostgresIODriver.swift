@@ -14,8 +14,7 @@ import Glibc
 /// copies into its buffer and writes what the socket takes, so nothing blocks. Only
 /// the wait for the answer needs a thread, and one serves every connection, as in
 /// pgbench. A statement then costs one wake-up of this thread, where a thread blocked
-/// on each connection cost a hop there and a hop back (measured: a cheap SELECT ran at
-/// a third of pgbench's rate that way, see Benchmarks/results).
+/// on each connection would cost a hop there and a hop back.
 ///
 /// Each socket joins the epoll set once, edge-triggered, for the life of its
 /// connection: a statement then costs no `epoll_ctl`, and input that arrives while

@@ -258,8 +258,8 @@ public final class PostgresPool: Service, Sendable {
     }
 
     /// Fails waiters whose deadline has passed, for as long as anyone waits. One task times
-    /// them all: a timer task per waiter cost a task, a timer and two thread wake-ups for
-    /// every request that waited, which under load was most requests.
+    /// them all: a timer task per waiter would cost a task, a timer and two thread wake-ups
+    /// for every request that waits, which under load is most requests.
     private func expireWaiters() async {
         while true {
             let now = ContinuousClock.now

@@ -1,5 +1,5 @@
 package import DiaryModels
-package import Foundation
+import Foundation
 package import PostgresClient
 
 /// Sign-in and sessions: the queries that run before there is a caller.

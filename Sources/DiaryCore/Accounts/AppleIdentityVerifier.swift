@@ -1,11 +1,11 @@
-package import Crypto
+import Crypto
 package import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 package import Logging
 import NIOConcurrencyHelpers
-package import _CryptoExtras
+import _CryptoExtras
 
 /// Verifies Sign in with Apple identity tokens against Apple's published keys.
 ///

@@ -1,6 +1,6 @@
-package import Crypto
+import Crypto
 package import Foundation
-package import _CryptoExtras
+import _CryptoExtras
 
 /// A compact JWS, split and decoded but not yet trusted.
 ///
@@ -108,7 +108,7 @@ package struct JSONWebToken {
 }
 
 /// RFC 4648 §5, without padding, byte by byte: every request decodes its token's three
-/// parts, and going through base64 with three string replacements showed up in profiles.
+/// parts, so they go straight from UTF-8 to bytes, with no padding or replacements.
 package enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
     private static let values: [UInt8] = {

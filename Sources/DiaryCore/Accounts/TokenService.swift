@@ -1,6 +1,6 @@
 package import Crypto
 package import Foundation
-package import PostgresClient
+import PostgresClient
 
 /// Issues and checks our own tokens.
 ///

@@ -1,5 +1,5 @@
 package import DiaryModels
-package import PostgresClient
+import PostgresClient
 
 /// The caller's own account, as the caller (see `RequestScope`).
 package struct UserRepository: Sendable {

@@ -1,6 +1,6 @@
 package import DiaryModels
 package import Foundation
-package import PostgresClient
+import PostgresClient
 
 /// Diaries and their members, always as the caller (see `RequestScope`).
 package struct DiaryRepository: Sendable {

@@ -1,6 +1,6 @@
 package import DiaryModels
 package import Foundation
-package import PostgresClient
+import PostgresClient
 
 /// Entries and read receipts, always as the caller (see `RequestScope`).
 package struct EntryRepository: Sendable {

@@ -4,11 +4,10 @@ import NIOCore
 
 /// HTTP/1 connections whose tasks run on the event loop that owns their socket.
 ///
-/// On Swift's global executor, a request crossed threads twice more than it must: from
-/// the event loop that read it to an executor thread, and back to write the answer. On
-/// two shared cores each crossing is a wake-up, and at half load most threads are asleep
-/// when work arrives. Measured at half the timeline's maximum rate (Benchmarks/results,
-/// 2026-11-23): p50 1.3–1.6 ms against 1.8–2.2 ms, p99 5.1–6.2 against 6.9–7.9 ms.
+/// On Swift's global executor, a request would cross threads twice more than it must:
+/// from the event loop that read it to an executor thread, and back to write the answer.
+/// Each crossing is a wake-up, and at moderate load most threads are asleep when work
+/// arrives, so the crossings show in the latency.
 ///
 /// Handlers may suspend but never block: the pool sends without blocking, waits on its
 /// own threads, and opens connections on a thread pool.

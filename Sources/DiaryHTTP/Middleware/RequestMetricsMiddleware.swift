@@ -7,10 +7,9 @@ import NIOConcurrencyHelpers
 ///
 /// Hummingbird's `MetricsMiddleware` records after the body is written, by wrapping every
 /// body in a closure. A closure body leaves Hummingbird's one-write path: the head is
-/// flushed alone and the body after it, so every response cost two `write` calls and woke
-/// the client twice. On /health that doubled the kernel's share of each request
-/// (Benchmarks/results/health-one-write-*). Here the clock stops when the handler returns
-/// its response, which every route builds in full, so only the socket write is left out.
+/// flushed alone and the body after it, so every response would cost two `write` calls
+/// and wake the client twice. Here the clock stops when the handler returns its response,
+/// which every route builds in full, so only the socket write is left out.
 struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     private let cache = RequestMetricsCache()
 
