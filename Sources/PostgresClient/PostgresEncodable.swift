@@ -168,14 +168,7 @@ public enum PostgresJSONCoding {
 
     public static let decoder: JSONDecoder = {
         let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .custom { decoder in
-            let container = try decoder.singleValueContainer()
-            let text = try container.decode(String.self)
-            guard let date = PostgresTimestamp.parse(text) else {
-                throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an RFC 3339 timestamp")
-            }
-            return date
-        }
+        decoder.dateDecodingStrategy = PostgresTimestamp.jsonDecodingStrategy
         return decoder
     }()
 }

@@ -83,6 +83,16 @@ public enum PostgresTimestamp {
     }
 
     /// Reads PostgreSQL's ISO output and RFC 3339 (a `T` or a space, `Z` or an offset).
+    /// Reads dates in JSON as RFC 3339 text, as `format` writes them.
+    public static let jsonDecodingStrategy = JSONDecoder.DateDecodingStrategy.custom { decoder in
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let date = parse(text) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an RFC 3339 timestamp")
+        }
+        return date
+    }
+
     public static func parse(_ text: String) -> Date? {
         var text = text
         return text.withUTF8(parse(bytes:))

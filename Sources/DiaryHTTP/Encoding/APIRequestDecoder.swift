@@ -13,14 +13,7 @@ struct APIRequestDecoder: RequestDecoder {
     /// Timestamps are RFC 3339 text, as responses write them.
     static let jsonDecoder: JSONDecoder = {
         let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .custom { decoder in
-            let container = try decoder.singleValueContainer()
-            let text = try container.decode(String.self)
-            guard let date = PostgresTimestamp.parse(text) else {
-                throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an RFC 3339 timestamp")
-            }
-            return date
-        }
+        decoder.dateDecodingStrategy = PostgresTimestamp.jsonDecodingStrategy
         return decoder
     }()
 
