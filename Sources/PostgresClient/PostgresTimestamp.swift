@@ -59,7 +59,7 @@ public enum PostgresTimestamp {
     }
 
     /// Days since 1970-01-01 in the proleptic Gregorian calendar (H. Hinnant's
-    /// `days_from_civil`): plain arithmetic, where `timegm` took glibc's time zone lock.
+    /// `days_from_civil`): plain arithmetic, where `timegm` takes glibc's time zone lock.
     static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
         let shiftedYear = month <= 2 ? year - 1 : year
         let era = (shiftedYear >= 0 ? shiftedYear : shiftedYear - 399) / 400
@@ -82,7 +82,6 @@ public enum PostgresTimestamp {
         return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
-    /// Reads PostgreSQL's ISO output and RFC 3339 (a `T` or a space, `Z` or an offset).
     /// Reads dates in JSON as RFC 3339 text, as `format` writes them.
     public static let jsonDecodingStrategy = JSONDecoder.DateDecodingStrategy.custom { decoder in
         let container = try decoder.singleValueContainer()
@@ -93,6 +92,7 @@ public enum PostgresTimestamp {
         return date
     }
 
+    /// Reads PostgreSQL's ISO output and RFC 3339 (a `T` or a space, `Z` or an offset).
     public static func parse(_ text: String) -> Date? {
         var text = text
         return text.withUTF8(parse(bytes:))

@@ -1,3 +1,4 @@
+import Foundation
 import PostgresClient
 import Testing
 import TestSupport
@@ -38,6 +39,16 @@ struct PolicyTwinTests {
         }
         let stored = try #require(policy, "no policy \(twin.name) on \(twin.table)")
         #expect(written == stored, "\(twin.name): the twin says \(written.map(String.init(describing:)) ?? "nothing"), the schema \(stored)")
+    }
+
+    @Test("entries_select narrowed to one diary is the twin's membership test, made on that diary")
+    func narrowedEntriesSelect() throws {
+        let narrowed = EntriesPolicy.select(inDiary: UUID())
+        let twin = try #require(EntriesPolicy.select.usingPredicate).sql
+        // The twin's text with its column in place of the diary's second bind.
+        let membership = twin.replacingOccurrences(of: "entries.diary_id", with: "$2")
+        #expect(narrowed.sql == "entries.diary_id = $1 and \(membership)")
+        #expect(narrowed.bindings.count == 2)
     }
 
     @Test("every twin names a policy of its own, once")

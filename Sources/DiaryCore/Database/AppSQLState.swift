@@ -2,7 +2,7 @@ package import PostgresClient
 
 /// The SQLSTATEs that our own SQL functions raise, all in class ZN (sql/schema.sql).
 /// Each is a domain refusal, so it leaves the data layer as a `DomainError`.
-package enum AppSQLState: String, CaseIterable, Sendable {
+package enum AppSQLState: String, Sendable {
     /// `join_diary`: no diary has the code.
     case inviteCodeInvalid = "ZN001"
     /// `join_diary`: the diary's type allows no more members.

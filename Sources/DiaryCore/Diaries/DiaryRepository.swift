@@ -78,7 +78,8 @@ package struct DiaryRepository: Sendable {
     /// Creates a diary owned by the caller. A new invite code that collides with an
     /// existing one (about one in 10^15 per diary) is drawn again.
     package func create(name: String, type: DiaryType) async throws -> Diary {
-        for attempt in 1...3 {
+        var attempt = 1
+        while true {
             let id = UUID()
             do {
                 let results = try await scope.run([
@@ -88,10 +89,9 @@ package struct DiaryRepository: Sendable {
                 guard let row = results[1].first else { throw DomainError.inconsistent("the new diary cannot be read back") }
                 return try Self.diary(from: row)
             } catch let error as PostgresError where error.constraint == "diaries_invite_code_key" && attempt < 3 {
-                continue
+                attempt += 1
             }
         }
-        throw DomainError.inconsistent("no free invite code in three draws")
     }
 
     /// Renames the diary: members see it (else 404), only the owner may change it (else 403).
@@ -107,7 +107,8 @@ package struct DiaryRepository: Sendable {
 
     /// Replaces the invite code, so the old one stops working. Owner only.
     package func rotateInviteCode(_ id: UUID) async throws -> String {
-        for attempt in 1...3 {
+        var attempt = 1
+        while true {
             do {
                 let rows = try await scope.run(DiariesPolicy.update.guardedUpdate(
                     set: "invite_code = generate_invite_code()", where: "diaries.id = \(id)", returning: "invite_code"
@@ -116,10 +117,9 @@ package struct DiaryRepository: Sendable {
                 guard let code = try rows.first?.decode("invite_code", as: String?.self) else { throw DomainError.inconsistent("the new invite code cannot be read back") }
                 return code
             } catch let error as PostgresError where error.constraint == "diaries_invite_code_key" && attempt < 3 {
-                continue
+                attempt += 1
             }
         }
-        throw DomainError.inconsistent("no free invite code in three draws")
     }
 
     /// Joins by invite code through `join_diary`, which keeps the diary under its cap.

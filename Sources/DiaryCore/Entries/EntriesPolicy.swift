@@ -29,9 +29,9 @@ package enum EntriesPolicy {
     )
 
     /// entries_select for the entries of one diary: `entries.diary_id = diary`, with the
-    /// membership test made once on that value. Every read of entries is about one diary,
-    /// and a membership test on each row's diary_id, beside PostgreSQL's own, made the
-    /// planner expect no rows and sort the diary instead of walking its timeline index.
+    /// twin's membership test made once on that value. Every read of entries is about one
+    /// diary, and a membership test on each row's diary_id, beside PostgreSQL's own, makes
+    /// the planner expect no rows and sort the diary instead of walking its timeline index.
     package static func select(inDiary diary: UUID) -> PostgresQuery {
         "entries.diary_id = \(diary) and \(PolicyRule.rule("\(diary)\(PolicyTwin.isCallersDiary)"))"
     }

@@ -4,7 +4,8 @@ import Foundation
 /// A response type that writes its own JSON, skipping `Encodable`'s generic containers.
 ///
 /// The Codable path of `StreamingJSONEncoder` looks up generic metadata for every member.
-/// The largest responses, a timeline page and the list of diaries, spell out their members here instead:
+/// The largest responses, a timeline page and the list of diaries, spell out their members
+/// here instead:
 /// the same keys in the same order as their synthesised `encode(to:)`, nil optionals
 /// left out, which `StreamingJSONEncoderTests` checks against JSONEncoder.
 protocol JSONWritable {

@@ -4,10 +4,11 @@ import PostgresClient
 /// Writes an `Encodable` value straight into JSON bytes, in one pass.
 ///
 /// Foundation's JSONEncoder first builds a tree of every value (with sorted keys, a
-/// dictionary per object), then serialises it; every response pays for that tree. This writes keys in declaration order as the
-/// synthesised `encode(to:)` calls arrive. What it writes parses to the same JSON as
-/// JSONEncoder with `PostgresJSONCoding`'s settings (timestamps as RFC 3339 text, nil
-/// optionals left out), which `StreamingJSONEncoderTests` checks for every response type.
+/// dictionary per object), then serialises it; every response pays for that tree. This
+/// writes keys in declaration order as the synthesised `encode(to:)` calls arrive. What it
+/// writes parses to the same JSON as JSONEncoder with `PostgresJSONCoding`'s settings
+/// (timestamps as RFC 3339 text, nil optionals left out), which `StreamingJSONEncoderTests`
+/// checks for every response type.
 struct StreamingJSONEncoder {
     func encode(_ value: some Encodable) throws -> [UInt8] {
         let output = JSONOutput()

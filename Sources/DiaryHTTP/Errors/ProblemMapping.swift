@@ -2,9 +2,10 @@ import DiaryCore
 import Hummingbird
 import PostgresClient
 
-/// The one table from errors below HTTP to problem+json: the domain's refusals, then
-/// database errors by SQLSTATE and kind. The app's own SQLSTATEs never get here: the
-/// data layer turns them into `DomainError`s (`AppSQLState`).
+/// The one table from errors to problem+json: the domain's refusals, database errors by
+/// SQLSTATE and kind, Hummingbird's own errors, and Apple's keys being out of reach. The
+/// app's own SQLSTATEs never get here: the data layer turns them into `DomainError`s
+/// (`AppSQLState`).
 enum ProblemMapping {
     static func problem(for error: DomainError) -> Problem {
         switch error.reason {
@@ -38,5 +39,21 @@ enum ProblemMapping {
         default:
             return Problem.internalError()
         }
+    }
+
+    static func problem(for error: HTTPError) -> Problem {
+        switch error.status {
+        case .notFound: Problem.notFound(error.body ?? "no such route")
+        case .contentTooLarge: Problem.payloadTooLarge()
+        case .unauthorized: Problem.unauthorized(error.body ?? "authentication is required")
+        case .methodNotAllowed: Problem(status: .methodNotAllowed, code: "method_not_allowed", detail: "this route does not accept that method")
+        case .badRequest: Problem(status: .badRequest, code: "validation_failed", detail: error.body ?? "the request is not valid")
+        default: Problem(status: error.status, code: error.status.code >= 500 ? "internal" : "bad_request", detail: error.body ?? error.status.reasonPhrase)
+        }
+    }
+
+    /// Apple's keys could not be had, so the sign-in cannot be judged: a 503, not a 401.
+    static func problem(for error: AppleKeysUnavailable) -> Problem {
+        Problem.serviceUnavailable("Apple's sign-in keys cannot be loaded right now", retryAfterSeconds: 5)
     }
 }

@@ -35,23 +35,12 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
                 )
                 return try problem.response(from: request, context: context)
             }
-            return try Self.problem(for: error).response(from: request, context: context)
-        } catch is AppleKeysUnavailable {
-            return try Problem.serviceUnavailable("Apple's sign-in keys cannot be loaded right now", retryAfterSeconds: 5).response(from: request, context: context)
+            return try ProblemMapping.problem(for: error).response(from: request, context: context)
+        } catch let error as AppleKeysUnavailable {
+            return try ProblemMapping.problem(for: error).response(from: request, context: context)
         } catch {
             context.logger.error("unexpected error", metadata: ["error": "\(String(reflecting: error))", "path": "\(request.uri.path)"])
             return try Problem.internalError().response(from: request, context: context)
-        }
-    }
-
-    static func problem(for error: HTTPError) -> Problem {
-        switch error.status {
-        case .notFound: Problem.notFound(error.body ?? "no such route")
-        case .contentTooLarge: Problem.payloadTooLarge()
-        case .unauthorized: Problem.unauthorized(error.body ?? "authentication is required")
-        case .methodNotAllowed: Problem(status: .methodNotAllowed, code: "method_not_allowed", detail: "this route does not accept that method")
-        case .badRequest: Problem(status: .badRequest, code: "validation_failed", detail: error.body ?? "the request is not valid")
-        default: Problem(status: error.status, code: error.status.code >= 500 ? "internal" : "bad_request", detail: error.body ?? error.status.reasonPhrase)
         }
     }
 }

@@ -10,6 +10,7 @@ extension AuthConfiguration {
         if production && devSignIn {
             throw ConfigurationError(description: "DIARY_DEV_AUTH=1 is refused when DIARY_ENV=production")
         }
+        // Read raw: an empty APPLE_JWKS_URL is refused as no URL, not taken for the default.
         let jwks = environment["APPLE_JWKS_URL"] ?? "https://appleid.apple.com/auth/keys"
         guard let jwksURL = URL(string: jwks), jwksURL.scheme == "https" || !production else {
             throw ConfigurationError(description: "APPLE_JWKS_URL must be an https URL")

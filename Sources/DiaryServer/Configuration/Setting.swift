@@ -3,8 +3,8 @@ import Foundation
 import PostgresClient
 
 /// Reads one setting from the process's environment: a flag wins over the variable, which
-/// wins over the default. Every setting of `serve` and `migrate` is read through here; the
-/// one other variable, DIARY_OPENAPI_FILE, only says where the contract's file lies
+/// wins over the default. Every setting of `serve` and `migrate` is read in this folder;
+/// the one other variable, DIARY_OPENAPI_FILE, only says where the contract's file lies
 /// (`OpenAPIDocument`).
 enum Setting {
     static var environment: [String: String] { ProcessInfo.processInfo.environment }

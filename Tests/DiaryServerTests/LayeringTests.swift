@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+
+/// The layers of docs/ARCHITECTURE.md, held by what each target's files import. SwiftPM lets
+/// a target import a module it reaches only through a dependency (DiaryHTTP could import
+/// CLibPQ through PostgresClient), so the compiler alone does not hold the line.
+@Suite("Layering")
+struct LayeringTests {
+    static let sources = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Sources")
+
+    static let system: Set<String> = ["Foundation", "FoundationNetworking", "FoundationEssentials", "Dispatch", "Glibc", "Darwin"]
+
+    /// What each target may import, beside the system's modules.
+    static let allowed: [String: Set<String>] = [
+        "PostgresClient": ["CLibPQ", "Logging", "NIOConcurrencyHelpers", "NIOCore", "NIOPosix", "ServiceLifecycle"],
+        "DiaryModels": [],
+        "DiaryCore": ["DiaryModels", "PostgresClient", "Logging", "NIOConcurrencyHelpers", "Crypto", "_CryptoExtras"],
+        "DiaryHTTP": [
+            "DiaryCore", "DiaryModels", "PostgresClient", "Hummingbird", "HummingbirdCore", "Logging", "Metrics", "Prometheus",
+            "NIOCore", "NIOConcurrencyHelpers", "NIOFoundationEssentialsCompat",
+        ],
+        "DiaryServer": ["DiaryCore", "DiaryHTTP", "PostgresClient", "Hummingbird", "ArgumentParser", "Logging", "ServiceLifecycle", "Crypto"],
+    ]
+
+    @Test("each target imports only the layers beneath it", arguments: ["PostgresClient", "DiaryModels", "DiaryCore", "DiaryHTTP", "DiaryServer"])
+    func importsStayBeneath(target: String) throws {
+        let allowed = try #require(Self.allowed[target]).union(Self.system)
+        let imports = try Self.imports(of: target)
+        #expect(!imports.isEmpty, "no Swift files read for \(target)")
+        for (file, module) in imports where !allowed.contains(module) {
+            Issue.record("\(file) imports \(module), which \(target) may not")
+        }
+    }
+
+    /// Every `import` of the target's files: (file, module).
+    static func imports(of target: String) throws -> [(String, String)] {
+        let folder = sources.appendingPathComponent(target)
+        let files = FileManager.default.enumerator(atPath: folder.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") } ?? []
+        let pattern = /^\s*(?:@testable\s+|@_exported\s+)?(?:public\s+|package\s+|internal\s+|private\s+|fileprivate\s+)?import\s+(?:(?:struct|class|enum|protocol|func|var|let|typealias)\s+)?([A-Za-z_][A-Za-z0-9_]*)/
+        return try files.flatMap { file in
+            try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+                .split(separator: "\n")
+                .compactMap { line in line.firstMatch(of: pattern).map { ("\(target)/\(file)", String($0.1)) } }
+        }
+    }
+}
