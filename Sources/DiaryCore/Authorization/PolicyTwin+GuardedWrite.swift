@@ -10,13 +10,10 @@ extension PolicyTwin {
     /// `update <table> set <assignments>` on the row `row` names. The answer has `permitted`,
     /// and with `returning`, that column of the changed row (NULL where nothing changed).
     package func guardedUpdate(set assignments: PostgresQuery, where row: PostgresQuery, returning column: PostgresFragment? = nil) -> PostgresQuery {
-        let returned: PostgresFragment = column.map { table + "." + $0 } ?? table + "." + key[key.count - 1]
+        let returned: PostgresFragment = column.map { table + "." + $0 } ?? lastKeyColumn
         let answer: PostgresFragment = column.map { "target.permitted, (select " + $0 + " from changed) as " + $0 } ?? "permitted"
         return """
-            with target as (
-                select \(keyColumns), \(check) as permitted
-                from \(table) where \(row) and \(using)
-            ), changed as (
+            \(target(row)), changed as (
                 update \(table) set \(assignments) from target
                 where \(keyMatch) and target.permitted
                 returning \(returned)
@@ -29,13 +26,10 @@ extension PolicyTwin {
     /// Swift allowed it removes nothing, and is answered as not permitted too.
     package func guardedDelete(where row: PostgresQuery) -> PostgresQuery {
         """
-        with target as (
-            select \(keyColumns), \(check) as permitted
-            from \(table) where \(row) and \(using)
-        ), removed as (
+        \(target(row)), removed as (
             delete from \(table) using target
             where \(keyMatch) and target.permitted
-            returning \(table + "." + key[key.count - 1])
+            returning \(lastKeyColumn)
         )
         select permitted and exists (select 1 from removed) as permitted from target
         """
@@ -46,6 +40,19 @@ extension PolicyTwin {
         guard let row = rows.first else { throw DomainError.notFound(missing) }
         guard try row.decode("permitted", as: Bool.self) else { throw DomainError.forbidden(forbidden) }
     }
+
+    /// The row `row` names, if the caller sees it (USING), with WITH CHECK as `permitted`.
+    private func target(_ row: PostgresQuery) -> PostgresQuery {
+        """
+        with target as (
+            select \(keyColumns), \(check) as permitted
+            from \(table) where \(row) and \(using)
+        )
+        """
+    }
+
+    /// `entries.id`: what a write returns to show it happened.
+    private var lastKeyColumn: PostgresFragment { table + "." + key[key.count - 1] }
 
     /// `diaries.id` or `entries.diary_id, entries.id`.
     private var keyColumns: PostgresFragment {
