@@ -106,6 +106,83 @@ end
 $$;
 
 --
+-- Name: count_deleted_entry(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.count_deleted_entry() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    update diaries d set entry_count = d.entry_count - 1 where d.id = old.diary_id;
+    -- The diary itself is being deleted: its members go with it.
+    if not found then
+        return old;
+    end if;
+    update diary_members m set unread_count = m.unread_count - 1
+    where m.diary_id = old.diary_id and m.user_id <> old.user_id
+      and not exists (
+          select 1 from entry_reads r
+          where r.diary_id = old.diary_id and r.entry_id = old.id and r.user_id = m.user_id);
+    return old;
+end
+$$;
+
+--
+-- Name: count_first_read(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.count_first_read() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    update diary_members m set unread_count = m.unread_count - 1
+    where m.diary_id = new.diary_id and m.user_id = new.user_id
+      and exists (select 1 from entries e where e.diary_id = new.diary_id and e.id = new.entry_id and e.user_id <> new.user_id);
+    return null;
+end
+$$;
+
+--
+-- Name: count_posted_entry(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.count_posted_entry() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    update diaries d set entry_count = d.entry_count + 1 where d.id = new.diary_id;
+    update diary_members m set unread_count = m.unread_count + 1
+    where m.diary_id = new.diary_id and m.user_id <> new.user_id;
+    return null;
+end
+$$;
+
+--
+-- Name: count_unread_for_new_member(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.count_unread_for_new_member() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    entries_in_diary integer;
+begin
+    -- Shared: posts, which update this row first, wait until the member is in.
+    select d.entry_count into entries_in_diary from diaries d where d.id = new.diary_id for share;
+    new.unread_count := coalesce(entries_in_diary, 0)
+        - (select count(*) from entries e where e.user_id = new.user_id and e.diary_id = new.diary_id)
+        - (select count(*) from entry_reads r
+           join entries e on e.diary_id = r.diary_id and e.id = r.entry_id
+           where r.user_id = new.user_id and r.diary_id = new.diary_id and e.user_id <> new.user_id);
+    return new;
+end
+$$;
+
+--
 -- Name: create_diary(uuid, text, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -140,10 +217,13 @@ begin
     if caller is null then
         raise exception 'no caller' using errcode = 'ZN401';
     end if;
+    perform 1 from diaries d
+    where d.id in (select m.diary_id from diary_members m where m.user_id = caller)
+    order by d.id
+    for update;
     for owned in
         select m.diary_id from diary_members m where m.user_id = caller and m.role = 'owner' order by m.diary_id
     loop
-        perform 1 from diaries d where d.id = owned.diary_id for update;
         delete from diary_members m where m.diary_id = owned.diary_id and m.user_id = caller;
         select m.user_id into heir from diary_members m
         where m.diary_id = owned.diary_id order by m.joined_at, m.user_id limit 1;
@@ -183,6 +263,19 @@ CREATE FUNCTION public.forbid_diary_type_change() RETURNS trigger
     AS $$
 begin
     raise exception 'a diary''s type cannot change' using errcode = '23514', constraint = 'diaries_type_fixed';
+end
+$$;
+
+--
+-- Name: forbid_key_change(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.forbid_key_change() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    raise exception 'the keys of % cannot change', tg_table_name using errcode = '23514', constraint = tg_name;
 end
 $$;
 
@@ -290,6 +383,7 @@ begin
         from entries e
         join diary_members m on m.diary_id = e.diary_id and m.user_id = mark_as_read.user_id
         where e.id = mark_as_read.entry_id
+        for key share of e
         on conflict on constraint entry_reads_pkey do update set read_at = excluded.read_at
         returning entry_reads.read_at
     )
@@ -504,11 +598,13 @@ CREATE TABLE public.diaries (
     settings jsonb DEFAULT '{}'::jsonb NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    entry_count integer DEFAULT 0 NOT NULL,
     CONSTRAINT diaries_invite_code_check CHECK ((invite_code ~ '^[0-9A-HJKMNP-TV-Z]{10}$'::text)),
     CONSTRAINT diaries_name_check CHECK (((char_length(name) >= 1) AND (char_length(name) <= 50))),
     CONSTRAINT diaries_settings_check CHECK ((jsonb_typeof(settings) = 'object'::text)),
     CONSTRAINT diaries_type_check CHECK ((type = ANY (ARRAY['couple'::text, 'family'::text, 'friends'::text, 'anonymous'::text])))
-);
+)
+WITH (fillfactor='70');
 
 ALTER TABLE ONLY public.diaries FORCE ROW LEVEL SECURITY;
 
@@ -522,8 +618,10 @@ CREATE TABLE public.diary_members (
     role text DEFAULT 'member'::text NOT NULL,
     joined_at timestamp with time zone DEFAULT now() NOT NULL,
     alias_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    unread_count integer DEFAULT 0 NOT NULL,
     CONSTRAINT diary_members_role_check CHECK ((role = ANY (ARRAY['owner'::text, 'member'::text])))
-);
+)
+WITH (fillfactor='50');
 
 ALTER TABLE ONLY public.diary_members FORCE ROW LEVEL SECURITY;
 
@@ -769,16 +867,16 @@ CREATE INDEX entries_id ON public.entries USING btree (id);
 CREATE INDEX entries_timeline ON public.entries USING btree (diary_id, created_at DESC, id DESC);
 
 --
--- Name: entries_user; Type: INDEX; Schema: public; Owner: -
+-- Name: entries_user_diary; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX entries_user ON public.entries USING btree (user_id);
+CREATE INDEX entries_user_diary ON public.entries USING btree (user_id, diary_id);
 
 --
--- Name: entry_reads_user; Type: INDEX; Schema: public; Owner: -
+-- Name: entry_reads_user_diary; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX entry_reads_user ON public.entry_reads USING btree (user_id);
+CREATE INDEX entry_reads_user_diary ON public.entry_reads USING btree (user_id, diary_id);
 
 --
 -- Name: refresh_tokens_session; Type: INDEX; Schema: public; Owner: -
@@ -802,7 +900,7 @@ CREATE CONSTRAINT TRIGGER diaries_exactly_one_owner AFTER INSERT ON public.diari
 -- Name: diaries diaries_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER diaries_set_updated_at BEFORE UPDATE ON public.diaries FOR EACH ROW EXECUTE FUNCTION public.set_updated_at();
+CREATE TRIGGER diaries_set_updated_at BEFORE UPDATE OF name, invite_code, settings ON public.diaries FOR EACH ROW EXECUTE FUNCTION public.set_updated_at();
 
 --
 -- Name: diaries diaries_type_fixed; Type: TRIGGER; Schema: public; Owner: -
@@ -811,10 +909,16 @@ CREATE TRIGGER diaries_set_updated_at BEFORE UPDATE ON public.diaries FOR EACH R
 CREATE TRIGGER diaries_type_fixed BEFORE UPDATE OF type ON public.diaries FOR EACH ROW WHEN ((old.type IS DISTINCT FROM new.type)) EXECUTE FUNCTION public.forbid_diary_type_change();
 
 --
+-- Name: diary_members diary_members_count_unread; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER diary_members_count_unread BEFORE INSERT ON public.diary_members FOR EACH ROW EXECUTE FUNCTION public.count_unread_for_new_member();
+
+--
 -- Name: diary_members diary_members_exactly_one_owner; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER diary_members_exactly_one_owner AFTER INSERT OR DELETE OR UPDATE ON public.diary_members DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.check_diary_has_one_owner();
+CREATE CONSTRAINT TRIGGER diary_members_exactly_one_owner AFTER INSERT OR DELETE OR UPDATE OF role ON public.diary_members DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.check_diary_has_one_owner();
 
 --
 -- Name: diary_members diary_members_refresh_app_diary_ids; Type: TRIGGER; Schema: public; Owner: -
@@ -823,10 +927,40 @@ CREATE CONSTRAINT TRIGGER diary_members_exactly_one_owner AFTER INSERT OR DELETE
 CREATE TRIGGER diary_members_refresh_app_diary_ids AFTER INSERT OR DELETE ON public.diary_members FOR EACH ROW EXECUTE FUNCTION public.refresh_app_diary_ids_after_membership_change();
 
 --
+-- Name: entries entries_count_deleted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entries_count_deleted BEFORE DELETE ON public.entries FOR EACH ROW EXECUTE FUNCTION public.count_deleted_entry();
+
+--
+-- Name: entries entries_count_posted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entries_count_posted AFTER INSERT ON public.entries FOR EACH ROW EXECUTE FUNCTION public.count_posted_entry();
+
+--
+-- Name: entries entries_keys_fixed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entries_keys_fixed AFTER UPDATE OF diary_id, id, user_id ON public.entries FOR EACH ROW WHEN (((old.diary_id IS DISTINCT FROM new.diary_id) OR (old.id IS DISTINCT FROM new.id) OR (old.user_id IS DISTINCT FROM new.user_id))) EXECUTE FUNCTION public.forbid_key_change();
+
+--
 -- Name: entries entries_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER entries_set_updated_at BEFORE UPDATE ON public.entries FOR EACH ROW EXECUTE FUNCTION public.set_updated_at();
+
+--
+-- Name: entry_reads entry_reads_count_first_read; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entry_reads_count_first_read AFTER INSERT ON public.entry_reads FOR EACH ROW EXECUTE FUNCTION public.count_first_read();
+
+--
+-- Name: entry_reads entry_reads_keys_fixed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entry_reads_keys_fixed AFTER UPDATE OF diary_id, entry_id, user_id ON public.entry_reads FOR EACH ROW WHEN (((old.diary_id IS DISTINCT FROM new.diary_id) OR (old.entry_id IS DISTINCT FROM new.entry_id) OR (old.user_id IS DISTINCT FROM new.user_id))) EXECUTE FUNCTION public.forbid_key_change();
 
 --
 -- Name: users users_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
@@ -1172,6 +1306,30 @@ GRANT ALL ON FUNCTION public.authenticate(session uuid, caller uuid) TO diary_ap
 REVOKE ALL ON FUNCTION public.check_diary_has_one_owner() FROM PUBLIC;
 
 --
+-- Name: FUNCTION count_deleted_entry(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.count_deleted_entry() FROM PUBLIC;
+
+--
+-- Name: FUNCTION count_first_read(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.count_first_read() FROM PUBLIC;
+
+--
+-- Name: FUNCTION count_posted_entry(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.count_posted_entry() FROM PUBLIC;
+
+--
+-- Name: FUNCTION count_unread_for_new_member(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.count_unread_for_new_member() FROM PUBLIC;
+
+--
 -- Name: FUNCTION create_diary(diary uuid, name text, type text); Type: ACL; Schema: public; Owner: -
 --
 
@@ -1197,6 +1355,12 @@ GRANT ALL ON FUNCTION public.diary_member_cap(diary_type text) TO diary_app;
 --
 
 REVOKE ALL ON FUNCTION public.forbid_diary_type_change() FROM PUBLIC;
+
+--
+-- Name: FUNCTION forbid_key_change(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.forbid_key_change() FROM PUBLIC;
 
 --
 -- Name: FUNCTION generate_invite_code(); Type: ACL; Schema: public; Owner: -

@@ -96,14 +96,14 @@ struct MigrationTests {
         }
     }
 
-    @Test("the same files apply cleanly in order with plain psql")
+    @Test("the same files apply cleanly in order with plain psql, each in one transaction as the README says")
     func psqlApplies() async throws {
         let configuration = try await TestDatabase.create()
         defer { Task { try? await TestDatabase.drop(configuration.database!) } }
         for file in try Self.files() {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", configuration.database!, "-f",
+            process.arguments = ["psql", "-X", "-q", "-1", "-v", "ON_ERROR_STOP=1", "-d", configuration.database!, "-f",
                                  MigratedTemplate.migrationsDirectory.appendingPathComponent(file.fileName).path]
             var environment = ProcessInfo.processInfo.environment
             environment["PGUSER"] = configuration.user

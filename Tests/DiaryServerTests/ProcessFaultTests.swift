@@ -195,8 +195,26 @@ final class ServerProcess: Sendable {
         self.process = process
     }
 
+    /// Runs the binary's subcommand `arguments` to its end and returns its exit status and
+    /// its output and error streams together.
+    static func runCommand(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw HarnessError("\(binary.path) is missing: build it first (`make test` runs `swift build --product diary-server`)")
+        }
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = try await Task.detached { try output.fileHandleForReading.readToEnd() ?? Data() }.value
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
     /// DATABASE_URL for `database`, on the test cluster's socket as TEST_DATABASE_URL gives it.
-    private static func url(of database: PostgresConfiguration) throws -> String {
+    static func url(of database: PostgresConfiguration) throws -> String {
         guard var components = URLComponents(string: ProcessInfo.processInfo.environment["TEST_DATABASE_URL"] ?? "") else {
             throw HarnessError("TEST_DATABASE_URL is not set")
         }

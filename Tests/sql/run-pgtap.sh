@@ -9,7 +9,7 @@ admin=(psql -X -q -v ON_ERROR_STOP=1 -U postgres)
 "${admin[@]}" -d postgres -c "create database $db owner diary_owner"
 trap '"${admin[@]}" -d postgres -c "drop database if exists $db with (force)" >/dev/null' EXIT
 for migration in sql/migrations/*.sql; do
-    psql -X -q -v ON_ERROR_STOP=1 -U diary_owner -d "$db" -f "$migration" >/dev/null
+    psql -X -q -v ON_ERROR_STOP=1 -1 -U diary_owner -d "$db" -f "$migration" >/dev/null
 done
 "${admin[@]}" -d "$db" -c "create schema tap" -c "create extension pgtap schema tap" -c "grant usage on schema tap to diary_app"
 failed=0

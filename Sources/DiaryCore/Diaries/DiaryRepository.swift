@@ -13,15 +13,14 @@ package struct DiaryRepository: Sendable {
     /// A diary as the caller sees it: their role, counts, last entry, unread entries by
     /// others, and members (aliased in anonymous diaries), in one statement for any number
     /// of diaries. Members come as parallel arrays in one order, which decode without a
-    /// JSON parser.
+    /// JSON parser. Nothing here reads more than one entry: the unread count is the
+    /// caller's maintained counter (migration 0007), the last entry one probe of
+    /// entries_timeline, so the cost does not grow with the diary's history.
     static let diaryColumns: PostgresFragment = """
         select diaries.id, diaries.name, diaries.type, diaries.invite_code, me.role, diaries.created_at,
-            (select count(*) from diary_members m where m.diary_id = diaries.id) as member_count,
-            (select max(e.created_at) from entries e where e.diary_id = diaries.id) as last_entry_at,
-            (select count(*) from entries e
-              where e.diary_id = diaries.id and e.user_id <> me.user_id
-                and not exists (select 1 from entry_reads r
-                                where r.diary_id = e.diary_id and r.entry_id = e.id and r.user_id = me.user_id)) as unread_count,
+            cardinality(members.member_ids) as member_count,
+            (select e.created_at from entries e where e.diary_id = diaries.id order by e.created_at desc limit 1) as last_entry_at,
+            me.unread_count,
             members.member_ids, members.member_names, members.member_images, members.member_roles, members.member_joined_at
         from diaries
         join diary_members me on me.diary_id = diaries.id and me.user_id = (select app_user_id())

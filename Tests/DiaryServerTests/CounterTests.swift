@@ -1,0 +1,263 @@
+import DiaryModels
+import Foundation
+import Hummingbird
+import PostgresClient
+import Testing
+import TestSupport
+@testable import DiaryCore
+@testable import DiaryHTTP
+@testable import DiaryServer
+
+/// The maintained counters of migration 0007: exact on every path, and checked from scratch
+/// by `CounterReconciliation` (`diary-server check-counters`) after each scenario.
+@Suite("Maintained counters")
+struct CounterTests {
+    struct Member {
+        var id: UUID
+        var token: String
+    }
+
+    static func member(_ name: String, _ api: APIHarness) async throws -> Member {
+        let session = try await api.signIn(name)
+        return Member(id: session.user.id, token: session.accessToken)
+    }
+
+    /// The unread count `member` sees for `diary`, on the home list and on the diary, which must agree.
+    static func unread(_ member: Member, in diary: UUID, _ api: APIHarness) async throws -> Int {
+        let one = try await api.call(.get, "/v1/diaries/\(diary)", token: member.token)
+        try #require(one.status == .ok, "\(one.text)")
+        let list = try await api.call(.get, "/v1/diaries", token: member.token)
+        let listed = try #require(try list.decode(DiaryList.self).diaries.first { $0.id == diary })
+        let diaryCount = try one.decode(Diary.self).unreadCount
+        #expect(listed.unreadCount == diaryCount)
+        return diaryCount
+    }
+
+    static func post(_ content: String, by member: Member, in diary: UUID, _ api: APIHarness) async throws -> UUID {
+        let reply = try await api.post(content, in: diary, token: member.token)
+        try #require(reply.status == .created, "\(reply.text)")
+        return try reply.decode(Entry.self).id
+    }
+
+    static func read(_ entry: UUID, by member: Member, in diary: UUID, _ api: APIHarness) async throws {
+        let reply = try await api.call(.post, "/v1/diaries/\(diary)/entries/\(entry)/read", token: member.token)
+        try #require(reply.status == .noContent, "\(reply.text)")
+    }
+
+    static func delete(_ entry: UUID, by member: Member, in diary: UUID, _ api: APIHarness) async throws {
+        let reply = try await api.call(.delete, "/v1/diaries/\(diary)/entries/\(entry)", token: member.token)
+        try #require(reply.status == .noContent, "\(reply.text)")
+    }
+
+    static func leave(_ diary: UUID, _ member: Member, _ api: APIHarness) async throws {
+        let reply = try await api.call(.delete, "/v1/diaries/\(diary)/members/\(member.id)", token: member.token)
+        try #require(reply.status == .noContent, "\(reply.text)")
+    }
+
+    static func differences(_ api: APIHarness) async throws -> [CounterReconciliation.Difference] {
+        try await TestDatabase.withPool(api.database.as(TestDatabase.ownerRole), size: 1) {
+            try await CounterReconciliation(pool: $0).differences()
+        }
+    }
+
+    @Test("unread counts follow posts, reads, deletes, joins, leaves, account deletion and rollback")
+    func everyPath() async throws {
+        try await APIHarness.run { api in
+            let a = try await Self.member("counter-a", api)
+            let b = try await Self.member("counter-b", api)
+            let c = try await Self.member("counter-c", api)
+            let diary = try await api.createDiary("家族の日記", type: .family, token: a.token)
+            #expect(try await api.join(diary.inviteCode, token: b.token).status == .ok)
+
+            let first = try await Self.post("一", by: a, in: diary.id, api)
+            let second = try await Self.post("二", by: a, in: diary.id, api)
+            let third = try await Self.post("三", by: a, in: diary.id, api)
+            #expect(try await Self.unread(b, in: diary.id, api) == 3)
+            #expect(try await Self.unread(a, in: diary.id, api) == 0)
+
+            // A first read counts once; a second read of the same entry does not count again.
+            try await Self.read(first, by: b, in: diary.id, api)
+            try await Self.read(first, by: b, in: diary.id, api)
+            #expect(try await Self.unread(b, in: diary.id, api) == 2)
+
+            // Reading one's own entry changes nothing.
+            let bs = try await Self.post("Bの日記", by: b, in: diary.id, api)
+            try await Self.read(bs, by: b, in: diary.id, api)
+            #expect(try await Self.unread(b, in: diary.id, api) == 2)
+            #expect(try await Self.unread(a, in: diary.id, api) == 1)
+
+            // Deleting an unread entry takes it off; deleting a read one changes nothing.
+            try await Self.delete(second, by: a, in: diary.id, api)
+            #expect(try await Self.unread(b, in: diary.id, api) == 1)
+            try await Self.delete(first, by: a, in: diary.id, api)
+            #expect(try await Self.unread(b, in: diary.id, api) == 1)
+
+            // A newcomer's count is the entries by others that already exist.
+            #expect(try await api.join(diary.inviteCode, token: c.token).status == .ok)
+            #expect(try await Self.unread(c, in: diary.id, api) == 2)
+
+            // Leaving changes nobody else's count; coming back finds one's own receipts again.
+            try await Self.read(bs, by: c, in: diary.id, api)
+            try await Self.leave(diary.id, c, api)
+            #expect(try await Self.unread(a, in: diary.id, api) == 1)
+            #expect(try await Self.unread(b, in: diary.id, api) == 1)
+            let fourth = try await Self.post("四", by: a, in: diary.id, api)
+            #expect(try await api.join(diary.inviteCode, token: c.token).status == .ok)
+            #expect(try await Self.unread(c, in: diary.id, api) == 2, "third and fourth; B's entry was read before leaving")
+            _ = fourth
+
+            // C posts, then deletes their account: the entries go, and so do the counts they added.
+            _ = try await Self.post("Cの日記", by: c, in: diary.id, api)
+            #expect(try await Self.unread(a, in: diary.id, api) == 2)
+            #expect(try await api.call(.delete, "/v1/me", token: c.token).status == .noContent)
+            #expect(try await Self.unread(a, in: diary.id, api) == 1)
+            #expect(try await Self.unread(b, in: diary.id, api) == 2)
+
+            // A rolled-back post leaves every count as it was.
+            struct RolledBack: Error {}
+            await #expect(throws: RolledBack.self) {
+                try await TestDatabase.withPool(api.database, size: 1) { pool in
+                    try await pool.withTransaction { connection in
+                        try await connection.query("insert into entries (diary_id, user_id, content) values (\(diary.id), \(a.id), 'rolled back')")
+                        throw RolledBack()
+                    }
+                }
+            }
+            #expect(try await Self.unread(b, in: diary.id, api) == 2)
+
+            // Not even the superuser moves an entry to another author: the counters would not follow.
+            await #expect(throws: PostgresError.self) {
+                try await api.asSuperuser("update entries set user_id = \(b.id) where diary_id = \(diary.id) and id = \(third)")
+            }
+            #expect(try await Self.differences(api) == [])
+        }
+    }
+
+    @Test("concurrent posts, reads, deletes, joins, leaves and an account deletion leave no difference")
+    func concurrentScenario() async throws {
+        try await APIHarness.run(poolSize: 8) { api in
+            let owner = try await Self.member("race-owner", api)
+            let diary = try await api.createDiary("競争", type: .family, token: owner.token)
+            var writers = [owner]
+            for index in 1..<6 {
+                let member = try await Self.member("race-writer-\(index)", api)
+                #expect(try await api.join(diary.inviteCode, token: member.token).status == .ok)
+                writers.append(member)
+            }
+            var visitors: [Member] = []
+            for index in 0..<3 { visitors.append(try await Self.member("race-visitor-\(index)", api)) }
+            let seeded = try await Self.post("最初", by: owner, in: diary.id, api)
+
+            let start = StartingLine(expected: writers.count + visitors.count)
+            let statuses = try await withThrowingTaskGroup(of: [HTTPResponse.Status].self) { group in
+                for (index, writer) in writers.enumerated() {
+                    let quitter = index == writers.count - 1
+                    group.addTask {
+                        await start.arriveAndWait()
+                        var statuses: [HTTPResponse.Status] = []
+                        var mine: [UUID] = []
+                        for round in 0..<12 {
+                            let id = UUID()
+                            statuses.append(try await api.post("\(index)-\(round)", in: diary.id, token: writer.token, id: id).status)
+                            mine.append(id)
+                            // Others' entries: the seeded one twice, and whatever a neighbour may have posted.
+                            for entry in [seeded, seeded] {
+                                statuses.append(try await api.call(.post, "/v1/diaries/\(diary.id)/entries/\(entry)/read", token: writer.token).status)
+                            }
+                            let timeline = try await api.call(.get, "/v1/diaries/\(diary.id)/entries?limit=5", token: writer.token)
+                            if let page = try? timeline.decode(EntryPage.self) {
+                                for entry in page.entries where !entry.isMine {
+                                    statuses.append(try await api.call(.post, "/v1/diaries/\(diary.id)/entries/\(entry.id)/read", token: writer.token).status)
+                                }
+                            }
+                            if round % 4 == 3, let victim = mine.popLast() {
+                                statuses.append(try await api.call(.delete, "/v1/diaries/\(diary.id)/entries/\(victim)", token: writer.token).status)
+                            }
+                        }
+                        if quitter {
+                            statuses.append(try await api.call(.delete, "/v1/me", token: writer.token).status)
+                        }
+                        return statuses
+                    }
+                }
+                for visitor in visitors {
+                    group.addTask {
+                        await start.arriveAndWait()
+                        var statuses: [HTTPResponse.Status] = []
+                        for _ in 0..<4 {
+                            statuses.append(try await api.join(diary.inviteCode, token: visitor.token).status)
+                            statuses.append(try await api.call(.post, "/v1/diaries/\(diary.id)/entries/\(seeded)/read", token: visitor.token).status)
+                            statuses.append(try await api.call(.delete, "/v1/diaries/\(diary.id)/members/\(visitor.id)", token: visitor.token).status)
+                        }
+                        return statuses
+                    }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            // 404: a read of an entry its author deleted meanwhile. Nothing else may fail.
+            let failures = statuses.filter { ![.ok, .created, .noContent, .notFound].contains($0) }
+            #expect(failures.isEmpty, "\(failures)")
+            #expect(try await Self.differences(api) == [])
+        }
+    }
+
+    @Test("a read that waits for the entry's deletion is a 404, not a conflict")
+    func readRacingDeletion() async throws {
+        try await APIHarness.run { api in
+            let a = try await Self.member("race-read-a", api)
+            let b = try await Self.member("race-read-b", api)
+            let diary = try await api.createDiary("消える", type: .couple, token: a.token)
+            #expect(try await api.join(diary.inviteCode, token: b.token).status == .ok)
+            let entry = try await Self.post("すぐ消える", by: a, in: diary.id, api)
+            let read = try await TestDatabase.withPool(api.database, size: 1) { pool in
+                try await pool.withTransaction { connection in
+                    try await connection.query("delete from entries where diary_id = \(diary.id) and id = \(entry)")
+                    // The read finds the entry in its snapshot and waits for this transaction's lock on it.
+                    let read = Task { try await api.call(.post, "/v1/diaries/\(diary.id)/entries/\(entry)/read", token: b.token) }
+                    try await Task.sleep(for: .milliseconds(300))
+                    try await connection.query("select 1")
+                    return read
+                }
+            }
+            let reply = try await read.value
+            #expect(reply.status == .notFound, "\(reply.text)")
+            #expect(try await Self.unread(b, in: diary.id, api) == 0)
+            #expect(try await Self.differences(api) == [])
+        }
+    }
+
+    @Test("check-counters finds a wrong counter, repairs it, and exits 1 only while one is wrong")
+    func reconciliationFindsAndRepairs() async throws {
+        try await APIHarness.run { api in
+            let a = try await Self.member("repair-a", api)
+            let b = try await Self.member("repair-b", api)
+            let diary = try await api.createDiary("修理", type: .couple, token: a.token)
+            #expect(try await api.join(diary.inviteCode, token: b.token).status == .ok)
+            _ = try await Self.post("一", by: a, in: diary.id, api)
+            #expect(try await Self.differences(api) == [])
+
+            try await api.asSuperuser("update diary_members set unread_count = 7 where diary_id = \(diary.id) and user_id = \(b.id)")
+            try await api.asSuperuser("update diaries set entry_count = 0 where id = \(diary.id)")
+            let expected: Set<CounterReconciliation.Difference> = [
+                .init(counter: .unreadCount, diaryID: diary.id, userID: b.id, stored: 7, actual: 1),
+                .init(counter: .entryCount, diaryID: diary.id, userID: nil, stored: 0, actual: 1),
+            ]
+            #expect(Set(try await Self.differences(api)) == expected)
+
+            let owner = try ServerProcess.url(of: api.database.as(TestDatabase.ownerRole))
+            let check = try await ServerProcess.runCommand(["check-counters", "--database-url", owner])
+            #expect(check.status == 1)
+            #expect(check.output.contains("unread_count of diary \(diary.id) member \(b.id): stored 7, actual 1"), "\(check.output)")
+            #expect(check.output.contains("2 differences"), "\(check.output)")
+
+            let repair = try await ServerProcess.runCommand(["check-counters", "--repair", "--database-url", owner])
+            #expect(repair.status == 0, "\(repair.output)")
+            #expect(repair.output.contains("2 differences repaired"), "\(repair.output)")
+            #expect(try await Self.differences(api) == [])
+            #expect(try await Self.unread(b, in: diary.id, api) == 1)
+
+            let clean = try await ServerProcess.runCommand(["check-counters", "--database-url", owner])
+            #expect(clean.status == 0 && clean.output.contains("0 differences"), "\(clean.output)")
+        }
+    }
+}
