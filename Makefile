@@ -3,10 +3,11 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 PG := scripts/postgres.sh
+BOUNCER := scripts/pgbouncer.sh
 # `make run CONFIG=release` for an optimised server.
 CONFIG ?= debug
 
-.PHONY: run test build db db-stop psql schema bench bench-client bench-rls bench-rls-instructions clean-db
+.PHONY: run test build db db-stop psql schema bench bench-growth bench-client bench-rls bench-rls-instructions clean-db
 
 run: db
 	swift build -c $(CONFIG) --product diary-server
@@ -17,8 +18,10 @@ run: db
 	exec "$$bin" serve
 
 # The fault tests assert latencies (503 within 1 s, …), so they run after the rest, one at a time.
+# Some suites also run through a PgBouncer in transaction mode (scripts/pgbouncer.sh).
 test: db
-	eval "$$($(PG) env)"; swift build --product diary-server; \
+	$(BOUNCER) start test
+	eval "$$($(PG) env)"; eval "$$($(BOUNCER) env test)"; swift build --product diary-server; \
 	swift test --skip FaultTests; \
 	swift test --skip-build --filter FaultTests --no-parallel; \
 	Tests/sql/run-pgtap.sh; Tests/contract/schemathesis.sh
@@ -30,6 +33,7 @@ db:
 	$(PG) start
 
 db-stop:
+	for instance in .data/pgbouncer-*/; do [ -d "$$instance" ] && $(BOUNCER) stop "$$(basename "$$instance" | sed 's/^pgbouncer-//')"; done; true
 	$(PG) stop
 
 psql: db
@@ -39,8 +43,13 @@ psql: db
 schema: db
 	eval "$$($(PG) env)"; scripts/schema.sh write
 
+# VIA_PGBOUNCER=1 runs the server and pgbench through a PgBouncer in transaction mode.
 bench: db
 	eval "$$($(PG) env)"; Benchmarks/endpoints.sh
+
+# Every everyday endpoint at 100, 10,000 and 100,000 entries per diary.
+bench-growth: db
+	eval "$$($(PG) env)"; Benchmarks/growth.sh
 
 bench-client: db
 	eval "$$($(PG) env)"; Benchmarks/client-vs-pgbench.sh

@@ -14,6 +14,8 @@
 # pgbench's at the same pacing;
 # and /health against swift-nio's NIOHTTP1Server example. Results go to Benchmarks/results/.
 # Needs the project's Postgres and its environment (`make bench` does both).
+# VIA_PGBOUNCER=1: the server (DB_PREPARED_STATEMENTS=0) and pgbench (-M extended) both go
+# through a PgBouncer in transaction mode with as many server connections as the pool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
@@ -29,6 +31,7 @@ cleanup() {
 trap cleanup EXIT
 source Benchmarks/endpoints/server.sh
 ensure_wrk
+start_pgbouncer
 
 echo "building release binaries" >&2
 swift build -c release --product diary-server >&2
@@ -54,7 +57,8 @@ per_request_us() { awk -v ticks="$1" -v hz="$(getconf CLK_TCK)" -v n="$2" 'BEGIN
 run_pgbench() {
     rm -f "$work"/pg.*
     local tps
-    tps=$(pgbench -n -M prepared -c "$2" -j 2 -T "$seconds" -U diary_app -f "$1" \
+    # shellcheck disable=SC2046
+    tps=$(pgbench -n $(pgbench_target) -c "$2" -j 2 -T "$seconds" -U diary_app -f "$1" \
         -l --log-prefix="$work/pg" "$db" 2>/dev/null | awk '/^tps/ {print int($3)}')
     cat "$work"/pg.* | awk -v offset="${3:-0}" '{print $3 - offset}' | sort -n | awk -v tps="$tps" '
         {v[NR] = $1} END {printf "%d %.3f %.3f\n", tps, v[int(NR * 0.5)] / 1000, v[int(NR * 0.99)] / 1000}'
@@ -65,12 +69,13 @@ run_wrk() {
         | awk '/^RESULT/ {print $2, $3, $4, $5, $6, $7}'
 }
 
-out="Benchmarks/results/endpoints-$(date -u +%Y%m%dT%H%M%SZ).txt"
+out="Benchmarks/results/endpoints$([ "${VIA_PGBOUNCER:-0}" = 1 ] && echo -pgbouncer)-$(date -u +%Y%m%dT%H%M%SZ).txt"
 peak_rss=0
 {
     echo "# $(date -u); $(nproc) cores; PostgreSQL $(psql -X -At -U postgres -d postgres -c 'show server_version'); ${seconds}s per run"
     echo "# data: $(psql -X -At -U postgres -d "$db" -c "select format('%s users, %s diaries, %s entries, %s reads', (select count(*) from users), (select count(*) from diaries), (select count(*) from entries), (select count(*) from entry_reads))")"
-    echo "# server: release, DB_POOL_SIZE=8; pgbench -M prepared -j 2 with \\startpipeline; wrk -t 2"
+    echo "# server: release, DB_POOL_SIZE=8, DB_PREPARED_STATEMENTS=${DB_PREPARED_STATEMENTS:-1}; pgbench $(pgbench_target | sed 's/-h .* -p [0-9]* //') -j 2 with \\startpipeline; wrk -t 2"
+    [ "${VIA_PGBOUNCER:-0}" = 1 ] && echo "# through PgBouncer $(pgbouncer --version 2>/dev/null | head -1 | awk '{print $2}'), pool_mode transaction, default_pool_size ${PGBOUNCER_POOL_SIZE:-8}; the server with DB_PREPARED_STATEMENTS=0"
     printf '%-13s %5s %9s %8s %8s %9s %8s %8s %7s %6s %7s %7s %7s\n' endpoint conns pg_tps pg_p50 pg_p99 http_rps p50_ms p99_ms ratio trips errors srv_us db_us
     for endpoint in post_entry timeline mark_read list_diaries join; do
         for conns in 16 64; do

@@ -17,8 +17,13 @@ seed_with_users() {
 
 # Starts server binary $1 on database $2 with the key in $3, on port $4, logging to $5;
 # sets server_started to its pid and returns once /health answers.
+# With VIA_PGBOUNCER=1 (after start_pgbouncer), through PgBouncer with unnamed statements.
 start_server() {
-    DATABASE_URL="postgres://diary_app@localhost:$PGPORT/$2?host=$PGHOST" DIARY_JWT_KEY_FILE="$3/jwt.key" DIARY_DATA_DIR="$3" \
+    local url="postgres://diary_app@localhost:$PGPORT/$2?host=$PGHOST" prepared=${DB_PREPARED_STATEMENTS:-1}
+    if [ "${VIA_PGBOUNCER:-0}" = 1 ]; then
+        url="postgres://diary_app@127.0.0.1:$PGBOUNCER_PORT/$2" prepared=0
+    fi
+    DATABASE_URL="$url" DB_PREPARED_STATEMENTS=$prepared DIARY_JWT_KEY_FILE="$3/jwt.key" DIARY_DATA_DIR="$3" \
         PORT=$4 LOG_LEVEL=warning "$1" serve 2>"$5" &
     server_started=$!
     for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$4/health" >/dev/null && break; sleep 0.1; done
@@ -26,3 +31,16 @@ start_server() {
 
 # CPU time (clock ticks) used so far by the processes given, gone ones counting 0.
 cpu_ticks() { local pid total=0; for pid in "$@"; do total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0))); done; echo "$total"; }
+
+# With VIA_PGBOUNCER=1: the `bench` PgBouncer in transaction mode, as many server connections
+# as the server's pool (PGBOUNCER_POOL_SIZE, default 8), and PGBOUNCER_PORT set; else nothing.
+start_pgbouncer() {
+    [ "${VIA_PGBOUNCER:-0}" = 1 ] || return 0
+    PGBOUNCER_POOL_SIZE=${PGBOUNCER_POOL_SIZE:-8} scripts/pgbouncer.sh start bench
+    eval "$(scripts/pgbouncer.sh env bench)"
+}
+
+# pgbench's connection and statement mode: PgBouncer does not keep prepared statements.
+pgbench_target() {
+    if [ "${VIA_PGBOUNCER:-0}" = 1 ]; then echo "-h 127.0.0.1 -p $PGBOUNCER_PORT -M extended"; else echo "-M prepared"; fi
+}

@@ -27,9 +27,17 @@ final class LibPQConnection: @unchecked Sendable {
         var types: [PostgresDataType]
     }
 
+    /// Sets `statement_timeout` for the transaction it runs in. It goes with every pipeline
+    /// instead of once per session: behind a transaction pooler (PgBouncer) each transaction
+    /// may run on another server connection, and startup options do not pass it at all.
+    private let timeoutStatement: PostgresQuery?
+
     private init(handle: OpaquePointer, configuration: PostgresConfiguration) {
         self.handle = handle
         self.configuration = configuration
+        self.timeoutStatement = configuration.statementTimeout.map { timeout in
+            "select set_config('statement_timeout', \(String(max(1, timeout.milliseconds))), true)"
+        }
     }
 
     deinit {
@@ -55,6 +63,16 @@ final class LibPQConnection: @unchecked Sendable {
             let message = errorMessage(handle)
             PQfinish(handle)
             throw PostgresError(kind: .connectionFailure, message: "cannot connect to \(configuration): \(message)")
+        }
+        // Timestamps are read as the ISO style prints them (PostgresTimestamp), whatever the
+        // time zone. The style is the server's or the role's: no startup option sets it.
+        let dateStyle = PQparameterStatus(handle, "DateStyle").map { String(cString: $0) } ?? "unknown"
+        guard dateStyle.hasPrefix("ISO") else {
+            PQfinish(handle)
+            throw PostgresError(
+                kind: .invalidConfiguration,
+                message: "\(configuration) has DateStyle \(dateStyle); the server reads ISO dates: alter role … set datestyle = 'ISO, YMD'"
+            )
         }
         // Notices and the server's parting FATAL go to logs via errors, not to stderr.
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
@@ -118,11 +136,20 @@ final class LibPQConnection: @unchecked Sendable {
     /// the connection is non-blocking, so anything left over goes out with `flush()`.
     func startPipeline(_ statements: [PostgresQuery]) throws -> PipelineReader {
         var expected: [PipelineReader.Expected] = []
-        expected.reserveCapacity(statements.count + 1)
+        expected.reserveCapacity(statements.count + 3)
         var sendFailure: PostgresError?
+        // The timeout goes first, or just after a BEGIN; never before a COMMIT or ROLLBACK,
+        // which must run even in a transaction that an error has aborted.
+        var timeoutBefore: Int?
+        if timeoutStatement != nil, let first = statements.first {
+            timeoutBefore = first.beginsTransaction ? 1 : first.controlsTransaction ? nil : 0
+        }
         for (index, statement) in statements.enumerated() {
             do {
-                try send(statement, index: index, expected: &expected)
+                if index == timeoutBefore, let timeoutStatement {
+                    try send(timeoutStatement, as: .setting, expected: &expected)
+                }
+                try send(statement, as: .statement(index: index), expected: &expected)
             } catch let error as PostgresError {
                 sendFailure = error
                 break
@@ -186,7 +213,7 @@ final class LibPQConnection: @unchecked Sendable {
         }
     }
 
-    private func send(_ statement: PostgresQuery, index: Int, expected: inout [PipelineReader.Expected]) throws {
+    private func send(_ statement: PostgresQuery, as answer: PipelineReader.Expected, expected: inout [PipelineReader.Expected]) throws {
         let bindings = statement.bindings
         for value in bindings.values where value?.utf8.contains(0) == true {
             throw PostgresError(kind: .invalidInput, sqlState: SQLState("22021"), message: "a text value contains a NUL character")
@@ -195,7 +222,7 @@ final class LibPQConnection: @unchecked Sendable {
         // Only preparing, or sending unprepared once the cache is full, needs the types.
         var oids: [Oid] { bindings.types.map { Oid($0.oid) } }
         var name = preparedStatements[key]
-        if name == nil, preparedStatements.count < Self.maxPreparedStatements {
+        if name == nil, configuration.preparedStatements, preparedStatements.count < Self.maxPreparedStatements {
             let newName = "s\(nextStatementNumber)"
             nextStatementNumber += 1
             guard PQsendPrepare(handle, newName, statement.sql, Int32(bindings.count), oids) == 1 else {
@@ -211,7 +238,7 @@ final class LibPQConnection: @unchecked Sendable {
             return PQsendQueryParams(handle, statement.sql, Int32(values.count), oids, values, nil, nil, 0)
         }
         guard sent == 1 else { throw connectionError("could not send a statement") }
-        expected.append(.statement(index: index))
+        expected.append(answer)
     }
 
     func connectionError(_ context: String) -> PostgresError {

@@ -11,6 +11,8 @@ struct PipelineReader {
     enum Expected {
         case preparation(LibPQConnection.StatementKey, name: String)
         case statement(index: Int)
+        /// A statement the connection adds for itself (`LibPQConnection.timeoutStatement`); its rows are dropped.
+        case setting
     }
 
     private let expected: [Expected]
@@ -77,6 +79,8 @@ struct PipelineReader {
             prepared.append((key, name))
         case (.statement(let index), .success(let rows)):
             results[index] = rows
+        case (.setting, .success):
+            break
         case (_, .failure(let error)):
             if firstError == nil { firstError = error }
         }

@@ -15,8 +15,15 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     public var parameters: [String: String]
     public var applicationName: String = "diary-server"
     public var connectTimeoutSeconds: Int = 5
-    /// The server cancels any statement that runs longer (SQLSTATE 57014); nil leaves the server's default.
+    /// The server cancels any statement that runs longer (SQLSTATE 57014); nil leaves the
+    /// server's default. Set in every transaction, not at connect (see `LibPQConnection`).
     public var statementTimeout: Duration?
+    /// Statements are prepared once per connection under a name and then only bound and
+    /// run. False sends each one unnamed (parse, bind, run every time), which is what works
+    /// behind a transaction pooler that does not track prepared statements (PgBouncer in
+    /// transaction mode before 1.21): there the next transaction may run on a server
+    /// connection where the name is unknown, or taken by another client's statement.
+    public var preparedStatements = true
 
     /// libpq keywords that may appear in the URL's query. Anything else is refused by name.
     static let allowedParameters: Set<String> = [
@@ -98,15 +105,10 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
         if let database { pairs.append(("dbname", database)) }
         pairs.append(("application_name", applicationName))
         pairs.append(("connect_timeout", String(connectTimeoutSeconds)))
+        // A startup parameter PgBouncer passes on. Nothing goes in `options`, which it refuses
+        // ("unsupported startup parameter"), unless the URL asks for it.
         pairs.append(("client_encoding", "UTF8"))
-        // Decoding relies on ISO dates in UTC; see PostgresTimestamp.
-        var options = "-c DateStyle=ISO,YMD -c TimeZone=UTC -c IntervalStyle=iso_8601 -c client_min_messages=warning"
-        if let statementTimeout {
-            options += " -c statement_timeout=\(max(1, statementTimeout.milliseconds))"
-        }
-        if let extra = parameters["options"] { options += " " + extra }
-        pairs.append(("options", options))
-        for (key, value) in parameters.sorted(by: { $0.key < $1.key }) where key != "options" {
+        for (key, value) in parameters.sorted(by: { $0.key < $1.key }) {
             pairs.append((key, value))
         }
         return pairs

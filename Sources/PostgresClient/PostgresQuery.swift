@@ -28,9 +28,15 @@ public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolatio
     /// by its first word. Such a statement must not share a connection: it would leave a
     /// transaction open around the pipelines queued behind it. Runs on every shared
     /// pipeline, so it reads bytes and builds nothing.
-    var controlsTransaction: Bool {
+    var controlsTransaction: Bool { transactionControlWord != nil }
+
+    /// Whether the statement is `BEGIN` or `START TRANSACTION`.
+    var beginsTransaction: Bool { transactionControlWord.map { $0 < 2 } ?? false }
+
+    /// The index in `transactionControlWords` of the statement's first word, if it is one.
+    private var transactionControlWord: Int? {
         var sql = sql
-        return sql.withUTF8 { bytes in
+        return sql.withUTF8 { bytes -> Int? in
             var index = 0
             func at(_ offset: Int) -> UInt8? { index + offset < bytes.count ? bytes[index + offset] : nil }
             while let byte = at(0) {
@@ -42,7 +48,7 @@ public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolatio
                     index += 2
                     while at(0) != nil, !(at(0) == UInt8(ascii: "*") && at(1) == UInt8(ascii: "/")) { index += 1 }
                     // An unclosed comment is the server's to refuse; sharing it gains nothing.
-                    guard at(0) != nil else { return true }
+                    guard at(0) != nil else { return Self.transactionControlWords.count - 1 }
                     index += 2
                 } else {
                     break
@@ -51,12 +57,13 @@ public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolatio
             var end = index
             while end < bytes.count, bytes[end] | 0x20 >= UInt8(ascii: "a"), bytes[end] | 0x20 <= UInt8(ascii: "z") { end += 1 }
             let word = UnsafeBufferPointer(rebasing: bytes[index..<end])
-            return Self.transactionControlWords.contains { keyword in
+            return Self.transactionControlWords.firstIndex { keyword in
                 keyword.count == word.count && zip(keyword, word).allSatisfy { $0 == $1 | 0x20 }
             }
         }
     }
 
+    /// The two that begin a transaction first (`beginsTransaction`).
     private static let transactionControlWords: [[UInt8]] = ["begin", "start", "commit", "end", "rollback", "abort", "savepoint", "release", "prepare"].map { Array($0.utf8) }
 
     /// Bind values are redacted: logs show the statement and how many values it carries, never the values.

@@ -2,9 +2,10 @@ public import Foundation
 
 /// Converts `timestamptz` text to and from `Date`.
 ///
-/// Every connection sets `DateStyle=ISO` and `TimeZone=UTC`, so the server always
-/// answers `YYYY-MM-DD HH:MM:SS[.ffffff]+00`; a fixed-position parser is then both
-/// exact to the microsecond and far cheaper than a general date formatter.
+/// Every connection checks that the server's DateStyle is ISO, so the server always
+/// answers `YYYY-MM-DD HH:MM:SS[.ffffff]+HH[:MM]` in its time zone, offset included; a
+/// fixed-position parser is then both exact to the microsecond and far cheaper than a
+/// general date formatter.
 public enum PostgresTimestamp {
     /// RFC 3339 in UTC with microseconds, e.g. `2026-11-22T13:30:53.123456Z`.
     public static func format(_ date: Date) -> String {

@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import PostgresClient
+import Testing
 import TestSupport
 import _CryptoExtras
 @testable import DiaryCore
@@ -47,6 +48,15 @@ struct AppleTestKeys: Sendable {
     }
 }
 
+/// How the application under test reaches PostgreSQL.
+enum DatabaseRoute: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case direct
+    /// Through PgBouncer in transaction mode, statements unnamed (`TestDatabase.viaPgBouncer`).
+    case pgBouncer
+
+    var testDescription: String { rawValue }
+}
+
 /// Drives the real application (router, middleware, repositories, PostgreSQL) in-process.
 struct APIHarness: Sendable {
     let client: any TestClientProtocol
@@ -73,12 +83,13 @@ struct APIHarness: Sendable {
     static func run(
         poolSize: Int = 4, acquireTimeout: Duration = .seconds(10), statementTimeout: Duration? = nil,
         maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, sharedReads: Bool = false, testing: TestingSetup = .router,
+        route: DatabaseRoute = .direct,
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         try await MigratedTemplate.withDatabase { database in
             try await run(
                 on: database, poolSize: poolSize, acquireTimeout: acquireTimeout, statementTimeout: statementTimeout,
-                maxConcurrentRequests: maxConcurrentRequests, sharedReads: sharedReads, testing: testing, body
+                maxConcurrentRequests: maxConcurrentRequests, sharedReads: sharedReads, testing: testing, route: route, body
             )
         }
     }
@@ -87,10 +98,12 @@ struct APIHarness: Sendable {
     static func run(
         on database: PostgresConfiguration, poolSize: Int = 4, acquireTimeout: Duration = .seconds(10), statementTimeout: Duration? = nil,
         maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, sharedReads: Bool = false, testing: TestingSetup = .router,
+        route: DatabaseRoute = .direct,
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         // The server's own role: no ownership, no BYPASSRLS, so every policy applies.
         var serverDatabase = database.as(TestDatabase.appRole)
+        if route == .pgBouncer { serverDatabase = try TestDatabase.viaPgBouncer(serverDatabase) }
         serverDatabase.statementTimeout = statementTimeout
         let pool = PostgresPool(configuration: serverDatabase, options: .init(size: poolSize, acquireTimeout: acquireTimeout), logger: TestDatabase.logger)
         let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("diary-tests-\(UUID().uuidString)").path

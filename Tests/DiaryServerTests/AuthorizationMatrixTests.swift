@@ -94,10 +94,10 @@ struct AuthorizationMatrixTests {
 
     @Test(
         "each route answers each role as the policy says, and nothing leaks to outsiders or ex-members",
-        arguments: Walls.allCases
+        arguments: Walls.allCases, DatabaseRoute.allCases
     )
-    func matrix(walls: Walls) async throws {
-        try await APIHarness.run { api in
+    func matrix(walls: Walls, route: DatabaseRoute) async throws {
+        try await APIHarness.run(route: route) { api in
             let world = try await Self.makeWorld(api)
             if walls.rowSecurityDisabled { try await Self.disableRowSecurity(api) }
             let swiftChecksDisabled = walls.swiftChecksDisabled

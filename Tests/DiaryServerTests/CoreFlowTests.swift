@@ -9,9 +9,9 @@ import Testing
 
 @Suite("The core flow over HTTP")
 struct CoreFlowTests {
-    @Test("sign in, create a diary, partner joins, both write, each sees what the other read", arguments: [false, true])
-    func coreFlow(sharedReads: Bool) async throws {
-        try await APIHarness.run(sharedReads: sharedReads) { api in
+    @Test("sign in, create a diary, partner joins, both write, each sees what the other read", arguments: [false, true], DatabaseRoute.allCases)
+    func coreFlow(sharedReads: Bool, route: DatabaseRoute) async throws {
+        try await APIHarness.run(sharedReads: sharedReads, route: route) { api in
             let aiko = try await api.signIn("aiko")
             let ben = try await api.signIn("ben")
             let diary = try await api.createDiary("ふたりの日記", type: .couple, token: aiko.accessToken)

@@ -143,9 +143,10 @@ struct SecondWallTests {
         }
     }
 
-    @Test("1,000 alternating requests from two users over one pooled connection: neither sees the other's rows")
-    func poolIdentity() async throws {
-        try await APIHarness.run(poolSize: 1) { api in
+    /// Through PgBouncer, the one server connection serves every client connection in turn.
+    @Test("1,000 alternating requests from two users over one pooled connection: neither sees the other's rows", arguments: DatabaseRoute.allCases)
+    func poolIdentity(route: DatabaseRoute) async throws {
+        try await APIHarness.run(poolSize: route == .direct ? 1 : 4, route: route) { api in
             var users: [(token: String, diary: UUID, secret: String)] = []
             for name in ["ユーザーA", "ユーザーB"] {
                 let session = try await api.signIn(name)

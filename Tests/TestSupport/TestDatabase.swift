@@ -87,6 +87,24 @@ public enum TestDatabase {
     }
 }
 
+extension TestDatabase {
+    /// The same database reached through the PgBouncer that `make test` starts in front of
+    /// the cluster (scripts/pgbouncer.sh: transaction mode, one server connection per
+    /// database and user), with statements sent unnamed as behind any such pooler.
+    public static func viaPgBouncer(_ database: PostgresConfiguration) throws -> PostgresConfiguration {
+        guard let url = ProcessInfo.processInfo.environment["TEST_PGBOUNCER_URL"] else {
+            throw PostgresError(kind: .invalidConfiguration, message: "TEST_PGBOUNCER_URL is not set: run the tests with `make test`")
+        }
+        let bouncer = try PostgresConfiguration(url: url)
+        var configuration = database
+        configuration.host = bouncer.host
+        configuration.port = bouncer.port
+        configuration.parameters.removeValue(forKey: "host")
+        configuration.preparedStatements = false
+        return configuration
+    }
+}
+
 extension PostgresConfiguration {
     /// The same database, logged into as `role` (the test cluster trusts local connections).
     public func `as`(_ role: String) -> PostgresConfiguration {

@@ -6,6 +6,9 @@ package struct ServerConfiguration: Sendable {
     package var host: String
     package var port: Int
     package var database: PostgresConfiguration
+    /// For LISTEN, which needs a session of its own: a direct connection even where
+    /// `database` goes through a transaction pooler (`DATABASE_LISTEN_URL`, default DATABASE_URL).
+    package var listenDatabase: PostgresConfiguration
     package var poolOptions: PostgresPool.Options
     /// How long start-up keeps retrying an unreachable database before giving up.
     package var databaseWait: Duration
@@ -18,12 +21,14 @@ package struct ServerConfiguration: Sendable {
     package var sharedReads = false
 
     package init(
-        host: String, port: Int, database: PostgresConfiguration, poolOptions: PostgresPool.Options, databaseWait: Duration,
+        host: String, port: Int, database: PostgresConfiguration, listenDatabase: PostgresConfiguration? = nil,
+        poolOptions: PostgresPool.Options, databaseWait: Duration,
         auth: AuthConfiguration, maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, sharedReads: Bool = false
     ) {
         self.host = host
         self.port = port
         self.database = database
+        self.listenDatabase = listenDatabase ?? database
         self.poolOptions = poolOptions
         self.databaseWait = databaseWait
         self.auth = auth

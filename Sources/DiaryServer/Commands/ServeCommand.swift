@@ -18,6 +18,8 @@ struct ServeCommand: AsyncParsableCommand {
               DB_ACQUIRE_TIMEOUT_MS     wait for a free connection before answering 503 (default 2000)
               DB_SHARED_READS           1 queues read-only requests' transactions on a few shared connections (default 0)
               DB_STATEMENT_TIMEOUT_MS   longest a statement may run before it is cancelled (default 5000)
+              DB_PREPARED_STATEMENTS    0 sends every statement unnamed, for PgBouncer's transaction mode (default 1)
+              DATABASE_LISTEN_URL       a direct connection for LISTEN, where DATABASE_URL goes through PgBouncer
               MAX_CONCURRENT_REQUESTS   requests served at once; more get 503 at once (default 256)
               LOG_LEVEL      trace, debug, info, notice, warning, error or critical (default info)
               DIARY_ENV           "production" forbids dev sign-in and generated keys
@@ -48,10 +50,17 @@ struct ServeCommand: AsyncParsableCommand {
             databaseConfiguration.statementTimeout = .milliseconds(
                 try Setting.integer(flag: nil, environment: "DB_STATEMENT_TIMEOUT_MS", default: ServerConfiguration.defaultStatementTimeoutMilliseconds, range: 1...600_000)
             )
+            databaseConfiguration.preparedStatements = try Setting.integer(flag: nil, environment: "DB_PREPARED_STATEMENTS", default: 1, range: 0...1) == 1
+            var listenConfiguration = databaseConfiguration
+            if Setting.string(flag: nil, environment: "DATABASE_LISTEN_URL") != nil {
+                listenConfiguration = try Setting.databaseURL(flag: nil, environment: "DATABASE_LISTEN_URL")
+                listenConfiguration.statementTimeout = databaseConfiguration.statementTimeout
+            }
             configuration = ServerConfiguration(
                 host: Setting.string(flag: host, environment: "HOST", default: ServerConfiguration.defaultHost)!,
                 port: try Setting.integer(flag: port, environment: "PORT", default: ServerConfiguration.defaultPort, range: 0...65535),
                 database: databaseConfiguration,
+                listenDatabase: listenConfiguration,
                 poolOptions: .init(
                     size: try Setting.integer(flag: poolSize, environment: "DB_POOL_SIZE", default: ServerConfiguration.defaultPoolSize, range: 1...ServerConfiguration.maximumPoolSize),
                     acquireTimeout: .milliseconds(
@@ -75,7 +84,10 @@ struct ServeCommand: AsyncParsableCommand {
             try? await pool.close()
             throw ExitCode.failure
         }
-        logger.info("starting", metadata: ["address": "\(configuration.host):\(configuration.port)", "database": "\(configuration.database)", "poolSize": "\(configuration.poolOptions.size)"])
+        logger.info("starting", metadata: [
+            "address": "\(configuration.host):\(configuration.port)", "database": "\(configuration.database)",
+            "poolSize": "\(configuration.poolOptions.size)", "preparedStatements": "\(configuration.database.preparedStatements)",
+        ])
         let app: any ApplicationProtocol
         do {
             app = try buildApplication(configuration: configuration, pool: pool, logger: logger)
