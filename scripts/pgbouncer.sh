@@ -19,6 +19,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/service-user.sh
+source "$root/scripts/service-user.sh"
 data_root="$root/.data"
 name=${2:-test}
 # The cluster scripts/postgres.sh starts (it honours DIARY_PG_CLUSTER the same way).
@@ -31,7 +33,6 @@ log_file="$instance/pgbouncer.log"
 pid_file="$instance/pgbouncer.pid"
 socket_dir="$instance/run"
 port_file="$instance/port"
-service_user=diary-postgres
 database=${DIARY_DB_NAME:-diary}
 pool_size=${PGBOUNCER_POOL_SIZE:-1}
 
@@ -54,24 +55,13 @@ psql_bin() {
 ensure_installed() {
     pgbouncer_bin >/dev/null && return 0
     log "installing pgbouncer"
-    local sudo=""
-    [ "$(id -u)" -ne 0 ] && sudo=sudo
-    $sudo apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends pgbouncer >&2
+    apt_install pgbouncer
     # Debian's package may start a pgbouncer of its own on 6432; ours does not need it.
-}
-
-as_owner() {
-    if [ "$(id -u)" -eq 0 ]; then
-        runuser -u "$service_user" -- "$@"
-    else
-        "$@"
-    fi
 }
 
 prepare_owner() {
     [ "$(id -u)" -eq 0 ] || return 0
-    id "$service_user" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$service_user"
+    ensure_service_user
     # scripts/postgres.sh start has already opened every parent folder to the service user.
     chown -R "$service_user" "$instance"
 }

@@ -12,6 +12,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/service-user.sh
+source "$root/scripts/service-user.sh"
 data_root="$root/.data"
 # DIARY_PG_CLUSTER (a folder under .data) gives a second cluster, for Benchmarks/rls-instructions.sh.
 cluster="${DIARY_PG_CLUSTER:-$data_root/postgres}"
@@ -19,7 +21,6 @@ pgdata="$cluster/data"
 socket_dir="$cluster/run"
 log="$cluster/postgres.log"
 port_file="$cluster/port"
-service_user=diary-postgres
 database=${DIARY_DB_NAME:-diary}
 
 log() { echo "postgres.sh: $*" >&2; }
@@ -39,24 +40,13 @@ ensure_installed() {
     [ -d /usr/share/postgresql/15/extension ] && [ ! -f /usr/share/postgresql/15/extension/pgtap.control ] && missing+=(postgresql-15-pgtap)
     [ ${#missing[@]} -eq 0 ] && return 0
     log "installing ${missing[*]}"
-    local sudo=""
-    [ "$(id -u)" -ne 0 ] && sudo=sudo
-    $sudo apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    apt_install "${missing[@]}"
     # Debian's package starts a cluster of its own on 5432; ours does not need it.
-}
-
-as_owner() {
-    if [ "$(id -u)" -eq 0 ]; then
-        runuser -u "$service_user" -- "$@"
-    else
-        "$@"
-    fi
 }
 
 prepare_owner() {
     [ "$(id -u)" -eq 0 ] || return 0
-    id "$service_user" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$service_user"
+    ensure_service_user
     # The service user must be able to reach the data folder through every parent.
     local dir="$data_root"
     while [ "$dir" != "/" ]; do
