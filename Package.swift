@@ -98,6 +98,11 @@ let package = Package(
             ],
             path: "Benchmarks/ClientBenchmark"
         ),
+        .executableTarget(
+            name: "bare-hummingbird",
+            dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
+            path: "Benchmarks/BareHummingbird"
+        ),
         .testTarget(
             name: "PostgresClientTests",
             dependencies: ["PostgresClient", "TestSupport"]

@@ -12,7 +12,8 @@
 # server's db_round_trips); CPU per request of the server (srv_us) and of the backends
 # serving its pool (db_us); the server's peak RSS; timeline p99 at half its maximum rate, and
 # pgbench's at the same pacing;
-# and /health against swift-nio's NIOHTTP1Server example. Results go to Benchmarks/results/.
+# and /health against bare Hummingbird 2 (the target, 90%) and swift-nio's NIOHTTP1Server
+# example (for information). Results go to Benchmarks/results/.
 # Needs the project's Postgres and its environment (`make bench` does both).
 # VIA_PGBOUNCER=1: the server (DB_PREPARED_STATEMENTS=0) and pgbench (-M extended) both go
 # through a PgBouncer in transaction mode with as many server connections as the pool.
@@ -25,7 +26,7 @@ server_pid=""
 cleanup() {
     [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
     # Started inside the `{ … } | tee` group, a subshell whose variables never reach this trap.
-    [ -f "$work/nio.pid" ] && kill "$(cat "$work/nio.pid")" 2>/dev/null || true
+    [ -f "$work/yardstick.pid" ] && kill "$(cat "$work/yardstick.pid")" 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -35,8 +36,10 @@ start_pgbouncer
 
 echo "building release binaries" >&2
 swift build -c release --product diary-server >&2
+swift build -c release --product bare-hummingbird >&2
 swift build -c release --package-path .build/checkouts/swift-nio --scratch-path .build/nio-example --product NIOHTTP1Server >&2
 bin="$(swift build -c release --show-bin-path)/diary-server"
+bare_bin="$(swift build -c release --show-bin-path)/bare-hummingbird"
 nio_bin=".build/nio-example/release/NIOHTTP1Server"
 
 seed_with_users "$db" "$work"
@@ -69,6 +72,18 @@ run_wrk() {
         | awk '/^RESULT/ {print $2, $3, $4, $5, $6, $7}'
 }
 
+# /health of the server binary $1 (arguments: host port) at 64 connections, as run_wrk prints it.
+yardstick_health() {
+    local port pid
+    port=$(free_port)
+    "$1" 127.0.0.1 "$port" >/dev/null 2>&1 &
+    pid=$!
+    echo "$pid" > "$work/yardstick.pid"
+    for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.1; done
+    run_wrk health 64 0 "http://127.0.0.1:$port"
+    kill "$pid" && rm "$work/yardstick.pid"
+}
+
 out="Benchmarks/results/endpoints$([ "${VIA_PGBOUNCER:-0}" = 1 ] && echo -pgbouncer)-$(date -u +%Y%m%dT%H%M%SZ).txt"
 peak_rss=0
 {
@@ -76,7 +91,8 @@ peak_rss=0
     echo "# data: $(psql -X -At -U postgres -d "$db" -c "select format('%s users, %s diaries, %s entries, %s reads', (select count(*) from users), (select count(*) from diaries), (select count(*) from entries), (select count(*) from entry_reads))")"
     echo "# server: release, DB_POOL_SIZE=8, DB_PREPARED_STATEMENTS=${DB_PREPARED_STATEMENTS:-1}; pgbench $(pgbench_target | sed 's/-h .* -p [0-9]* //') -j 2 with \\startpipeline; wrk -t 2"
     [ "${VIA_PGBOUNCER:-0}" = 1 ] && echo "# through PgBouncer $(pgbouncer --version 2>/dev/null | head -1 | awk '{print $2}'), pool_mode transaction, default_pool_size ${PGBOUNCER_POOL_SIZE:-8}; the server with DB_PREPARED_STATEMENTS=0"
-    printf '%-13s %5s %9s %8s %8s %9s %8s %8s %7s %6s %7s %7s %7s\n' endpoint conns pg_tps pg_p50 pg_p99 http_rps p50_ms p99_ms ratio trips errors srv_us db_us
+    # Targets (issue 19): the HTTP/pgbench ratio at least 75% at 16 connections, 85% at 64.
+    printf '%-13s %5s %9s %8s %8s %9s %8s %8s %7s %6s %7s %7s %7s %7s\n' endpoint conns pg_tps pg_p50 pg_p99 http_rps p50_ms p99_ms ratio trips errors srv_us db_us target
     for endpoint in post_entry timeline mark_read list_diaries join; do
         for conns in 16 64; do
             read -r pg_tps pg_p50 pg_p99 < <(run_pgbench "Benchmarks/endpoints/$endpoint.sql" "$conns")
@@ -94,10 +110,12 @@ peak_rss=0
             [ -n "$sampler" ] && kill "$sampler" 2>/dev/null
             after=$(round_trips)
             # /metrics itself costs no round trip; the two scrapes are not counted as requests.
-            printf '%-13s %5s %9s %8s %8s %9s %8s %8s %6.1f%% %6.2f %7s %7s %7s\n' "$endpoint" "$conns" "$pg_tps" "$pg_p50" "$pg_p99" \
+            target=$([ "$conns" -eq 64 ] && echo 85 || echo 75)
+            printf '%-13s %5s %9s %8s %8s %9s %8s %8s %6.1f%% %6.2f %7s %7s %7s %7s\n' "$endpoint" "$conns" "$pg_tps" "$pg_p50" "$pg_p99" \
                 "$rps" "$p50" "$p99" "$(awk -v a="$rps" -v b="$pg_tps" 'BEGIN {print 100 * a / b}')" \
                 "$(awk -v a="$after" -v b="$before" -v r="$requests" 'BEGIN {print (a - b) / r}')" "$((errors + non2xx))" \
-                "$(per_request_us "$server_ticks" "$requests")" "$(per_request_us "$backend_ticks" "$requests")"
+                "$(per_request_us "$server_ticks" "$requests")" "$(per_request_us "$backend_ticks" "$requests")" \
+                "$(awk -v a="$rps" -v b="$pg_tps" -v t="$target" 'BEGIN {print (100 * a / b >= t) ? "met" : "MISS" t}')"
             [ "$endpoint" = timeline ] && [ "$conns" -eq 64 ] && timeline_max=$rps
         done
     done
@@ -114,15 +132,12 @@ peak_rss=0
     read -r paced_tps paced_p50 paced_p99 < <(run_pgbench "$work/timeline_paced.sql" 16 "$((delay * 1000))")
     echo "pgbench paced alike: $paced_tps tps, p50 $paced_p50 ms, p99 $paced_p99 ms"
 
-    nio_port=$(free_port)
-    "$nio_bin" 127.0.0.1 "$nio_port" >/dev/null 2>&1 &
-    nio_pid=$!
-    echo "$nio_pid" > "$work/nio.pid"
-    for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$nio_port/health" >/dev/null && break; sleep 0.1; done
-    read -r nio_rps _ nio_p99 _ <<< "$(run_wrk health 64 0 "http://127.0.0.1:$nio_port")"
+    # The target's yardstick: Hummingbird 2 with no middleware (Benchmarks/BareHummingbird), in the same run.
+    read -r bare_rps _ bare_p99 _ <<< "$(yardstick_health "$bare_bin")"
+    read -r nio_rps _ nio_p99 _ <<< "$(yardstick_health "$nio_bin")"
     read -r our_rps _ our_p99 _ <<< "$(run_wrk health 64)"
-    echo "/health at 64 connections: diary-server $our_rps req/s (p99 $our_p99 ms), NIOHTTP1Server $nio_rps req/s (p99 $nio_p99 ms): $(awk -v a="$our_rps" -v b="$nio_rps" 'BEGIN {printf "%.1f%%", 100 * a / b}')"
-    kill "$nio_pid" && rm "$work/nio.pid"
+    echo "/health at 64 connections: diary-server $our_rps req/s (p99 $our_p99 ms), bare Hummingbird $bare_rps req/s (p99 $bare_p99 ms): $(awk -v a="$our_rps" -v b="$bare_rps" 'BEGIN {printf "%.1f%%", 100 * a / b}') (target 90%)"
+    echo "  for information, NIOHTTP1Server $nio_rps req/s (p99 $nio_p99 ms): $(awk -v a="$our_rps" -v b="$nio_rps" 'BEGIN {printf "%.1f%%", 100 * a / b}')"
 } | tee "$out"
 grep -q "unexpected error" "$work/server.log" && { echo "the server logged unexpected errors:" >&2; grep "unexpected error" "$work/server.log" | head -5 >&2; exit 1; }
 echo "written to $out" >&2

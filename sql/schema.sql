@@ -106,56 +106,72 @@ end
 $$;
 
 --
--- Name: count_deleted_entry(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: count_deleted_entries(); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.count_deleted_entry() RETURNS trigger
+CREATE FUNCTION public.count_deleted_entries() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 begin
-    update diaries d set entry_count = d.entry_count - 1 where d.id = old.diary_id;
-    -- The diary itself is being deleted: its members go with it.
-    if not found then
-        return old;
-    end if;
-    update diary_members m set unread_count = m.unread_count - 1
-    where m.diary_id = old.diary_id and m.user_id <> old.user_id
-      and not exists (
-          select 1 from entry_reads r
-          where r.diary_id = old.diary_id and r.entry_id = old.id and r.user_id = m.user_id);
-    return old;
-end
-$$;
-
---
--- Name: count_first_read(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.count_first_read() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-begin
-    update diary_members m set unread_count = m.unread_count - 1
-    where m.diary_id = new.diary_id and m.user_id = new.user_id
-      and exists (select 1 from entries e where e.diary_id = new.diary_id and e.id = new.entry_id and e.user_id <> new.user_id);
+    update diaries d set entry_count = d.entry_count - gone.count
+    from (select g.diary_id, count(*)::integer as count from gone g group by g.diary_id) gone
+    where d.id = gone.diary_id;
+    update diary_members m set unread_count = m.unread_count - unread.count
+    from (
+        select g.diary_id, other.user_id, count(*)::integer as count
+        from gone g join diary_members other on other.diary_id = g.diary_id and other.user_id <> g.user_id
+        where not exists (
+            select 1 from entry_reads r
+            where r.diary_id = g.diary_id and r.entry_id = g.id and r.user_id = other.user_id)
+        group by g.diary_id, other.user_id
+    ) unread
+    where m.diary_id = unread.diary_id and m.user_id = unread.user_id;
+    delete from entry_reads r using gone g where r.diary_id = g.diary_id and r.entry_id = g.id;
     return null;
 end
 $$;
 
 --
--- Name: count_posted_entry(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: count_first_reads(); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.count_posted_entry() RETURNS trigger
+CREATE FUNCTION public.count_first_reads() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 begin
-    update diaries d set entry_count = d.entry_count + 1 where d.id = new.diary_id;
-    update diary_members m set unread_count = m.unread_count + 1
-    where m.diary_id = new.diary_id and m.user_id <> new.user_id;
+    update diary_members m set unread_count = m.unread_count - readers.count
+    from (
+        select r.diary_id, r.user_id, count(*)::integer as count
+        from receipts r join entries e on e.diary_id = r.diary_id and e.id = r.entry_id
+        where e.user_id <> r.user_id
+        group by r.diary_id, r.user_id
+    ) readers
+    where m.diary_id = readers.diary_id and m.user_id = readers.user_id;
+    return null;
+end
+$$;
+
+--
+-- Name: count_posted_entries(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.count_posted_entries() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    update diaries d set entry_count = d.entry_count + posted.count
+    from (select p.diary_id, count(*)::integer as count from posted p group by p.diary_id) posted
+    where d.id = posted.diary_id;
+    update diary_members m set unread_count = m.unread_count + unread.count
+    from (
+        select p.diary_id, other.user_id, count(*)::integer as count
+        from posted p join diary_members other on other.diary_id = p.diary_id and other.user_id <> p.user_id
+        group by p.diary_id, other.user_id
+    ) unread
+    where m.diary_id = unread.diary_id and m.user_id = unread.user_id;
     return null;
 end
 $$;
@@ -930,13 +946,13 @@ CREATE TRIGGER diary_members_refresh_app_diary_ids AFTER INSERT OR DELETE ON pub
 -- Name: entries entries_count_deleted; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER entries_count_deleted BEFORE DELETE ON public.entries FOR EACH ROW EXECUTE FUNCTION public.count_deleted_entry();
+CREATE TRIGGER entries_count_deleted AFTER DELETE ON public.entries REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.count_deleted_entries();
 
 --
 -- Name: entries entries_count_posted; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER entries_count_posted AFTER INSERT ON public.entries FOR EACH ROW EXECUTE FUNCTION public.count_posted_entry();
+CREATE TRIGGER entries_count_posted AFTER INSERT ON public.entries REFERENCING NEW TABLE AS posted FOR EACH STATEMENT EXECUTE FUNCTION public.count_posted_entries();
 
 --
 -- Name: entries entries_keys_fixed; Type: TRIGGER; Schema: public; Owner: -
@@ -954,7 +970,7 @@ CREATE TRIGGER entries_set_updated_at BEFORE UPDATE ON public.entries FOR EACH R
 -- Name: entry_reads entry_reads_count_first_read; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER entry_reads_count_first_read AFTER INSERT ON public.entry_reads FOR EACH ROW EXECUTE FUNCTION public.count_first_read();
+CREATE TRIGGER entry_reads_count_first_read AFTER INSERT ON public.entry_reads REFERENCING NEW TABLE AS receipts FOR EACH STATEMENT EXECUTE FUNCTION public.count_first_reads();
 
 --
 -- Name: entry_reads entry_reads_keys_fixed; Type: TRIGGER; Schema: public; Owner: -
@@ -1008,7 +1024,7 @@ ALTER TABLE ONLY public.entries
 --
 
 ALTER TABLE ONLY public.entry_reads
-    ADD CONSTRAINT entry_reads_diary_id_entry_id_fkey FOREIGN KEY (diary_id, entry_id) REFERENCES public.entries(diary_id, id) ON DELETE CASCADE;
+    ADD CONSTRAINT entry_reads_diary_id_entry_id_fkey FOREIGN KEY (diary_id, entry_id) REFERENCES public.entries(diary_id, id) DEFERRABLE INITIALLY DEFERRED;
 
 --
 -- Name: entry_reads entry_reads_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
@@ -1306,22 +1322,22 @@ GRANT ALL ON FUNCTION public.authenticate(session uuid, caller uuid) TO diary_ap
 REVOKE ALL ON FUNCTION public.check_diary_has_one_owner() FROM PUBLIC;
 
 --
--- Name: FUNCTION count_deleted_entry(); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION count_deleted_entries(); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.count_deleted_entry() FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.count_deleted_entries() FROM PUBLIC;
 
 --
--- Name: FUNCTION count_first_read(); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION count_first_reads(); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.count_first_read() FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.count_first_reads() FROM PUBLIC;
 
 --
--- Name: FUNCTION count_posted_entry(); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION count_posted_entries(); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.count_posted_entry() FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.count_posted_entries() FROM PUBLIC;
 
 --
 -- Name: FUNCTION count_unread_for_new_member(); Type: ACL; Schema: public; Owner: -

@@ -226,6 +226,39 @@ struct CounterTests {
         }
     }
 
+    @Test("statements of many rows count each row: bulk posts, receipts and deletes across diaries")
+    func bulkStatements() async throws {
+        try await APIHarness.run { api in
+            let a = try await Self.member("bulk-a", api)
+            let b = try await Self.member("bulk-b", api)
+            let c = try await Self.member("bulk-c", api)
+            let family = try await api.createDiary("まとめて", type: .family, token: a.token)
+            let couple = try await api.createDiary("ふたり", type: .couple, token: a.token)
+            for (diary, members) in [(family, [b, c]), (couple, [b])] {
+                for member in members { #expect(try await api.join(diary.inviteCode, token: member.token).status == .ok) }
+            }
+            // 30 entries by A and 20 by B in the family diary, 10 by A in the couple's, in one statement.
+            try await api.asSuperuser("""
+                insert into entries (diary_id, user_id, content)
+                select \(family.id), case when g <= 30 then \(a.id) else \(b.id) end, 'bulk ' || g from generate_series(1, 50) g
+                union all
+                select \(couple.id), \(a.id), 'bulk ' || g from generate_series(1, 10) g
+                """)
+            #expect(try await Self.unread(c, in: family.id, api) == 50)
+            #expect(try await Self.unread(b, in: family.id, api) == 30)
+            #expect(try await Self.unread(b, in: couple.id, api) == 10)
+            // C reads every entry of the family diary in one statement.
+            try await api.asSuperuser("insert into entry_reads (diary_id, entry_id, user_id) select diary_id, id, \(c.id) from entries where diary_id = \(family.id)")
+            #expect(try await Self.unread(c, in: family.id, api) == 0)
+            // One statement deletes read and unread entries in both diaries.
+            try await api.asSuperuser("delete from entries where user_id = \(a.id) and content in ('bulk 1', 'bulk 2', 'bulk 3')")
+            #expect(try await Self.unread(b, in: family.id, api) == 27)
+            #expect(try await Self.unread(b, in: couple.id, api) == 7)
+            #expect(try await Self.unread(c, in: family.id, api) == 0)
+            #expect(try await Self.differences(api) == [])
+        }
+    }
+
     @Test("check-counters finds a wrong counter, repairs it, and exits 1 only while one is wrong")
     func reconciliationFindsAndRepairs() async throws {
         try await APIHarness.run { api in
