@@ -89,8 +89,8 @@ peak_rss=0
 {
     echo "# $(date -u); $(nproc) cores; PostgreSQL $(psql -X -At -U postgres -d postgres -c 'show server_version'); ${seconds}s per run"
     echo "# data: $(psql -X -At -U postgres -d "$db" -c "select format('%s users, %s diaries, %s entries, %s reads', (select count(*) from users), (select count(*) from diaries), (select count(*) from entries), (select count(*) from entry_reads))")"
-    echo "# server: release, DB_POOL_SIZE=8, DB_PREPARED_STATEMENTS=${DB_PREPARED_STATEMENTS:-1}; pgbench $(pgbench_target | sed 's/-h .* -p [0-9]* //') -j 2 with \\startpipeline; wrk -t 2"
-    [ "${VIA_PGBOUNCER:-0}" = 1 ] && echo "# through PgBouncer $(pgbouncer --version 2>/dev/null | head -1 | awk '{print $2}'), pool_mode transaction, default_pool_size ${PGBOUNCER_POOL_SIZE:-8}; the server with DB_PREPARED_STATEMENTS=0"
+    echo "# server: release, DB_POOL_SIZE=8, DB_PREPARED_STATEMENTS=$([ "${VIA_PGBOUNCER:-0}" = 1 ] && echo 0 || echo "${DB_PREPARED_STATEMENTS:-1}"); pgbench $(pgbench_target | sed 's/-h .* -p [0-9]* //') -j 2 with \\startpipeline; wrk -t 2"
+    [ "${VIA_PGBOUNCER:-0}" = 1 ] && echo "# through PgBouncer $(pgbouncer --version 2>/dev/null | head -1 | awk '{print $2}'), pool_mode transaction, default_pool_size ${PGBOUNCER_POOL_SIZE:-8}"
     # Targets (issue 19): the HTTP/pgbench ratio at least 75% at 16 connections, 85% at 64.
     printf '%-13s %5s %9s %8s %8s %9s %8s %8s %7s %6s %7s %7s %7s %7s\n' endpoint conns pg_tps pg_p50 pg_p99 http_rps p50_ms p99_ms ratio trips errors srv_us db_us target
     for endpoint in post_entry timeline mark_read list_diaries join; do
