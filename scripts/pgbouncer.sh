@@ -73,23 +73,7 @@ free_port() {
     for file in "$data_root"/pgbouncer-*/port; do
         [ -f "$file" ] && taken+=("$(cat "$file")")
     done
-    python3 - "${taken[@]}" <<'PY'
-import socket, sys
-taken = set(sys.argv[1:])
-for port in range(56432, 57432):
-    if str(port) in taken:
-        continue
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", port))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(port)
-    sys.exit(0)
-sys.exit("no free port between 56432 and 57431")
-PY
+    free_port_between 56432 57431 "${taken[@]}"
 }
 
 # The pid of the running instance, if any (a pgbouncer process, not a stale file's reused pid).

@@ -56,22 +56,7 @@ prepare_owner() {
     chown -R "$service_user" "$cluster"
 }
 
-free_port() {
-    python3 - "$@" <<'PY'
-import socket, sys
-for port in range(55432, 56432):
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", port))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(port)
-    sys.exit(0)
-sys.exit("no free port between 55432 and 56431")
-PY
-}
+free_port() { free_port_between 55432 56431; }
 
 chosen_port() {
     if [ -n "${PGPORT:-}" ]; then echo "$PGPORT"

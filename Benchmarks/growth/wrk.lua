@@ -97,13 +97,8 @@ function init(args)
     math.randomseed(os.time() + (id or 0) * 7919)
 end
 
-local function uuid()
-    local t = {}
-    for i = 1, 16 do t[i] = math.random(0, 255) end
-    t[7] = t[7] % 16 + 64
-    t[9] = t[9] % 64 + 128
-    return string.format("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", (table.unpack or unpack)(t))
-end
+package.path = "Benchmarks/endpoints/?.lua;" .. package.path
+local uuid = require("uuid")
 
 function request()
     if #fixed > 0 then
