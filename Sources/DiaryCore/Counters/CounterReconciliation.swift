@@ -2,7 +2,8 @@ package import Foundation
 package import PostgresClient
 
 /// Recomputes the maintained counters (migration 0007) from the rows they count, reports
-/// every difference and, if asked, repairs it.
+/// every difference and, if asked, repairs it. The counts from scratch are the view
+/// `counter_differences`, the one definition of what each counter should hold.
 ///
 /// Runs as the schema's owner, beneath the row-level policies: it must see every diary.
 /// Each query reads stored and recomputed values in one snapshot, and the data and its
@@ -38,53 +39,30 @@ package struct CounterReconciliation: Sendable {
         self.pool = pool
     }
 
-    /// Every counter that differs from a count from scratch.
+    /// Every counter that differs from a count from scratch (the view `counter_differences`).
     package func differences() async throws -> [Difference] {
-        try await pool.query("\(Self.differences) order by 1, 2, 3").map(Self.difference(from:))
+        try await pool.query("select * from counter_differences order by 1, 2, 3").map(Self.difference(from:))
     }
 
-    /// Sets every differing counter right and returns what it changed.
+    /// Sets every differing counter right and returns what it changed. The same statements
+    /// set the existing rows' counts when migration 0007 added the counters.
     package func repair() async throws -> [Difference] {
         let results = try await pool.transaction([
             """
-            with fix as (\(Self.unreadDifferences))
             update diary_members m set unread_count = m.unread_count + (fix.actual - fix.stored)
-            from fix where m.diary_id = fix.diary_id and m.user_id = fix.user_id
-            returning 'unread_count' as counter, fix.diary_id, fix.user_id, fix.stored, fix.actual
+            from counter_differences fix
+            where fix.counter = 'unread_count' and m.diary_id = fix.diary_id and m.user_id = fix.user_id
+            returning fix.*
             """,
             """
-            with fix as (\(Self.entryCountDifferences))
             update diaries d set entry_count = d.entry_count + (fix.actual - fix.stored)
-            from fix where d.id = fix.diary_id
-            returning 'entry_count' as counter, fix.diary_id, fix.user_id, fix.stored, fix.actual
+            from counter_differences fix
+            where fix.counter = 'entry_count' and d.id = fix.diary_id
+            returning fix.*
             """,
         ])
         return try results.joined().map(Self.difference(from:))
     }
-
-    private static let unreadDifferences: PostgresFragment = """
-        select m.diary_id, m.user_id, m.unread_count as stored, actual.count as actual
-        from diary_members m
-        cross join lateral (
-            select count(*)::integer as count from entries e
-            where e.diary_id = m.diary_id and e.user_id <> m.user_id
-              and not exists (select 1 from entry_reads r where r.diary_id = e.diary_id and r.entry_id = e.id and r.user_id = m.user_id)
-        ) actual
-        where m.unread_count <> actual.count
-        """
-
-    private static let entryCountDifferences: PostgresFragment = """
-        select d.id as diary_id, null::uuid as user_id, d.entry_count as stored, actual.count as actual
-        from diaries d
-        cross join lateral (select count(*)::integer as count from entries e where e.diary_id = d.id) actual
-        where d.entry_count <> actual.count
-        """
-
-    private static let differences: PostgresQuery = """
-        select 'unread_count' as counter, * from (\(unreadDifferences)) unread
-        union all
-        select 'entry_count' as counter, * from (\(entryCountDifferences)) entry_counts
-        """
 
     private static func difference(from row: PostgresRow) throws -> Difference {
         guard let counter = Difference.Counter(rawValue: try row.decode("counter")) else {
