@@ -22,23 +22,9 @@ struct CheckCountersCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = AppLogger.make(label: "diary-server.check-counters")
-        let pool: PostgresPool
-        do {
-            pool = PostgresPool(configuration: try database.migrationConfiguration(), options: .init(size: 1, acquireTimeout: .seconds(3600)), logger: logger)
-        } catch {
-            printError("check-counters: \(error)")
-            throw ExitCode.failure
-        }
-        let differences: [CounterReconciliation.Difference]
-        do {
-            try await DatabaseStartup.waitUntilReachable(pool, limit: try database.waitDuration(), logger: logger)
+        let differences = try await database.withOwnerPool(command: "check-counters", logger: logger) { pool in
             let reconciliation = CounterReconciliation(pool: pool)
-            differences = repair ? try await reconciliation.repair() : try await reconciliation.differences()
-            try await pool.close()
-        } catch {
-            printError("check-counters: \(error)")
-            try? await pool.close()
-            throw ExitCode.failure
+            return repair ? try await reconciliation.repair() : try await reconciliation.differences()
         }
         for difference in differences {
             print(repair ? "repaired \(difference)" : "\(difference)")

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Logging
 import PostgresClient
 
 /// The database flags shared by every subcommand.
@@ -18,6 +19,29 @@ struct DatabaseOptions: ParsableArguments {
     /// where one role does both (a superuser in development).
     func migrationConfiguration() throws -> PostgresConfiguration {
         try Setting.databaseURL(flag: databaseURL, environment: ["MIGRATION_DATABASE_URL", "DATABASE_URL"])
+    }
+
+    /// Runs `body` on one connection as the schema's owner (`migrationConfiguration`), once
+    /// the database answers, then closes it. For the maintenance commands: a failure prints
+    /// "`command`: error" and exits 1.
+    func withOwnerPool<Result: Sendable>(command: String, logger: Logger, _ body: (PostgresPool) async throws -> Result) async throws -> Result {
+        let pool: PostgresPool
+        do {
+            pool = PostgresPool(configuration: try migrationConfiguration(), options: .init(size: 1, acquireTimeout: .seconds(3600)), logger: logger)
+        } catch {
+            printError("\(command): \(error)")
+            throw ExitCode.failure
+        }
+        do {
+            try await DatabaseStartup.waitUntilReachable(pool, limit: try waitDuration(), logger: logger)
+            let result = try await body(pool)
+            try await pool.close()
+            return result
+        } catch {
+            printError("\(command): \(error)")
+            try? await pool.close()
+            throw ExitCode.failure
+        }
     }
 
     func waitDuration() throws -> Duration {

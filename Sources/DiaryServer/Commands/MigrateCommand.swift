@@ -27,18 +27,15 @@ struct MigrateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = AppLogger.make(label: "diary-server.migrate")
-        let pool: PostgresPool
         let files: [MigrationFile]
         do {
             let directory = Setting.string(flag: migrationsDirectory, environment: "DIARY_MIGRATIONS_DIR", default: "sql/migrations")!
             files = try MigrationFile.load(from: URL(fileURLWithPath: directory))
-            pool = PostgresPool(configuration: try database.migrationConfiguration(), options: .init(size: 1, acquireTimeout: .seconds(3600)), logger: logger)
         } catch {
             printError("migrate: \(error)")
             throw ExitCode.failure
         }
-        do {
-            try await DatabaseStartup.waitUntilReachable(pool, limit: try database.waitDuration(), logger: logger)
+        try await database.withOwnerPool(command: "migrate", logger: logger) { pool in
             let migrator = Migrator(pool: pool, files: files, logger: logger)
             if status || dryRun {
                 let statuses = try await migrator.status()
@@ -54,11 +51,6 @@ struct MigrateCommand: AsyncParsableCommand {
                 let applied = try await migrator.migrate()
                 print(applied.isEmpty ? "database is up to date" : "applied \(applied.map(\.fileName).joined(separator: ", "))")
             }
-            try await pool.close()
-        } catch {
-            printError("migrate: \(error)")
-            try? await pool.close()
-            throw ExitCode.failure
         }
     }
 }
