@@ -79,6 +79,28 @@ end
 $$;
 
 --
+-- Name: change_log_tail(xid8, bigint, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint, max_rows integer) RETURNS TABLE(xact xid8, seq bigint, users uuid[], horizon xid8)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+    with snapshot as (select pg_snapshot_xmin(pg_current_snapshot()) as xmin)
+    select c.xact, c.seq,
+        array(select m.user_id from diary_members m where m.diary_id = c.diary_id
+              union select c.user_id where c.user_id is not null),
+        snapshot.xmin
+    from snapshot
+    left join lateral (
+        select c.* from change_log c
+        where (c.xact, c.seq) > (after_xact, after_seq) and c.xact < snapshot.xmin
+        order by c.xact, c.seq
+        limit least(max_rows, 10000)) c on true
+    order by c.xact, c.seq
+$$;
+
+--
 -- Name: check_diary_has_one_owner(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -383,6 +405,110 @@ end
 $$;
 
 --
+-- Name: live_sessions(uuid[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.live_sessions(ids uuid[]) RETURNS SETOF uuid
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+    select s.id from sessions s where s.id = any (ids) and s.revoked_at is null
+$$;
+
+--
+-- Name: log_edited_entry(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.log_edited_entry() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    insert into change_log (diary_id, kind, entry_id, user_id, user_alias)
+    values (new.diary_id, 'entry.updated', new.id, new.user_id,
+        (select m.alias_id from diary_members m where m.diary_id = new.diary_id and m.user_id = new.user_id));
+    perform pg_notify('diary_changes', '');
+    return null;
+end
+$$;
+
+--
+-- Name: log_entry_changes(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.log_entry_changes() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    if tg_op = 'INSERT' then
+        insert into change_log (diary_id, kind, entry_id, user_id, user_alias)
+        select c.diary_id, 'entry.created', c.id, c.user_id, m.alias_id
+        from changed c left join diary_members m on m.diary_id = c.diary_id and m.user_id = c.user_id
+        order by c.created_at, c.id;
+    else
+        -- Entries that go with their diary are not logged one by one: nobody is left to tell.
+        insert into change_log (diary_id, kind, entry_id, user_id)
+        select c.diary_id, 'entry.deleted', c.id, c.user_id
+        from changed c
+        where exists (select 1 from diaries d where d.id = c.diary_id);
+    end if;
+    perform pg_notify('diary_changes', '');
+    return null;
+end
+$$;
+
+--
+-- Name: log_first_reads(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.log_first_reads() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    insert into change_log (diary_id, kind, entry_id, user_id, user_alias)
+    select r.diary_id, 'entry.read', r.entry_id, r.user_id, m.alias_id
+    from receipts r left join diary_members m on m.diary_id = r.diary_id and m.user_id = r.user_id
+    order by r.read_at, r.entry_id;
+    perform pg_notify('diary_changes', '');
+    return null;
+end
+$$;
+
+--
+-- Name: log_membership_changes(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.log_membership_changes() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    insert into change_log (diary_id, kind, user_id, user_alias)
+    select c.diary_id, case tg_op when 'INSERT' then 'member.joined' else 'member.left' end, c.user_id, c.alias_id
+    from changed c order by c.joined_at, c.user_id;
+    perform pg_notify('diary_changes', '');
+    return null;
+end
+$$;
+
+--
+-- Name: log_renamed_diary(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.log_renamed_diary() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    insert into change_log (diary_id, kind) values (new.id, 'diary.updated');
+    perform pg_notify('diary_changes', '');
+    return null;
+end
+$$;
+
+--
 -- Name: mark_as_read(uuid, uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -451,6 +577,38 @@ begin
     perform set_config('app.user_id', account::text, true);
     perform refresh_app_diary_ids();
     return account;
+end
+$$;
+
+--
+-- Name: prune_change_log(interval, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.prune_change_log(older_than interval, max_rows integer) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    removed integer;
+begin
+    if not pg_try_advisory_xact_lock(hashtext('prune_change_log')) then
+        return 0;
+    end if;
+    with gone as (
+        delete from change_log c
+        where (c.diary_id, c.xact, c.seq) in (
+            select o.diary_id, o.xact, o.seq from change_log o
+            where o.at < now() - greatest(older_than, interval '30 days')
+            order by o.at limit greatest(max_rows, 0))
+        returning c.xact, c.seq
+    ), highest as (
+        select g.xact, g.seq from gone g order by g.xact desc, g.seq desc limit 1
+    ), moved as (
+        update change_log_horizon h set xact = highest.xact, seq = highest.seq
+        from highest where (highest.xact, highest.seq) > (h.xact, h.seq)
+    )
+    select count(*) into removed from gone;
+    return removed;
 end
 $$;
 
@@ -600,6 +758,50 @@ $$;
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
+
+--
+-- Name: change_log; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.change_log (
+    diary_id uuid NOT NULL,
+    xact xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    seq bigint NOT NULL,
+    kind text NOT NULL,
+    entry_id uuid,
+    user_id uuid,
+    user_alias uuid,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT change_log_kind_check CHECK ((kind = ANY (ARRAY['entry.created'::text, 'entry.updated'::text, 'entry.deleted'::text, 'entry.read'::text, 'member.joined'::text, 'member.left'::text, 'diary.updated'::text])))
+);
+
+ALTER TABLE ONLY public.change_log FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: change_log_horizon; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.change_log_horizon (
+    singleton boolean DEFAULT true NOT NULL,
+    xact xid8 NOT NULL,
+    seq bigint NOT NULL,
+    CONSTRAINT change_log_horizon_singleton_check CHECK (singleton)
+);
+
+ALTER TABLE ONLY public.change_log_horizon FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: change_log_seq_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.change_log ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.change_log_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 --
 -- Name: diaries; Type: TABLE; Schema: public; Owner: -
@@ -798,6 +1000,20 @@ CREATE TABLE public.sessions (
 ALTER TABLE ONLY public.sessions FORCE ROW LEVEL SECURITY;
 
 --
+-- Name: change_log_horizon change_log_horizon_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.change_log_horizon
+    ADD CONSTRAINT change_log_horizon_pkey PRIMARY KEY (singleton);
+
+--
+-- Name: change_log change_log_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.change_log
+    ADD CONSTRAINT change_log_pkey PRIMARY KEY (diary_id, xact, seq);
+
+--
 -- Name: diaries diaries_invite_code_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -882,6 +1098,24 @@ ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_pkey PRIMARY KEY (id);
 
 --
+-- Name: change_log_at; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX change_log_at ON public.change_log USING btree (at);
+
+--
+-- Name: change_log_departures; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX change_log_departures ON public.change_log USING btree (user_id, xact, seq) WHERE (kind = 'member.left'::text);
+
+--
+-- Name: change_log_tail; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX change_log_tail ON public.change_log USING btree (xact, seq);
+
+--
 -- Name: diary_members_alias; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -942,6 +1176,12 @@ CREATE INDEX sessions_user ON public.sessions USING btree (user_id);
 CREATE CONSTRAINT TRIGGER diaries_exactly_one_owner AFTER INSERT ON public.diaries DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.check_diary_has_one_owner();
 
 --
+-- Name: diaries diaries_log_renamed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER diaries_log_renamed AFTER UPDATE OF name ON public.diaries FOR EACH ROW WHEN ((old.name IS DISTINCT FROM new.name)) EXECUTE FUNCTION public.log_renamed_diary();
+
+--
 -- Name: diaries diaries_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -964,6 +1204,18 @@ CREATE TRIGGER diary_members_count_unread BEFORE INSERT ON public.diary_members 
 --
 
 CREATE CONSTRAINT TRIGGER diary_members_exactly_one_owner AFTER INSERT OR DELETE OR UPDATE OF role ON public.diary_members DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.check_diary_has_one_owner();
+
+--
+-- Name: diary_members diary_members_log_joined; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER diary_members_log_joined AFTER INSERT ON public.diary_members REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.log_membership_changes();
+
+--
+-- Name: diary_members diary_members_log_left; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER diary_members_log_left AFTER DELETE ON public.diary_members REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.log_membership_changes();
 
 --
 -- Name: diary_members diary_members_refresh_app_diary_ids; Type: TRIGGER; Schema: public; Owner: -
@@ -990,6 +1242,24 @@ CREATE TRIGGER entries_count_posted AFTER INSERT ON public.entries REFERENCING N
 CREATE TRIGGER entries_keys_fixed AFTER UPDATE OF diary_id, id, user_id ON public.entries FOR EACH ROW WHEN (((old.diary_id IS DISTINCT FROM new.diary_id) OR (old.id IS DISTINCT FROM new.id) OR (old.user_id IS DISTINCT FROM new.user_id))) EXECUTE FUNCTION public.forbid_key_change();
 
 --
+-- Name: entries entries_log_created; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entries_log_created AFTER INSERT ON public.entries REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.log_entry_changes();
+
+--
+-- Name: entries entries_log_deleted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entries_log_deleted AFTER DELETE ON public.entries REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.log_entry_changes();
+
+--
+-- Name: entries entries_log_updated; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entries_log_updated AFTER UPDATE OF content, question, images ON public.entries FOR EACH ROW WHEN ((((old.content IS DISTINCT FROM new.content) OR (old.question IS DISTINCT FROM new.question)) OR (old.images IS DISTINCT FROM new.images))) EXECUTE FUNCTION public.log_edited_entry();
+
+--
 -- Name: entries entries_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -1006,6 +1276,12 @@ CREATE TRIGGER entry_reads_count_first_read AFTER INSERT ON public.entry_reads R
 --
 
 CREATE TRIGGER entry_reads_keys_fixed AFTER UPDATE OF diary_id, entry_id, user_id ON public.entry_reads FOR EACH ROW WHEN (((old.diary_id IS DISTINCT FROM new.diary_id) OR (old.entry_id IS DISTINCT FROM new.entry_id) OR (old.user_id IS DISTINCT FROM new.user_id))) EXECUTE FUNCTION public.forbid_key_change();
+
+--
+-- Name: entry_reads entry_reads_log_first_read; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entry_reads_log_first_read AFTER INSERT ON public.entry_reads REFERENCING NEW TABLE AS receipts FOR EACH STATEMENT EXECUTE FUNCTION public.log_first_reads();
 
 --
 -- Name: users users_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
@@ -1075,6 +1351,66 @@ ALTER TABLE ONLY public.refresh_tokens
 
 ALTER TABLE ONLY public.sessions
     ADD CONSTRAINT sessions_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: change_log; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.change_log ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: change_log change_log_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY change_log_delete ON public.change_log FOR DELETE USING (false);
+
+--
+-- Name: change_log_horizon; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.change_log_horizon ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: change_log_horizon change_log_horizon_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY change_log_horizon_delete ON public.change_log_horizon FOR DELETE USING (false);
+
+--
+-- Name: change_log_horizon change_log_horizon_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY change_log_horizon_insert ON public.change_log_horizon FOR INSERT WITH CHECK (false);
+
+--
+-- Name: change_log_horizon change_log_horizon_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY change_log_horizon_select ON public.change_log_horizon FOR SELECT USING (true);
+
+--
+-- Name: change_log_horizon change_log_horizon_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY change_log_horizon_update ON public.change_log_horizon FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: change_log change_log_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY change_log_insert ON public.change_log FOR INSERT WITH CHECK (false);
+
+--
+-- Name: change_log change_log_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY change_log_select ON public.change_log FOR SELECT USING ((((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])) IS TRUE) OR ((kind = 'member.left'::text) AND (user_id = ( SELECT public.app_user_id() AS app_user_id)))));
+
+--
+-- Name: change_log change_log_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY change_log_update ON public.change_log FOR UPDATE USING (false) WITH CHECK (false);
 
 --
 -- Name: diaries; Type: ROW SECURITY; Schema: public; Owner: -
@@ -1345,6 +1681,13 @@ REVOKE ALL ON FUNCTION public.authenticate(session uuid, caller uuid) FROM PUBLI
 GRANT ALL ON FUNCTION public.authenticate(session uuid, caller uuid) TO diary_app;
 
 --
+-- Name: FUNCTION change_log_tail(after_xact xid8, after_seq bigint, max_rows integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint, max_rows integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint, max_rows integer) TO diary_app;
+
+--
 -- Name: FUNCTION check_diary_has_one_owner(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -1436,6 +1779,43 @@ REVOKE ALL ON FUNCTION public.join_diary(invite_code text, user_id uuid) FROM PU
 GRANT ALL ON FUNCTION public.join_diary(invite_code text, user_id uuid) TO diary_app;
 
 --
+-- Name: FUNCTION live_sessions(ids uuid[]); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.live_sessions(ids uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.live_sessions(ids uuid[]) TO diary_app;
+
+--
+-- Name: FUNCTION log_edited_entry(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.log_edited_entry() FROM PUBLIC;
+
+--
+-- Name: FUNCTION log_entry_changes(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.log_entry_changes() FROM PUBLIC;
+
+--
+-- Name: FUNCTION log_first_reads(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.log_first_reads() FROM PUBLIC;
+
+--
+-- Name: FUNCTION log_membership_changes(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.log_membership_changes() FROM PUBLIC;
+
+--
+-- Name: FUNCTION log_renamed_diary(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.log_renamed_diary() FROM PUBLIC;
+
+--
 -- Name: FUNCTION mark_as_read(entry_id uuid, user_id uuid); Type: ACL; Schema: public; Owner: -
 --
 
@@ -1455,6 +1835,13 @@ GRANT ALL ON FUNCTION public.normalize_invite_code(raw text) TO diary_app;
 
 REVOKE ALL ON FUNCTION public.open_session(apple_subject text, dev_account text, email text, display_name text, session uuid, refresh_token_hash bytea, lifetime interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.open_session(apple_subject text, dev_account text, email text, display_name text, session uuid, refresh_token_hash bytea, lifetime interval) TO diary_app;
+
+--
+-- Name: FUNCTION prune_change_log(older_than interval, max_rows integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.prune_change_log(older_than interval, max_rows integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.prune_change_log(older_than interval, max_rows integer) TO diary_app;
 
 --
 -- Name: FUNCTION refresh_app_diary_ids(); Type: ACL; Schema: public; Owner: -
@@ -1489,6 +1876,18 @@ GRANT ALL ON FUNCTION public.rotate_refresh_token(presented bytea, successor byt
 
 REVOKE ALL ON FUNCTION public.set_updated_at() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.set_updated_at() TO diary_app;
+
+--
+-- Name: TABLE change_log; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.change_log TO diary_app;
+
+--
+-- Name: TABLE change_log_horizon; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.change_log_horizon TO diary_app;
 
 --
 -- Name: TABLE diaries; Type: ACL; Schema: public; Owner: -

@@ -29,6 +29,9 @@ public struct Diary: Codable, Sendable, Equatable {
     public var lastEntryAt: Date?
     /// Entries by others that the caller has not read.
     public var unreadCount: Int
+    /// `GET /v1/diaries/{diaryId}` only: the change log's position at or before this read.
+    /// Following the changes from here (socket `since`, or delta sync) misses nothing.
+    public var changesCursor: String?
 
     public init(id: UUID, name: String, type: DiaryType, inviteCode: String, role: MemberRole, memberCount: Int, members: [Member], createdAt: Date, lastEntryAt: Date?, unreadCount: Int) {
         self.id = id

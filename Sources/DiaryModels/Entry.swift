@@ -52,10 +52,13 @@ public struct ReadReceipt: Codable, Sendable, Equatable {
 public struct EntryPage: Codable, Sendable, Equatable {
     public var entries: [Entry]
     public var nextCursor: String?
+    /// The first page only: the change log's position at or before this read (see `Diary`).
+    public var changesCursor: String?
 
-    public init(entries: [Entry], nextCursor: String?) {
+    public init(entries: [Entry], nextCursor: String?, changesCursor: String? = nil) {
         self.entries = entries
         self.nextCursor = nextCursor
+        self.changesCursor = changesCursor
     }
 }
 

@@ -62,6 +62,8 @@ struct APIHarness: Sendable {
     let client: any TestClientProtocol
     let pool: PostgresPool
     let database: PostgresConfiguration
+    /// Holds the server's token key (`jwt.key`), for minting tokens a test needs.
+    let dataDirectory: String
 
     struct Reply: Sendable {
         var status: HTTPResponse.Status
@@ -83,13 +85,14 @@ struct APIHarness: Sendable {
     static func run(
         poolSize: Int = 4, acquireTimeout: Duration = .seconds(10), statementTimeout: Duration? = nil,
         maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, sharedReads: Bool = false, testing: TestingSetup = .router,
-        route: DatabaseRoute = .direct,
+        route: DatabaseRoute = .direct, slowConsumerGrace: Duration = .seconds(10),
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         try await MigratedTemplate.withDatabase { database in
             try await run(
                 on: database, poolSize: poolSize, acquireTimeout: acquireTimeout, statementTimeout: statementTimeout,
-                maxConcurrentRequests: maxConcurrentRequests, sharedReads: sharedReads, testing: testing, route: route, body
+                maxConcurrentRequests: maxConcurrentRequests, sharedReads: sharedReads, testing: testing, route: route,
+                slowConsumerGrace: slowConsumerGrace, body
             )
         }
     }
@@ -98,7 +101,7 @@ struct APIHarness: Sendable {
     static func run(
         on database: PostgresConfiguration, poolSize: Int = 4, acquireTimeout: Duration = .seconds(10), statementTimeout: Duration? = nil,
         maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, sharedReads: Bool = false, testing: TestingSetup = .router,
-        route: DatabaseRoute = .direct,
+        route: DatabaseRoute = .direct, slowConsumerGrace: Duration = .seconds(10),
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         // The server's own role: no ownership, no BYPASSRLS, so every policy applies.
@@ -107,7 +110,7 @@ struct APIHarness: Sendable {
         serverDatabase.statementTimeout = statementTimeout
         let pool = PostgresPool(configuration: serverDatabase, options: .init(size: poolSize, acquireTimeout: acquireTimeout), logger: TestDatabase.logger)
         let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("diary-tests-\(UUID().uuidString)").path
-        let configuration = ServerConfiguration(
+        var configuration = ServerConfiguration(
             host: "127.0.0.1", port: 0, database: serverDatabase, poolOptions: .init(size: poolSize), databaseWait: .seconds(1),
             auth: AuthConfiguration(
                 production: false, devSignIn: true, jwtKeyFile: nil, dataDirectory: dataDirectory,
@@ -116,10 +119,11 @@ struct APIHarness: Sendable {
             maxConcurrentRequests: maxConcurrentRequests,
             sharedReads: sharedReads
         )
+        configuration.slowConsumerGrace = slowConsumerGrace
         let app = try buildApplication(configuration: configuration, pool: pool, logger: TestDatabase.logger)
         do {
             try await app.test(testing) { client in
-                try await body(APIHarness(client: client, pool: pool, database: database))
+                try await body(APIHarness(client: client, pool: pool, database: database, dataDirectory: dataDirectory))
             }
         } catch {
             try? await pool.close()

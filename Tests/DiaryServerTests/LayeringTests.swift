@@ -18,10 +18,10 @@ struct LayeringTests {
         "DiaryModels": [],
         "DiaryCore": ["DiaryModels", "PostgresClient", "Logging", "NIOConcurrencyHelpers", "Crypto", "_CryptoExtras"],
         "DiaryHTTP": [
-            "DiaryCore", "DiaryModels", "PostgresClient", "Hummingbird", "HummingbirdCore", "Logging", "Metrics", "Prometheus",
-            "NIOCore", "NIOConcurrencyHelpers", "NIOFoundationEssentialsCompat",
+            "DiaryCore", "DiaryModels", "PostgresClient", "Hummingbird", "HummingbirdCore", "HummingbirdWebSocket", "Logging", "Metrics",
+            "Prometheus", "NIOCore", "NIOConcurrencyHelpers", "NIOFoundationEssentialsCompat", "NIOWebSocket", "ServiceLifecycle",
         ],
-        "DiaryServer": ["DiaryCore", "DiaryHTTP", "PostgresClient", "Hummingbird", "ArgumentParser", "Logging", "ServiceLifecycle", "Crypto"],
+        "DiaryServer": ["DiaryCore", "DiaryHTTP", "PostgresClient", "Hummingbird", "ArgumentParser", "Logging", "ServiceLifecycle", "UnixSignals", "Crypto"],
     ]
 
     @Test("each target imports only the layers beneath it", arguments: ["PostgresClient", "DiaryModels", "DiaryCore", "DiaryHTTP", "DiaryServer"])

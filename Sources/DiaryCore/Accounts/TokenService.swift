@@ -94,10 +94,18 @@ package struct TokenService: Sendable {
     package struct Identity: Sendable, Equatable {
         package var userID: UUID
         package var sessionID: UUID
+        /// When the access token stops being accepted; a realtime socket closes then.
+        package var expiresAt: Date
 
-        package init(userID: UUID, sessionID: UUID) {
+        package init(userID: UUID, sessionID: UUID, expiresAt: Date = .distantFuture) {
             self.userID = userID
             self.sessionID = sessionID
+            self.expiresAt = expiresAt
+        }
+
+        /// The same caller: user and session. A renewed token is the same identity.
+        package static func == (lhs: Identity, rhs: Identity) -> Bool {
+            lhs.userID == rhs.userID && lhs.sessionID == rhs.sessionID
         }
     }
 
@@ -120,7 +128,7 @@ package struct TokenService: Sendable {
               let user = UUID(canonicalText: claims.sub), let session = UUID(canonicalText: claims.sid) else {
             throw Failure.invalid
         }
-        return Identity(userID: user, sessionID: session)
+        return Identity(userID: user, sessionID: session, expiresAt: Date(timeIntervalSince1970: Double(claims.exp)))
     }
 
     func newRefreshToken() -> String {

@@ -68,10 +68,17 @@ package struct DiaryRepository: Sendable {
             """).map(Self.diary(from:))
     }
 
+    /// With `changesCursor`: the log's position, read before the diary so that following
+    /// the changes from there misses nothing the diary does not show.
     package func find(_ id: UUID) async throws -> Diary {
-        let rows = try await scope.read("\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.select.using)")
-        guard let row = rows.first else { throw DomainError.notFound("no such diary") }
-        return try Self.diary(from: row)
+        let results = try await scope.read([
+            ChangeLogRepository.positionStatement,
+            "\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.select.using)",
+        ])
+        guard let row = results[1].first else { throw DomainError.notFound("no such diary") }
+        var diary = try Self.diary(from: row)
+        diary.changesCursor = try ChangeLogRepository.position(from: results[0]).encoded
+        return diary
     }
 
     /// Creates a diary owned by the caller. A new invite code that collides with an
@@ -135,20 +142,25 @@ package struct DiaryRepository: Sendable {
         let results = try await scope.read([
             "select 1 from diaries where diaries.id = \(id) and \(DiariesPolicy.select.using)",
             """
-            select p.public_id, p.display_name, p.profile_image_url, p.role, p.joined_at
+            select \(Self.memberColumns)
             from member_profiles p join diary_members on diary_members.diary_id = p.diary_id and diary_members.user_id = p.user_id
             where p.diary_id = \(id) and \(DiaryMembersPolicy.select.using)
             order by p.joined_at, p.public_id
             """,
         ])
         guard !results[0].isEmpty else { throw DomainError.notFound("no such diary") }
-        return try results[1].map { row in
-            Member(
-                userId: try row.decode("public_id"), displayName: try row.decode("display_name"),
-                profileImageUrl: try row.decode("profile_image_url"),
-                role: MemberRole(rawValue: try row.decode("role")) ?? .member, joinedAt: try row.decode("joined_at")
-            )
-        }
+        return try results[1].map(Self.member(from:))
+    }
+
+    /// A member's columns from `member_profiles p`, for `member(from:)`.
+    static let memberColumns: PostgresFragment = "p.public_id, p.display_name, p.profile_image_url, p.role, p.joined_at"
+
+    static func member(from row: PostgresRow) throws -> Member {
+        Member(
+            userId: try row.decode("public_id"), displayName: try row.decode("display_name"),
+            profileImageUrl: try row.decode("profile_image_url"),
+            role: MemberRole(rawValue: try row.decode("role")) ?? .member, joinedAt: try row.decode("joined_at")
+        )
     }
 
     /// Leaves the diary (`member` is the caller) or, as its owner, removes someone.

@@ -129,9 +129,11 @@ package struct EntryRepository: Sendable {
                 order by entries.created_at desc, entries.id desc limit \(limit + 1)
                 """
         }
-        let results = try await scope.read([Self.diaryVisible(diary), page])
+        // The first page also gives the log's position, read before the page (see `Diary`).
+        let statements = cursor == nil ? [Self.diaryVisible(diary), ChangeLogRepository.positionStatement, page] : [Self.diaryVisible(diary), page]
+        let results = try await scope.read(statements)
         guard !results[0].isEmpty else { throw DomainError.notFound("no such diary") }
-        var entries = try results[1].map(Self.entry(from:))
+        var entries = try results[results.count - 1].map(Self.entry(from:))
         var next: String?
         if entries.count > limit {
             entries.removeLast()
@@ -139,7 +141,8 @@ package struct EntryRepository: Sendable {
                 next = Cursor(createdAt: PostgresTimestamp.format(last.createdAt), id: last.id).encoded
             }
         }
-        return EntryPage(entries: entries, nextCursor: next)
+        let changesCursor = cursor == nil ? try ChangeLogRepository.position(from: results[1]).encoded : nil
+        return EntryPage(entries: entries, nextCursor: next, changesCursor: changesCursor)
     }
 
     package func find(_ id: UUID, in diary: UUID) async throws -> Entry {

@@ -14,6 +14,8 @@ package struct DomainError: Error, Sendable, CustomStringConvertible {
         case diaryFull
         /// An entry id the client chose is taken by other content.
         case entryIDConflict
+        /// A change-log cursor older than what is kept, or never issued: reload, then follow.
+        case resyncRequired
         /// A state the schema rules out was found anyway.
         case inconsistent
     }

@@ -1,34 +1,46 @@
-import DiaryCore
+package import DiaryCore
 import Foundation
 package import Hummingbird
 package import HummingbirdCore
 package import Logging
 package import PostgresClient
 
-/// Builds the HTTP application; `serve` runs it and the tests drive it.
+/// Builds the HTTP application; `serve` runs it and the tests drive it. `feed` is the
+/// realtime feed, made here unless the caller needs it too (`serve` drains it on SIGTERM).
 package func buildApplication(
-    configuration: ServerConfiguration, pool: PostgresPool, logger: Logger, http: HTTP1Channel.Configuration = .init()
+    configuration: ServerConfiguration, pool: PostgresPool, logger: Logger, http: HTTP1Channel.Configuration = .init(), feed: ChangeFeed? = nil
 ) throws -> some ApplicationProtocol {
     let key = try TokenService.loadKey(path: configuration.auth.jwtKeyFile, dataDirectory: configuration.auth.dataDirectory, production: configuration.auth.production)
     AppMetrics.bootstrap()
+    let tokens = TokenService(key: key)
+    let readPlacement: PostgresPool.Placement = configuration.sharedReads ? .sharedConnection : .ownConnection
     let router = buildRouter(
         pool: pool,
         maxConcurrentRequests: configuration.maxConcurrentRequests,
-        tokens: TokenService(key: key),
+        tokens: tokens,
         apple: AppleIdentityVerifier(configuration: configuration.auth.apple, logger: logger),
         devSignIn: configuration.auth.devSignIn,
         sharedReads: configuration.sharedReads
     )
+    let feed = feed ?? makeChangeFeed(configuration: configuration, pool: pool, logger: logger)
+    let realtime = RealtimeGateway(
+        feed: feed, tokens: tokens, pool: pool, readPlacement: readPlacement,
+        options: RealtimeSocket.Options(slowConsumerGrace: configuration.slowConsumerGrace)
+    )
     return Application(
         router: router,
-        server: .eventLoopBoundHTTP1(configuration: http),
+        server: .eventLoopBoundHTTP1(configuration: http, realtime: realtime),
         configuration: ApplicationConfiguration(
             address: .hostname(configuration.host, port: configuration.port),
             serverName: "diary-server"
         ),
-        services: [pool],
+        services: [pool, RealtimeService(feed: feed)],
         logger: logger
     )
+}
+
+package func makeChangeFeed(configuration: ServerConfiguration, pool: PostgresPool, logger: Logger) -> ChangeFeed {
+    ChangeFeed(pool: pool, listenConfiguration: configuration.listenDatabase, options: configuration.realtime, logger: logger)
 }
 
 /// request → metrics → problem mapping → admission → auth → route (plan and query in a repository) → response.
@@ -38,7 +50,7 @@ func buildRouter(
     let router = Router(context: AppRequestContext.self)
     // Outermost, so it records the status the client gets, problems included.
     router.middlewares.add(RequestMetricsMiddleware())
-    router.middlewares.add(LogRequestsMiddleware(.info))
+    router.middlewares.add(RequestLogMiddleware())
     router.middlewares.add(RequestIDMiddleware())
     router.middlewares.add(ProblemMiddleware())
     router.middlewares.add(ConcurrencyLimitMiddleware(limit: maxConcurrentRequests))
@@ -46,6 +58,11 @@ func buildRouter(
     MetricsRoutes(pool: pool).register(on: router)
     router.get("/openapi.yaml") { _, _ -> Response in
         Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.text)))
+    }
+
+    // Reached only without the upgrade headers: the socket itself never gets here.
+    router.get("/v1/realtime") { _, _ -> Response in
+        throw Problem(status: .upgradeRequired, code: "bad_request", detail: "this is a WebSocket endpoint; send an upgrade request", headers: [.upgrade: "websocket"])
     }
 
     let auth = AuthRoutes(accounts: AccountRepository(pool: pool, tokens: tokens), apple: apple, devSignInEnabled: devSignIn)
@@ -57,5 +74,6 @@ func buildRouter(
     MeRoutes().register(on: authenticated)
     DiaryRoutes(joinLimiter: JoinAttemptLimiter()).register(on: authenticated)
     EntryRoutes().register(on: authenticated)
+    ChangeRoutes().register(on: authenticated)
     return router
 }

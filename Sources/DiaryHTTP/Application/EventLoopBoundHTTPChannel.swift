@@ -1,4 +1,5 @@
 import HummingbirdCore
+import HummingbirdWebSocket
 import Logging
 import NIOCore
 
@@ -11,12 +12,18 @@ import NIOCore
 ///
 /// Handlers may suspend but never block: the pool sends without blocking, waits on its
 /// own threads, and opens connections on a thread pool.
-struct EventLoopBoundHTTPChannel: ServerChildChannel {
-    typealias Value = HTTP1Channel.Value
-    let base: HTTP1Channel
+struct EventLoopBoundHTTPChannel<Base: ServerChildChannel>: ServerChildChannel {
+    typealias Value = Base.Value
+    let base: Base
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        base.setup(channel: channel, logger: logger)
+        do {
+            // First, next to the socket: it must see the refusal of an upgrade as bytes.
+            try channel.pipeline.syncOperations.addHandler(UpgradeRefusalHandler(), position: .first)
+        } catch {
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        return base.setup(channel: channel, logger: logger)
     }
 
     func handle(value: Value, logger: Logger) async {
@@ -27,10 +34,15 @@ struct EventLoopBoundHTTPChannel: ServerChildChannel {
 }
 
 extension HTTPServerBuilder {
-    /// `.http1()`, with each connection's task on its channel's event loop.
-    static func eventLoopBoundHTTP1(configuration: HTTP1Channel.Configuration = .init()) -> HTTPServerBuilder {
+    /// HTTP/1 with the realtime WebSocket upgrade (`RealtimeGateway`), each connection's
+    /// task on its channel's event loop.
+    static func eventLoopBoundHTTP1(configuration: HTTP1Channel.Configuration = .init(), realtime: RealtimeGateway) -> HTTPServerBuilder {
         .init { responder in
-            EventLoopBoundHTTPChannel(base: HTTP1Channel(responder: responder, configuration: configuration))
+            EventLoopBoundHTTPChannel(base: HTTP1WebSocketUpgradeChannel(
+                responder: responder,
+                configuration: .init(http1: configuration, ws: RealtimeSocket.serverConfiguration),
+                shouldUpgrade: { head, channel, logger in try await realtime.shouldUpgrade(head, channel: channel, logger: logger) }
+            ))
         }
     }
 }

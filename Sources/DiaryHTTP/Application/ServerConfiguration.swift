@@ -19,6 +19,10 @@ package struct ServerConfiguration: Sendable {
     /// Off by default: it gains throughput under load, but a request queued behind a slow
     /// one waits for it, which raises the tail latency.
     package var sharedReads = false
+    /// The realtime feed's limits and intervals (sockets per user, polling, session checks).
+    package var realtime = ChangeFeed.Options()
+    /// How long a realtime socket's buffer may stay full before it is closed with 4408.
+    package var slowConsumerGrace: Duration = .seconds(10)
 
     package init(
         host: String, port: Int, database: PostgresConfiguration, listenDatabase: PostgresConfiguration? = nil,

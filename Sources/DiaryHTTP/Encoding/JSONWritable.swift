@@ -67,6 +67,7 @@ extension EntryPage: JSONWritable {
     func writeJSON(to output: JSONOutput) {
         output.member("entries", first: true, entries) { $0.writeJSON(to: output) }
         output.member("nextCursor", nextCursor)
+        output.member("changesCursor", changesCursor)
         output.end()
     }
 }
@@ -126,6 +127,7 @@ extension Diary: JSONWritable {
         output.member("createdAt", createdAt)
         output.member("lastEntryAt", lastEntryAt)
         output.member("unreadCount", unreadCount)
+        output.member("changesCursor", changesCursor)
         output.end()
     }
 }

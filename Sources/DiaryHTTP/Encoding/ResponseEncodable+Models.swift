@@ -12,3 +12,4 @@ extension Entry: ResponseEncodable {}
 extension EntryPage: ResponseEncodable {}
 extension ReadList: ResponseEncodable {}
 extension TodayQuestion: ResponseEncodable {}
+extension ChangeList: ResponseEncodable {}

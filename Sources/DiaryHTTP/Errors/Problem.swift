@@ -18,20 +18,35 @@ struct Problem: HTTPResponseError, Sendable {
     }
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
+        var fields = headers
+        fields[.contentType] = "application/problem+json"
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: try body(requestID: context.id))))
+    }
+
+    func body(requestID: String?) throws -> Data {
         let body = Body(
             type: "https://zutto-nikki.app/problems/\(code)",
             title: status.reasonPhrase,
             status: status.code,
             detail: detail,
             code: code,
-            requestId: status.code >= 500 ? context.id : nil
+            requestId: status.code >= 500 ? requestID : nil
         )
-        var fields = headers
-        fields[.contentType] = "application/problem+json"
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = try encoder.encode(body)
-        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return try encoder.encode(body)
+    }
+
+    /// The whole HTTP/1.1 response, for a connection that closes after it (a refused
+    /// WebSocket upgrade, which never reaches the router).
+    func http1Response() throws -> ByteBuffer {
+        let body = try body(requestID: nil)
+        var head = "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\n"
+        for field in headers { head += "\(field.name.canonicalName): \(field.value)\r\n" }
+        head += "content-type: application/problem+json\r\ncontent-length: \(body.count)\r\nconnection: close\r\n\r\n"
+        var buffer = ByteBuffer(string: head)
+        buffer.writeBytes(body)
+        return buffer
     }
 
     static func serviceUnavailable(_ detail: String, code: String = "service_unavailable", retryAfterSeconds: Int = 1) -> Problem {

@@ -15,6 +15,7 @@ enum ProblemMapping {
         case .inviteCodeInvalid: Problem(status: .notFound, code: "invite_code_invalid", detail: error.detail)
         case .diaryFull: Problem(status: .conflict, code: "diary_full", detail: error.detail)
         case .entryIDConflict: Problem(status: .conflict, code: "entry_id_conflict", detail: error.detail)
+        case .resyncRequired: Problem(status: .gone, code: "resync_required", detail: error.detail)
         case .inconsistent: Problem.internalError()
         }
     }

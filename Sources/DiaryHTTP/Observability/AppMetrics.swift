@@ -59,6 +59,21 @@ enum AppMetrics {
         Counter(label: "rate_limit_rejections_total", dimensions: [("limit", limit)]).increment()
     }
 
+    static func recordRealtimeSocket(opened: Bool) {
+        if opened { realtimeSockets.increment() } else { realtimeSockets.decrement() }
+    }
+
+    static func recordRealtimeEvents(_ count: Int) {
+        guard count > 0 else { return }
+        Counter(label: "realtime_events_sent_total", dimensions: []).increment(by: count)
+    }
+
+    static func recordRealtimeClose(_ closing: RealtimeSocket.Closing) {
+        Counter(label: "realtime_closes_total", dimensions: [("code", String(closing.number))]).increment()
+    }
+
+    private static let realtimeSockets = Meter(label: "realtime_sockets", dimensions: [])
+
     static func recordPool(_ statistics: PostgresPool.Statistics) {
         Gauge(label: "db_pool_connections", dimensions: [("state", "in_use")]).record(statistics.inUse)
         Gauge(label: "db_pool_connections", dimensions: [("state", "idle")]).record(statistics.idle)

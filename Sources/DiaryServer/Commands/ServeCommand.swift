@@ -3,6 +3,8 @@ import DiaryCore
 import DiaryHTTP
 import Hummingbird
 import Logging
+import ServiceLifecycle
+import UnixSignals
 import PostgresClient
 
 struct ServeCommand: AsyncParsableCommand {
@@ -89,13 +91,17 @@ struct ServeCommand: AsyncParsableCommand {
             "poolSize": "\(configuration.poolOptions.size)", "preparedStatements": "\(configuration.database.preparedStatements)",
         ])
         let app: any ApplicationProtocol
+        let feed = makeChangeFeed(configuration: configuration, pool: pool, logger: logger)
         do {
-            app = try buildApplication(configuration: configuration, pool: pool, logger: logger)
+            app = try buildApplication(configuration: configuration, pool: pool, logger: logger, feed: feed)
         } catch {
             logger.critical("cannot start", metadata: ["reason": "\(error)"])
             try? await pool.close()
             throw ExitCode.failure
         }
-        try await app.runService()
+        // Members stop in reverse order: realtime sockets close (1001) before the server stops.
+        try await ServiceGroup(configuration: .init(
+            services: [app, RealtimeDrain(feed: feed)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
+        )).run()
     }
 }

@@ -1,0 +1,72 @@
+import DiaryCore
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import PostgresClient
+
+/// Decides each WebSocket upgrade: only `GET /v1/realtime`, only with a valid access token
+/// of a live session (the `Authorization` header, or `access_token` for clients that cannot
+/// set headers; never logged), and at most `ChangeFeed.Options.maxSocketsPerUser` sockets
+/// per user on this server. A refusal is a problem+json response, and no socket opens.
+struct RealtimeGateway: Sendable {
+    static let path = "/v1/realtime"
+
+    let feed: ChangeFeed
+    let tokens: TokenService
+    let pool: PostgresPool
+    let readPlacement: PostgresPool.Placement
+    let options: RealtimeSocket.Options
+
+    func shouldUpgrade(
+        _ head: HTTPRequest, channel: any Channel, logger: Logger
+    ) async throws -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
+        let uri = URI(head.path ?? "/")
+        guard head.method == .get, uri.path == Self.path else {
+            return try await refuse(Problem.notFound("WebSocket upgrades are served at \(Self.path) only"), channel: channel)
+        }
+        let query = uri.queryParameters
+        var token = query.get("access_token").map { String($0) }
+        if let header = head.headerFields[.authorization], header.count > 7, header.prefix(7).lowercased() == "bearer " {
+            token = String(header.dropFirst(7))
+        }
+        guard let token else {
+            return try await refuse(Problem.unauthorized("an access token is required"), channel: channel)
+        }
+        guard let identity = try? tokens.verifyAccessToken(token), try await isLive(identity) else {
+            return try await refuse(Problem.unauthorized("the access token is not valid"), channel: channel)
+        }
+        guard let subscription = feed.subscribe(identity) else {
+            AppMetrics.recordRateLimitRejection("realtime_sockets")
+            return try await refuse(
+                Problem(status: .tooManyRequests, code: "rate_limited", detail: "at most \(feed.options.maxSocketsPerUser) realtime sockets per user", headers: [.retryAfter: "5"]),
+                channel: channel
+            )
+        }
+        // Frees the place even if the upgrade fails after this point.
+        channel.closeFuture.whenComplete { _ in subscription.cancel() }
+        let socket = RealtimeSocket(
+            subscription: subscription, since: query.get("since").map { String($0) }, pool: pool, readPlacement: readPlacement,
+            tokens: tokens, channel: channel, options: options
+        )
+        return .upgrade([:]) { inbound, outbound, context in
+            await socket.run(inbound: inbound, outbound: outbound, logger: context.logger)
+        }
+    }
+
+    private func isLive(_ identity: TokenService.Identity) async throws -> Bool {
+        !(try await pool.query("select live_sessions(\([identity.sessionID])) as id")).isEmpty
+    }
+
+    private func refuse(
+        _ problem: Problem, channel: any Channel
+    ) async throws -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
+        let response = try problem.http1Response()
+        try await channel.eventLoop.submit {
+            try channel.pipeline.syncOperations.handler(type: UpgradeRefusalHandler.self).refuse(with: response)
+        }.get()
+        return .dontUpgrade
+    }
+}

@@ -1,0 +1,233 @@
+import DiaryCore
+import DiaryModels
+import Foundation
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import NIOWebSocket
+import PostgresClient
+
+/// One realtime socket: `ready`, then the caller's changes after its cursor as they commit,
+/// each read under the caller's own row-level policies (`ChangeLogRepository`), until the
+/// client leaves or a rule closes it:
+///
+/// | close | when                                                                  |
+/// |-------|-----------------------------------------------------------------------|
+/// | 4401  | the session ended, the access token expired, or a renewal was refused |
+/// | 4408  | the client has not read for `Options.slowConsumerGrace`               |
+/// | 1001  | the server is stopping; also a ping unanswered for a ping period      |
+/// | 1003  | a binary frame                                                        |
+/// | 1008  | more than `Options.maxFramesPerSecond` frames in a second             |
+/// | 1009  | a frame or message over 16 KiB                                        |
+///
+/// Memory per socket stays bounded: changes are read a page at a time, and only after the
+/// previous page was handed to the channel, whose writes wait while its buffer is full.
+struct RealtimeSocket: Sendable {
+    struct Options: Sendable {
+        var maxFramesPerSecond = 10
+        var slowConsumerGrace: Duration = .seconds(10)
+        var pageSize = 100
+        static let maxMessageBytes = 16 * 1024
+    }
+
+    static var serverConfiguration: WebSocketServerConfiguration {
+        // A dead peer is closed one ping period after an unanswered ping: 50 s at most.
+        WebSocketServerConfiguration(maxFrameSize: Options.maxMessageBytes, autoPing: .enabled(timePeriod: .seconds(25)), closeTimeout: .seconds(5))
+    }
+
+    enum Closing: Sendable {
+        case unauthorized(String)
+        case slowConsumer
+        case shutdown
+        case binaryFrame
+        case flood
+
+        var code: WebSocketErrorCode {
+            switch self {
+            case .unauthorized: .unknown(4401)
+            case .slowConsumer: .unknown(4408)
+            case .shutdown: .goingAway
+            case .binaryFrame: .unacceptableData
+            case .flood: .policyViolation
+            }
+        }
+
+        var number: Int {
+            switch self {
+            case .unauthorized: 4401
+            case .slowConsumer: 4408
+            case .shutdown: 1001
+            case .binaryFrame: 1003
+            case .flood: 1008
+            }
+        }
+
+        var reason: String {
+            switch self {
+            case .unauthorized(let why): why
+            case .slowConsumer: "too slow to read; reconnect with since"
+            case .shutdown: "server stopping"
+            case .binaryFrame: "binary frames are not accepted"
+            case .flood: "too many frames"
+            }
+        }
+    }
+
+    let subscription: ChangeSubscription
+    let since: String?
+    let pool: PostgresPool
+    let readPlacement: PostgresPool.Placement
+    let tokens: TokenService
+    let channel: any Channel
+    let options: Options
+
+    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, logger: Logger) async {
+        AppMetrics.recordRealtimeSocket(opened: true)
+        defer {
+            subscription.cancel()
+            AppMetrics.recordRealtimeSocket(opened: false)
+        }
+        await withTaskGroup(of: Closing?.self) { group in
+            group.addTask { await deliver(outbound, logger: logger) }
+            group.addTask { await readFrames(inbound) }
+            group.addTask { await closeWhenTokenExpires() }
+            group.addTask { await closeWhenNotReading() }
+            let closing = await group.next() ?? nil
+            group.cancelAll()
+            guard let closing else { return }
+            AppMetrics.recordRealtimeClose(closing)
+            logger.info("realtime socket closing", metadata: ["code": "\(closing.number)", "reason": "\(closing.reason)", "user": "\(subscription.identity.userID)"])
+            // A client that does not read cannot take the close frame either: give up after a while.
+            let closed = await withTaskGroup(of: Bool.self) { closer in
+                closer.addTask { (try? await outbound.close(closing.code, reason: closing.reason)) != nil }
+                closer.addTask { (try? await Task.sleep(for: .seconds(5))) == nil }
+                let first = await closer.next() ?? false
+                closer.cancelAll()
+                return first
+            }
+            if !closed { _ = try? await channel.close() }
+        }
+    }
+
+    private func repository() -> ChangeLogRepository {
+        ChangeLogRepository(scope: RequestScope(identity: subscription.identity, pool: pool, readPlacement: readPlacement))
+    }
+
+    /// `ready`, an optional `resync`, then pages of changes whenever the feed wakes us.
+    private func deliver(_ outbound: WebSocketOutboundWriter, logger: Logger) async -> Closing? {
+        var wakes = subscription.wakes.makeAsyncIterator()
+        var cursor: ChangeCursor
+        do {
+            let now = try await repository().position()
+            var resync = false
+            if let since {
+                if let parsed = ChangeCursor(since) { cursor = parsed } else { cursor = now; resync = true }
+            } else {
+                cursor = now
+            }
+            try await outbound.write(.text(#"{"type":"ready","cursor":"\#(cursor.encoded)"}"#))
+            if resync { try await outbound.write(.text(#"{"type":"resync"}"#)) }
+        } catch let error as DomainError where error.reason == .unauthenticated {
+            return .unauthorized("the session has ended")
+        } catch {
+            logger.warning("realtime socket could not start", metadata: ["error": "\(error)"])
+            return nil
+        }
+        while !Task.isCancelled {
+            if let ending = subscription.ending {
+                return ending == .shutdown ? .shutdown : .unauthorized("the session has ended")
+            }
+            do {
+                switch try await repository().changes(after: cursor, limit: options.pageSize) {
+                case .resyncRequired:
+                    try await outbound.write(.text(#"{"type":"resync"}"#))
+                    cursor = try await repository().position()
+                    continue
+                case .page(let page):
+                    for event in page.events {
+                        try await outbound.writeTextMessage(String(decoding: try StreamingJSONEncoder().encode(event), as: UTF8.self))
+                    }
+                    AppMetrics.recordRealtimeEvents(page.events.count)
+                    cursor = page.next
+                    if page.hasMore { continue }
+                }
+            } catch let error as DomainError where error.reason == .unauthenticated {
+                return .unauthorized("the session has ended")
+            } catch let error as PostgresError {
+                // The database is away: keep the socket, try again shortly.
+                logger.warning("realtime socket cannot read changes", metadata: ["error": "\(error)"])
+                try? await Task.sleep(for: .seconds(1))
+                continue
+            } catch {
+                return nil
+            }
+            guard await wakes.next() != nil else { return nil }
+        }
+        return nil
+    }
+
+    private struct AuthMessage: Decodable {
+        var type: String
+        var accessToken: String?
+    }
+
+    /// Token renewals; everything else from the client is ignored, within limits.
+    private func readFrames(_ inbound: WebSocketInboundStream) async -> Closing? {
+        var recent: [ContinuousClock.Instant] = []
+        do {
+            for try await message in inbound.messages(maxSize: Options.maxMessageBytes) {
+                let now = ContinuousClock.now
+                recent.append(now)
+                if recent.count > options.maxFramesPerSecond {
+                    recent.removeFirst(recent.count - options.maxFramesPerSecond - 1)
+                    if now - recent[0] < .seconds(1) { return .flood }
+                }
+                switch message {
+                case .binary:
+                    return .binaryFrame
+                case .text(let text):
+                    guard let auth = try? JSONDecoder().decode(AuthMessage.self, from: Data(text.utf8)), auth.type == "auth" else { continue }
+                    guard let token = auth.accessToken, let identity = try? tokens.verifyAccessToken(token),
+                          identity.userID == subscription.identity.userID else {
+                        return .unauthorized("the renewed token is not valid for this user")
+                    }
+                    subscription.renew(identity)
+                }
+            }
+        } catch {
+            // The library has closed the socket (1009, a broken connection).
+        }
+        return nil
+    }
+
+    private func closeWhenTokenExpires() async -> Closing? {
+        while !Task.isCancelled {
+            let expiry = subscription.identity.expiresAt
+            let wait = expiry.timeIntervalSinceNow
+            if wait <= 0 { return .unauthorized("the access token has expired") }
+            do { try await Task.sleep(for: .milliseconds(Int64(min(wait, 3600) * 1000) + 1)) } catch { return nil }
+        }
+        return nil
+    }
+
+    /// Writes wait while the channel's buffer is full; a buffer full for this long means a
+    /// client that does not read. Also notices an ending session or server here, since the
+    /// delivery may be waiting on such a write.
+    private func closeWhenNotReading() async -> Closing? {
+        var fullSince: ContinuousClock.Instant?
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: .milliseconds(250)) } catch { return nil }
+            if let ending = subscription.ending {
+                return ending == .shutdown ? .shutdown : .unauthorized("the session has ended")
+            }
+            if channel.isWritable {
+                fullSince = nil
+            } else if let since = fullSince {
+                if ContinuousClock.now - since >= options.slowConsumerGrace { return .slowConsumer }
+            } else {
+                fullSince = .now
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,218 @@
+@testable import DiaryCore
+import DiaryModels
+@testable import DiaryHTTP
+import Foundation
+import PostgresClient
+import Testing
+import TestSupport
+
+/// The change log (migration 0008) through delta sync: what is logged, in what order, seen
+/// from whose side, and what a cursor promises.
+@Suite("Change log and delta sync", .serialized)
+struct ChangeLogTests {
+    /// Changes are shown once every transaction older than them has ended, in the whole
+    /// cluster (migration 0008); other tests' transactions may hold them back for a moment,
+    /// so this waits (up to 10 s) for `expecting` of them.
+    static func changes(_ api: APIHarness, _ diary: UUID, since: String, token: String, limit: Int = 500, expecting: Int = 0) async throws -> ChangeList {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
+            let reply = try await api.call(.get, "/v1/diaries/\(diary)/changes?since=\(since)&limit=\(limit)", token: token)
+            guard reply.status == .ok else { throw HarnessError("changes answered \(reply.status): \(reply.text)") }
+            let list = try reply.decode(ChangeList.self)
+            if list.changes.count >= expecting || ContinuousClock.now > deadline { return list }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    static func cursor(_ api: APIHarness, _ diary: UUID, token: String) async throws -> String {
+        let reply = try await api.call(.get, "/v1/diaries/\(diary)", token: token)
+        guard let cursor = try reply.decode(Diary.self).changesCursor else { throw HarnessError("no changesCursor") }
+        return cursor
+    }
+
+    @Test("every kind of change is logged and shown from the receiver's side")
+    func everyKind() async throws {
+        try await APIHarness.run { api in
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
+            let diary = try await api.createDiary("二人", type: .couple, token: alice.accessToken)
+            let start = try await Self.cursor(api, diary.id, token: alice.accessToken)
+            #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
+            let entry = try await api.post("今日は晴れ", in: diary.id, token: alice.accessToken).decode(Entry.self)
+            #expect(try await api.call(.post, "/v1/diaries/\(diary.id)/entries/\(entry.id)/read", token: bob.accessToken).status == .noContent)
+            // A second read moves read_at and is not another 既読.
+            #expect(try await api.call(.post, "/v1/diaries/\(diary.id)/entries/\(entry.id)/read", token: bob.accessToken).status == .noContent)
+            #expect(try await api.call(.patch, "/v1/diaries/\(diary.id)/entries/\(entry.id)", token: alice.accessToken, body: UpdateEntryRequest(content: "曇り")).status == .ok)
+            #expect(try await api.call(.patch, "/v1/diaries/\(diary.id)", token: alice.accessToken, body: UpdateDiaryRequest(name: "ふたり")).status == .ok)
+            let second = try await api.post("二つ目", in: diary.id, token: bob.accessToken).decode(Entry.self)
+            #expect(try await api.call(.delete, "/v1/diaries/\(diary.id)/entries/\(entry.id)", token: alice.accessToken).status == .noContent)
+            #expect(try await api.call(.delete, "/v1/diaries/\(diary.id)/members/\(bob.user.id)", token: bob.accessToken).status == .noContent)
+
+            let seenByAlice = try await Self.changes(api, diary.id, since: start, token: alice.accessToken, expecting: 5)
+            // The first entry was deleted since, and Bob has left: the events about them as
+            // they were (posted, edited, joined) are left out; those that removed them remain.
+            #expect(seenByAlice.changes.map(\.type) == [.entryRead, .diaryUpdated, .entryCreated, .entryDeleted, .memberLeft])
+            #expect(!seenByAlice.hasMore)
+            guard seenByAlice.changes.count == 5 else { return }
+            if case .entryRead(let read) = seenByAlice.changes[0].data {
+                #expect(read.entryId == entry.id && read.userId == bob.user.id)
+            } else { Issue.record("not a read: \(seenByAlice.changes[0])") }
+            if case .diary(let renamed) = seenByAlice.changes[1].data { #expect(renamed.name == "ふたり" && renamed.role == .owner) }
+            if case .entry(let posted) = seenByAlice.changes[2].data { #expect(posted.id == second.id && !posted.isMine) }
+            #expect(seenByAlice.changes[3].data == .entryDeleted(DeletedEntry(id: entry.id)))
+            #expect(seenByAlice.changes[4].data == .memberLeft(DepartedMember(userId: bob.user.id)))
+            #expect(seenByAlice.changes.allSatisfy { $0.diaryId == diary.id })
+
+            // Bob has left: the diary is a 404 to him, as over REST.
+            #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/changes?since=\(start)", token: bob.accessToken).status == .notFound)
+            // Resuming from the last event gives nothing more; from the middle, the rest once.
+            #expect(try await Self.changes(api, diary.id, since: seenByAlice.changes[4].id, token: alice.accessToken).changes.isEmpty)
+            let rest = try await Self.changes(api, diary.id, since: seenByAlice.changes[1].id, token: alice.accessToken, expecting: 3)
+            #expect(rest.changes.map(\.id) == seenByAlice.changes.suffix(3).map(\.id))
+        }
+    }
+
+    @Test("the author's own events say isMine; a page boundary loses and repeats nothing")
+    func pagesAndPerspective() async throws {
+        try await APIHarness.run { api in
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
+            let diary = try await api.createDiary("家族", type: .family, token: alice.accessToken)
+            #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
+            let start = try await Self.cursor(api, diary.id, token: bob.accessToken)
+            var posted: [UUID] = []
+            for index in 0..<7 {
+                posted.append(try await api.post("entry \(index)", in: diary.id, token: alice.accessToken).decode(Entry.self).id)
+            }
+            var cursor = start
+            var seen: [ChangeEvent] = []
+            while true {
+                let page = try await Self.changes(api, diary.id, since: cursor, token: bob.accessToken, limit: 3, expecting: min(3, posted.count - seen.count))
+                seen += page.changes
+                cursor = page.nextCursor
+                if !page.hasMore { break }
+            }
+            #expect(seen.map { event -> UUID? in if case .entry(let entry) = event.data { entry.id } else { nil } } == posted)
+            #expect(seen.allSatisfy { if case .entry(let entry) = $0.data { !entry.isMine } else { false } })
+            let mine = try await Self.changes(api, diary.id, since: start, token: alice.accessToken, expecting: 7)
+            #expect(mine.changes.allSatisfy { if case .entry(let entry) = $0.data { entry.isMine } else { false } })
+            #expect(try await Self.changes(api, diary.id, since: cursor, token: bob.accessToken).changes.isEmpty)
+        }
+    }
+
+    /// The pitfall: T1 takes the lower sequence number, T2 the higher, and T2 commits first.
+    /// They post in two diaries, since posts in one diary queue on its row. A cursor handed
+    /// out between the two commits must not pass over T1's change.
+    @Test("two changes committed in the reverse order of their ids both arrive, once each")
+    func reverseCommitOrder() async throws {
+        try await APIHarness.run { api in
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
+            let one = try await api.createDiary("一", type: .friends, token: alice.accessToken)
+            let two = try await api.createDiary("二", type: .friends, token: alice.accessToken)
+            #expect(try await api.join(one.inviteCode, token: bob.accessToken).status == .ok)
+            #expect(try await api.join(two.inviteCode, token: bob.accessToken).status == .ok)
+            let start = try await Self.cursor(api, one.id, token: bob.accessToken)
+            let first = UUID(), second = UUID()
+            try await TestDatabase.withPool(api.database, size: 2) { pool in
+                try await pool.withConnection { t1 in
+                    try await pool.withConnection { t2 in
+                        _ = try await t1.query("begin")
+                        _ = try await t1.query("insert into entries (diary_id, id, user_id, content) values (\(one.id), \(first), \(alice.user.id), 'first')")
+                        _ = try await t2.query("begin")
+                        _ = try await t2.query("insert into entries (diary_id, id, user_id, content) values (\(two.id), \(second), \(alice.user.id), 'second')")
+                        let order = try await t2.query("""
+                            select (select seq from change_log where entry_id = \(second)) > (select max(seq) from change_log where kind = 'member.joined') as later
+                            """)
+                        #expect(try order.first?.decode("later", as: Bool.self) == true)
+                        _ = try await t2.query("commit")
+
+                        // T2, with the higher id, has committed; T1, with the lower, has not.
+                        let during = try await Self.changes(api, two.id, since: start, token: bob.accessToken)
+                        #expect(during.changes.isEmpty, "a change is shown while an earlier one may still commit")
+                        _ = try await t1.query("commit")
+
+                        for (diary, entry) in [(one.id, first), (two.id, second)] {
+                            let after = try await Self.changes(api, diary, since: during.nextCursor, token: bob.accessToken, expecting: 1)
+                            #expect(after.changes.map(\.type) == [.entryCreated])
+                            #expect(after.changes.first.map { if case .entry(let posted) = $0.data { posted.id == entry } else { false } } == true)
+                            #expect(try await Self.changes(api, diary, since: after.nextCursor, token: bob.accessToken).changes.isEmpty)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test("a rolled-back change is never logged")
+    func rolledBack() async throws {
+        try await APIHarness.run { api in
+            let alice = try await api.signIn("alice")
+            let diary = try await api.createDiary("一人", type: .couple, token: alice.accessToken)
+            let start = try await Self.cursor(api, diary.id, token: alice.accessToken)
+            try await TestDatabase.withPool(api.database, size: 1) { pool in
+                try await pool.withConnection { connection in
+                    _ = try await connection.query("begin")
+                    _ = try await connection.query("insert into entries (diary_id, user_id, content) values (\(diary.id), \(alice.user.id), 'never')")
+                    _ = try await connection.query("update diaries set name = 'never' where id = \(diary.id)")
+                    _ = try await connection.query("rollback")
+                }
+            }
+            let kept = try await api.post("kept", in: diary.id, token: alice.accessToken).decode(Entry.self)
+            let seen = try await Self.changes(api, diary.id, since: start, token: alice.accessToken, expecting: 1)
+            #expect(seen.changes.count == 1 && seen.changes.first?.data == .entry(kept))
+            let logged = try await api.asSuperuser("select count(*)::int as n from change_log where diary_id = \(diary.id) and kind <> 'member.joined'")
+            #expect(try logged.first?.decode("n", as: Int.self) == 1)
+        }
+    }
+
+    @Test("anonymous diaries: events carry aliases, never a real id or name")
+    func anonymous() async throws {
+        try await APIHarness.run { api in
+            let alice = try await api.signIn("alice-real-name"), bob = try await api.signIn("bob-real-name")
+            let diary = try await api.createDiary("秘密", type: .anonymous, token: alice.accessToken)
+            let start = try await Self.cursor(api, diary.id, token: alice.accessToken)
+            #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
+            let entry = try await api.post("bob writes", in: diary.id, token: bob.accessToken).decode(Entry.self)
+            #expect(try await api.call(.post, "/v1/diaries/\(diary.id)/entries/\(entry.id)/read", token: alice.accessToken).status == .noContent)
+            let own = try await api.post("alice writes", in: diary.id, token: alice.accessToken).decode(Entry.self)
+            #expect(try await api.call(.post, "/v1/diaries/\(diary.id)/entries/\(own.id)/read", token: bob.accessToken).status == .noContent)
+            let bobAlias = try await api.call(.get, "/v1/diaries/\(diary.id)/members", token: alice.accessToken).decode(MemberList.self).members.first { $0.userId != alice.user.id }?.userId
+            #expect(try await api.call(.delete, "/v1/diaries/\(diary.id)/members/\(bob.user.id)", token: bob.accessToken).status == .noContent)
+
+            _ = try await Self.changes(api, diary.id, since: start, token: alice.accessToken, expecting: 5)
+            // Bob's joining is left out: he has left since.
+            let reply = try await api.call(.get, "/v1/diaries/\(diary.id)/changes?since=\(start)", token: alice.accessToken)
+            #expect(reply.status == .ok)
+            let events = try reply.decode(ChangeList.self).changes
+            #expect(events.map(\.type) == [.entryCreated, .entryRead, .entryCreated, .entryRead, .memberLeft])
+            #expect(!reply.text.contains(bob.user.id.uuidString.lowercased()) && !reply.text.localizedCaseInsensitiveContains(bob.user.id.uuidString))
+            #expect(!reply.text.contains("bob-real-name"))
+            if case .memberLeft(let departed) = events.last?.data { #expect(departed.userId == bobAlias) }
+        }
+    }
+
+    @Test("cursors: unknown, from the future, or older than what is kept get resync_required")
+    func cursorsAndRetention() async throws {
+        try await APIHarness.run { api in
+            let alice = try await api.signIn("alice"), carol = try await api.signIn("carol")
+            let diary = try await api.createDiary("一人", type: .friends, token: alice.accessToken)
+            let start = try await Self.cursor(api, diary.id, token: alice.accessToken)
+            for since in ["", "garbage", "Yz", ChangeCursor(xact: 1 << 60, seq: 1).encoded, String(repeating: "A", count: 100)] {
+                let reply = try await api.call(.get, "/v1/diaries/\(diary.id)/changes?since=\(since)", token: alice.accessToken)
+                #expect(reply.status == .gone && reply.code == "resync_required", "\(since)")
+            }
+            #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/changes", token: alice.accessToken).code == "validation_failed")
+            #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/changes?since=\(start)&limit=501", token: alice.accessToken).code == "validation_failed")
+            #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/changes?since=\(start)", token: carol.accessToken).status == .notFound)
+
+            _ = try await api.post("old", in: diary.id, token: alice.accessToken)
+            let middle = try await Self.changes(api, diary.id, since: start, token: alice.accessToken, expecting: 1).nextCursor
+            _ = try await api.post("new", in: diary.id, token: alice.accessToken)
+            // 29 days old stays; 31 days old goes, even when asked to prune younger ones.
+            try await api.asSuperuser("update change_log set at = now() - interval '31 days' where diary_id = \(diary.id) and kind = 'entry.created' and seq = (select min(seq) from change_log where diary_id = \(diary.id) and kind = 'entry.created')")
+            try await api.asSuperuser("update change_log set at = now() - interval '29 days' where diary_id = \(diary.id) and kind = 'entry.created' and at > now() - interval '1 day'")
+            let removed = try await api.asSuperuser("select prune_change_log(interval '1 day', 1000) as removed")
+            #expect(try removed.first?.decode("removed", as: Int.self) == 1)
+            #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/changes?since=\(start)", token: alice.accessToken).code == "resync_required")
+            #expect(try await Self.changes(api, diary.id, since: middle, token: alice.accessToken, expecting: 1).changes.count == 1)
+        }
+    }
+}

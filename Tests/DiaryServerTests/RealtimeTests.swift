@@ -1,0 +1,250 @@
+@testable import DiaryCore
+import DiaryModels
+@testable import DiaryHTTP
+import Foundation
+import NIOWebSocket
+import PostgresClient
+import Testing
+import TestSupport
+
+/// `/v1/realtime` on a live server: real sockets, a real database, the real feed.
+@Suite("Realtime socket", .serialized)
+struct RealtimeTests {
+    static func live(slowConsumerGrace: Duration = .seconds(10), _ body: @Sendable @escaping (APIHarness, Int) async throws -> Void) async throws {
+        try await APIHarness.run(testing: .live, slowConsumerGrace: slowConsumerGrace) { api in
+            try await body(api, try #require(api.client.port))
+        }
+    }
+
+    static func entry(_ event: ChangeEvent) throws -> Entry {
+        guard case .entry(let entry) = event.data else { throw HarnessError("not an entry: \(event)") }
+        return entry
+    }
+
+    @Test("two members on sockets see posts, reads, edits, deletions, joins and departures, each from their side")
+    func fullFlow() async throws {
+        try await Self.live { api, port in
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob"), carol = try await api.signIn("carol")
+            let diary = try await api.createDiary("家族", type: .family, token: alice.accessToken)
+            #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
+            let aliceSocket = TestSocket(port: port, token: alice.accessToken)
+            let bobSocket = TestSocket(port: port, token: bob.accessToken)
+            defer { aliceSocket.close(); bobSocket.close() }
+            #expect(try await aliceSocket.nextType() == "ready")
+            #expect(try await bobSocket.nextType() == "ready")
+
+            let posted = try await api.post("今日のこと", in: diary.id, token: alice.accessToken).decode(Entry.self)
+            let seenByBob = try Self.entry(try await bobSocket.event(.entryCreated))
+            #expect(seenByBob.id == posted.id && !seenByBob.isMine && seenByBob.content == "今日のこと")
+            #expect(try Self.entry(try await aliceSocket.event(.entryCreated)).isMine)
+
+            #expect(try await api.call(.post, "/v1/diaries/\(diary.id)/entries/\(posted.id)/read", token: bob.accessToken).status == .noContent)
+            let read = try await aliceSocket.event(.entryRead)
+            #expect(read.data == .entryRead(EntryRead(entryId: posted.id, userId: bob.user.id, readAt: read.at)))
+
+            #expect(try await api.call(.patch, "/v1/diaries/\(diary.id)/entries/\(posted.id)", token: alice.accessToken, body: UpdateEntryRequest(content: "書き直し")).status == .ok)
+            #expect(try Self.entry(try await bobSocket.event(.entryUpdated)).content == "書き直し")
+            #expect(try await api.call(.delete, "/v1/diaries/\(diary.id)/entries/\(posted.id)", token: alice.accessToken).status == .noContent)
+            #expect(try await bobSocket.event(.entryDeleted).data == .entryDeleted(DeletedEntry(id: posted.id)))
+
+            // Carol's socket, opened before she joins, starts receiving the diary at once.
+            let carolSocket = TestSocket(port: port, token: carol.accessToken)
+            defer { carolSocket.close() }
+            #expect(try await carolSocket.nextType() == "ready")
+            #expect(try await api.join(diary.inviteCode, token: carol.accessToken).status == .ok)
+            if case .member(let member) = try await aliceSocket.event(.memberJoined).data { #expect(member.userId == carol.user.id) }
+            _ = try await carolSocket.event(.memberJoined)
+            _ = try await api.post("ようこそ", in: diary.id, token: bob.accessToken)
+            #expect(try Self.entry(try await carolSocket.event(.entryCreated)).content == "ようこそ")
+
+            #expect(try await api.call(.delete, "/v1/diaries/\(diary.id)/members/\(carol.user.id)", token: carol.accessToken).status == .noContent)
+            #expect(try await aliceSocket.event(.memberLeft).data == .memberLeft(DepartedMember(userId: carol.user.id)))
+        }
+    }
+
+    @Test("anonymous diaries: no frame carries a real user id or name")
+    func anonymousFrames() async throws {
+        try await Self.live { api, port in
+            let alice = try await api.signIn("alice-real-name"), bob = try await api.signIn("bob-real-name")
+            let diary = try await api.createDiary("秘密", type: .anonymous, token: alice.accessToken)
+            let aliceSocket = TestSocket(port: port, token: alice.accessToken)
+            defer { aliceSocket.close() }
+            #expect(try await aliceSocket.nextType() == "ready")
+            #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
+            let entry = try await api.post("bob writes", in: diary.id, token: bob.accessToken).decode(Entry.self)
+            let mine = try await api.post("alice writes", in: diary.id, token: alice.accessToken).decode(Entry.self)
+            #expect(try await api.call(.post, "/v1/diaries/\(diary.id)/entries/\(mine.id)/read", token: bob.accessToken).status == .noContent)
+            #expect(try await api.call(.patch, "/v1/diaries/\(diary.id)/entries/\(entry.id)", token: bob.accessToken, body: UpdateEntryRequest(content: "edited")).status == .ok)
+            let bobAlias = try #require(try await api.call(.get, "/v1/diaries/\(diary.id)/members", token: alice.accessToken).decode(MemberList.self).members.first { $0.userId != alice.user.id }?.userId)
+            #expect(try await api.call(.delete, "/v1/diaries/\(diary.id)/members/\(bob.user.id)", token: bob.accessToken).status == .noContent)
+            _ = try await aliceSocket.event(.memberLeft)
+            let frames = aliceSocket.frames.withLockedValue { $0 }.joined(separator: "\n")
+            #expect(frames.contains("bob writes") && frames.lowercased().contains(bobAlias.uuidString.lowercased()))
+            #expect(!frames.lowercased().contains(bob.user.id.uuidString.lowercased()), "a real id in: \(frames)")
+            #expect(!frames.contains("bob-real-name"))
+        }
+    }
+
+    @Test("resuming after a disconnect in a burst of 200 changes delivers each exactly once, in order")
+    func resumeMidBurst() async throws {
+        try await Self.live { api, port in
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
+            let diary = try await api.createDiary("二人", type: .couple, token: alice.accessToken)
+            #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
+            let first = TestSocket(port: port, token: bob.accessToken)
+            #expect(try await first.nextType() == "ready")
+            let writer = Task {
+                for index in 0..<200 { _ = try await api.post("burst \(index)", in: diary.id, token: alice.accessToken) }
+            }
+            var seen: [ChangeEvent] = []
+            while seen.count < 40 { seen.append(try await first.event(.entryCreated)) }
+            first.close()
+            let resumed = TestSocket(port: port, query: "?since=\(seen.last!.id)", token: bob.accessToken)
+            defer { resumed.close() }
+            #expect(try await resumed.nextType() == "ready")
+            try await writer.value
+            while seen.count < 200 { seen.append(try await resumed.event(.entryCreated)) }
+            let contents = try seen.map { try Self.entry($0).content }
+            #expect(contents == (0..<200).map { "burst \($0)" })
+            #expect(Set(seen.map(\.id)).count == 200)
+            // Nothing more comes: no duplicate after the burst.
+            await #expect(throws: (any Error).self) { _ = try await resumed.next(within: .milliseconds(1500)) }
+        }
+    }
+
+    @Test("refusals at the upgrade: no token or a bad one is a 401 problem, the 11th socket a 429")
+    func upgradeRefusals() async throws {
+        try await Self.live { api, port in
+            let alice = try await api.signIn("alice")
+            #expect(await TestSocket(port: port, token: nil).refused())
+            #expect(await TestSocket(port: port, token: "not-a-token").refused())
+            let raw = try await Self.rawUpgrade(port: port, token: nil)
+            #expect(raw.hasPrefix("HTTP/1.1 401") && raw.contains("application/problem+json") && raw.contains(#""code":"unauthorized""#), "\(raw)")
+            // The query parameter works where headers cannot be set.
+            let viaQuery = TestSocket(port: port, query: "?access_token=\(alice.accessToken)", token: nil)
+            #expect(try await viaQuery.nextType() == "ready")
+            var sockets = [viaQuery]
+            for _ in 1..<10 {
+                let socket = TestSocket(port: port, token: alice.accessToken)
+                #expect(try await socket.nextType() == "ready")
+                sockets.append(socket)
+            }
+            let eleventh = try await Self.rawUpgrade(port: port, token: alice.accessToken)
+            #expect(eleventh.hasPrefix("HTTP/1.1 429") && eleventh.contains(#""code":"rate_limited""#), "\(eleventh)")
+            sockets.forEach { $0.close() }
+        }
+    }
+
+    /// An upgrade request by hand, to read the refusal's status and body.
+    static func rawUpgrade(port: Int, token: String?) async throws -> String {
+        let request = "GET /v1/realtime HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" + (token.map { "Authorization: Bearer \($0)\r\n" } ?? "") + "\r\n"
+        return try await Task.detached {
+            let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { Foundation.close(socket) }
+            var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: in_port_t(UInt16(port).bigEndian), sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+            let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            guard connected == 0 else { throw HarnessError("cannot connect") }
+            _ = request.withCString { send(socket, $0, strlen($0), 0) }
+            var reply = [UInt8]()
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = recv(socket, &buffer, buffer.count, 0)
+                if count <= 0 { break }
+                reply += buffer[0..<count]
+            }
+            return String(decoding: reply, as: UTF8.self)
+        }.value
+    }
+
+    @Test("removal stops delivery after the member's own member.left; logout closes with 4401")
+    func removalAndLogout() async throws {
+        try await Self.live { api, port in
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
+            let diary = try await api.createDiary("家族", type: .family, token: alice.accessToken)
+            #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
+            let bobSocket = TestSocket(port: port, token: bob.accessToken)
+            defer { bobSocket.close() }
+            #expect(try await bobSocket.nextType() == "ready")
+            #expect(try await api.call(.delete, "/v1/diaries/\(diary.id)/members/\(bob.user.id)", token: alice.accessToken).status == .noContent)
+            #expect(try await bobSocket.event(.memberLeft).data == .memberLeft(DepartedMember(userId: bob.user.id)))
+            _ = try await api.post("after bob", in: diary.id, token: alice.accessToken)
+            await #expect(throws: (any Error).self) { _ = try await bobSocket.next(within: .seconds(2)) }
+
+            let started = ContinuousClock.now
+            #expect(try await api.call(.post, "/v1/auth/logout", token: bob.accessToken).status == .noContent)
+            #expect(try await bobSocket.closeCode() == .unknown(4401))
+            #expect(ContinuousClock.now - started < .seconds(5))
+        }
+    }
+
+    @Test("an expiring token closes with 4401 unless renewed, and only by the same user")
+    func expiryAndRenewal() async throws {
+        try await Self.live { api, port in
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
+            let tokens = TokenService(key: try TokenService.loadKey(path: nil, dataDirectory: api.dataDirectory, production: false))
+            let aliceIdentity = try tokens.verifyAccessToken(alice.accessToken)
+            func shortToken(_ identity: TokenService.Identity, seconds: Double) throws -> String {
+                try tokens.accessToken(for: identity, issuedAt: Date().addingTimeInterval(seconds - TokenService.accessLifetime))
+            }
+            let expiring = TestSocket(port: port, token: try shortToken(aliceIdentity, seconds: 2))
+            #expect(try await expiring.nextType() == "ready")
+            #expect(try await expiring.closeCode(within: .seconds(6)) == .unknown(4401))
+
+            let renewed = TestSocket(port: port, token: try shortToken(aliceIdentity, seconds: 2))
+            defer { renewed.close() }
+            #expect(try await renewed.nextType() == "ready")
+            renewed.send(.text(#"{"type":"auth","accessToken":"\#(alice.accessToken)"}"#))
+            await #expect(throws: (any Error).self) { _ = try await renewed.next(within: .seconds(4)) }
+            renewed.send(.text(#"{"type":"auth","accessToken":"\#(bob.accessToken)"}"#))
+            #expect(try await renewed.closeCode() == .unknown(4401))
+        }
+    }
+
+    @Test("bad input: malformed text is ignored, binary closes 1003, a flood 1008, a big frame 1009, a bad since gets resync")
+    func badInput() async throws {
+        try await Self.live { api, port in
+            let alice = try await api.signIn("alice")
+            let resync = TestSocket(port: port, query: "?since=not-a-cursor", token: alice.accessToken)
+            defer { resync.close() }
+            #expect(try await resync.nextType() == "ready")
+            #expect(try await resync.nextType() == "resync")
+            resync.send(.text("{not json"))
+            resync.send(.text(#"{"type":"unknown"}"#))
+            await #expect(throws: (any Error).self) { _ = try await resync.next(within: .seconds(1)) }
+
+            let binary = TestSocket(port: port, token: alice.accessToken)
+            #expect(try await binary.nextType() == "ready")
+            binary.send(.binary(3))
+            #expect(try await binary.closeCode() == .unacceptableData)
+
+            let flood = TestSocket(port: port, token: alice.accessToken)
+            #expect(try await flood.nextType() == "ready")
+            for _ in 0..<20 { flood.send(.text("{}")) }
+            #expect(try await flood.closeCode() == .policyViolation)
+
+            let big = TestSocket(port: port, token: alice.accessToken)
+            #expect(try await big.nextType() == "ready")
+            big.send(.text(String(repeating: "x", count: 17 * 1024)))
+            #expect(try await big.closeCode() == .messageTooLarge)
+        }
+    }
+
+    @Test("a client that stops reading is closed with 4408 and finds its frames and the close when it reads again")
+    func slowConsumer() async throws {
+        try await Self.live(slowConsumerGrace: .seconds(1)) { api, port in
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
+            let diary = try await api.createDiary("二人", type: .couple, token: alice.accessToken)
+            #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
+            let slow = TestSocket(port: port, token: bob.accessToken, paused: true)
+            defer { slow.close() }
+            try await Task.sleep(for: .milliseconds(500))
+            // More than the kernel's socket buffers hold on loopback (several MB).
+            let content = String(repeating: "長い日記。", count: 2000)
+            for _ in 0..<500 { _ = try await api.post(content, in: diary.id, token: alice.accessToken) }
+            try await Task.sleep(for: .seconds(3))
+            slow.resume()
+            #expect(try await slow.closeCode(within: .seconds(30)) == .unknown(4408))
+        }
+    }
+}
