@@ -162,18 +162,19 @@ final class ServerProcess: Sendable {
         ScratchCluster.packageRoot.appendingPathComponent(".build/debug/diary-server")
     }
 
-    convenience init(database: PostgresConfiguration) throws {
-        try self.init(databaseURL: try Self.url(of: database))
+    convenience init(database: PostgresConfiguration, dataDirectory: URL? = nil) throws {
+        try self.init(databaseURL: try Self.url(of: database), dataDirectory: dataDirectory)
     }
 
-    init(databaseURL: String, databaseWaitSeconds: Int = 5) throws {
+    /// `dataDirectory` holds the token key: processes that share one accept each other's tokens.
+    init(databaseURL: String, databaseWaitSeconds: Int = 5, dataDirectory: URL? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binary.path) else {
             throw HarnessError("\(Self.binary.path) is missing: build it first (`make test` runs `swift build --product diary-server`)")
         }
         port = try ScratchCluster.freePort()
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("diary-process-\(UUID().uuidString)")
+        let scratch = dataDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("diary-process-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        logPath = scratch.appendingPathComponent("server.log").path
+        logPath = scratch.appendingPathComponent("server-\(port).log").path
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let process = Process()
         process.executableURL = Self.binary
