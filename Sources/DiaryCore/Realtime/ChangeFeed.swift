@@ -24,7 +24,10 @@ package final class ChangeFeed: Sendable {
     }
 
     package let options: Options
-    private let pool: PostgresPool
+    /// The feed's connections say so in pg_stat_activity.
+    package static let applicationName = "diary-server realtime"
+    /// The feed's own connections; run it as a service beside the feed.
+    package let pool: PostgresPool
     private let listenConfiguration: PostgresConfiguration
     private let logger: Logger
     private let state = NIOLockedValueBox(State())

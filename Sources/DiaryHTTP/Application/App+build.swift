@@ -22,7 +22,7 @@ package func buildApplication(
         devSignIn: configuration.auth.devSignIn,
         sharedReads: configuration.sharedReads
     )
-    let feed = feed ?? makeChangeFeed(configuration: configuration, pool: pool, logger: logger)
+    let feed = feed ?? makeChangeFeed(configuration: configuration, logger: logger)
     let realtime = RealtimeGateway(
         feed: feed, tokens: tokens, pool: pool, readPlacement: readPlacement,
         options: RealtimeSocket.Options(slowConsumerGrace: configuration.slowConsumerGrace)
@@ -34,13 +34,20 @@ package func buildApplication(
             address: .hostname(configuration.host, port: configuration.port),
             serverName: "diary-server"
         ),
-        services: [pool, RealtimeService(feed: feed)],
+        services: [pool, feed.pool, RealtimeService(feed: feed)],
         logger: logger
     )
 }
 
-package func makeChangeFeed(configuration: ServerConfiguration, pool: PostgresPool, logger: Logger) -> ChangeFeed {
-    ChangeFeed(pool: pool, listenConfiguration: configuration.listenDatabase, options: configuration.realtime, logger: logger)
+/// The feed's queries (the log's tail, session checks, pruning) go through a pool of their
+/// own, so that they never wait behind requests, nor take a request's connection.
+package func makeChangeFeed(configuration: ServerConfiguration, logger: Logger) -> ChangeFeed {
+    var database = configuration.database
+    database.applicationName = ChangeFeed.applicationName
+    var listen = configuration.listenDatabase
+    listen.applicationName = ChangeFeed.applicationName
+    let pool = PostgresPool(configuration: database, options: .init(size: 2, acquireTimeout: configuration.poolOptions.acquireTimeout), logger: logger)
+    return ChangeFeed(pool: pool, listenConfiguration: listen, options: configuration.realtime, logger: logger)
 }
 
 /// request → metrics → problem mapping → admission → auth → route (plan and query in a repository) → response.

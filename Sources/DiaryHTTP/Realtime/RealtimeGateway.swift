@@ -47,6 +47,9 @@ struct RealtimeGateway: Sendable {
         }
         // Frees the place even if the upgrade fails after this point.
         channel.closeFuture.whenComplete { _ in subscription.cancel() }
+        // A fixed kernel buffer: loopback and LAN autotuning grow it to megabytes per socket,
+        // which a reader that stalls would fill before it is noticed.
+        try await channel.setOption(ChannelOptions.socketOption(.so_sndbuf), value: RealtimeSocket.Options.kernelSendBuffer).get()
         let socket = RealtimeSocket(
             subscription: subscription, since: query.get("since").map { String($0) }, pool: pool, readPlacement: readPlacement,
             tokens: tokens, channel: channel, options: options

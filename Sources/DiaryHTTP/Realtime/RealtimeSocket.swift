@@ -28,6 +28,7 @@ struct RealtimeSocket: Sendable {
         var slowConsumerGrace: Duration = .seconds(10)
         var pageSize = 100
         static let maxMessageBytes = 16 * 1024
+        static let kernelSendBuffer = 64 * 1024
     }
 
     static var serverConfiguration: WebSocketServerConfiguration {

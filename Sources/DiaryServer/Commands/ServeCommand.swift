@@ -91,7 +91,7 @@ struct ServeCommand: AsyncParsableCommand {
             "poolSize": "\(configuration.poolOptions.size)", "preparedStatements": "\(configuration.database.preparedStatements)",
         ])
         let app: any ApplicationProtocol
-        let feed = makeChangeFeed(configuration: configuration, pool: pool, logger: logger)
+        let feed = makeChangeFeed(configuration: configuration, logger: logger)
         do {
             app = try buildApplication(configuration: configuration, pool: pool, logger: logger, feed: feed)
         } catch {
