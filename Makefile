@@ -7,7 +7,7 @@ BOUNCER := scripts/pgbouncer.sh
 # `make run CONFIG=release` for an optimised server.
 CONFIG ?= debug
 
-.PHONY: run test build db db-stop psql schema bench bench-growth bench-client bench-rls bench-rls-instructions clean-db
+.PHONY: run test build db db-stop psql schema bench bench-growth bench-realtime bench-client bench-rls bench-rls-instructions clean-db
 
 run: db
 	swift build -c $(CONFIG) --product diary-server
@@ -50,6 +50,9 @@ bench: db
 # Every everyday endpoint at 100, 10,000 and 100,000 entries per diary.
 bench-growth: db
 	eval "$$($(PG) env)"; Benchmarks/growth.sh
+
+bench-realtime: db
+	eval "$$($(PG) env)"; Benchmarks/realtime.sh
 
 bench-client: db
 	eval "$$($(PG) env)"; Benchmarks/client-vs-pgbench.sh

@@ -104,6 +104,17 @@ let package = Package(
             path: "Benchmarks/ClientBenchmark"
         ),
         .executableTarget(
+            name: "realtime-benchmark",
+            dependencies: [
+                "PostgresClient",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            path: "Benchmarks/RealtimeBenchmark"
+        ),
+        .executableTarget(
             name: "bare-hummingbird",
             dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
             path: "Benchmarks/BareHummingbird"
