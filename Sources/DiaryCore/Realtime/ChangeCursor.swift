@@ -1,4 +1,4 @@
-package import Foundation
+import Foundation
 
 /// A position in the change log: (transaction id, sequence number), see migration 0008.
 /// Clients see it as an opaque string; `ChangeCursor(text)` is nil for anything this
@@ -17,8 +17,11 @@ package struct ChangeCursor: Sendable, Hashable, Comparable, CustomStringConvert
         self.init(xact: horizon, seq: 0)
     }
 
+    /// The longest text a cursor may be; longer input is refused before it is parsed.
+    package static let maximumLength = 64
+
     package init?(_ text: String) {
-        guard text.utf8.count <= 64, let data = Base64URL.decode(text), let plain = String(data: data, encoding: .utf8) else { return nil }
+        guard text.utf8.count <= Self.maximumLength, let data = Base64URL.decode(text), let plain = String(data: data, encoding: .utf8) else { return nil }
         let parts = plain.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0] == "c1", let xact = UInt64(parts[1]), let seq = Int64(parts[2]), seq >= 0 else { return nil }
         self.init(xact: xact, seq: seq)

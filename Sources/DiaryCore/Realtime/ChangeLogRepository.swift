@@ -1,6 +1,6 @@
 package import DiaryModels
 package import Foundation
-package import PostgresClient
+import PostgresClient
 
 /// The change log as one member sees it (migration 0008), for the realtime socket and
 /// delta sync alike. Rows come under the caller's row-level policies; each change is then
@@ -19,9 +19,6 @@ package struct ChangeLogRepository: Sendable {
         /// Resuming after it continues with the next change.
         package var next: ChangeCursor
         package var hasMore: Bool
-        /// Diaries the caller joined or left within this page.
-        package var joined: [UUID]
-        package var left: [UUID]
     }
 
     package enum Outcome: Sendable {
@@ -68,13 +65,7 @@ package struct ChangeLogRepository: Sendable {
         let hasMore = changes.count > limit
         if hasMore { changes.removeLast() }
         let next = hasMore ? changes[changes.count - 1].cursor : max(cursor, ChangeCursor(horizon: horizon))
-        return .page(Page(
-            events: try await render(changes),
-            next: next,
-            hasMore: hasMore,
-            joined: changes.filter { $0.aboutCaller && $0.type == .memberJoined }.map(\.diaryID),
-            left: changes.filter { $0.aboutCaller && $0.type == .memberLeft }.map(\.diaryID)
-        ))
+        return .page(Page(events: try await render(changes), next: next, hasMore: hasMore))
     }
 
     /// One index range per diary (the log's primary key), so the cost follows the changes
@@ -107,7 +98,6 @@ package struct ChangeLogRepository: Sendable {
                 \(String(cursor.xact))::xid8 > snapshot.xmax as cursor_ahead,
                 \(after) < (horizon.xact, horizon.seq) as cursor_pruned,
                 c.xact::text as xact, c.seq, c.diary_id, c.kind, c.entry_id, c.user_id, c.at,
-                c.user_id = (select app_user_id()) as about_caller,
                 case when c.user_id = (select app_user_id()) then c.user_id
                      when diary.type <> 'anonymous' then c.user_id
                      else c.user_alias end as public_user_id
@@ -127,7 +117,6 @@ package struct ChangeLogRepository: Sendable {
         var entryID: UUID?
         var userID: UUID?
         var publicUserID: UUID?
-        var aboutCaller: Bool
         var at: Date
 
         /// Nil for the row that carries only the horizon.
@@ -142,7 +131,6 @@ package struct ChangeLogRepository: Sendable {
             entryID = try row.decode("entry_id")
             userID = try row.decode("user_id")
             publicUserID = try row.decode("public_user_id")
-            aboutCaller = try row.decode("about_caller", as: Bool?.self) ?? false
             at = try row.decode("at")
         }
     }

@@ -17,13 +17,18 @@ struct BearerAuthenticator: RouterMiddleware {
         guard let header = request.headers[.authorization] else {
             throw Problem.unauthorized("an access token is required")
         }
-        guard header.count > 7, header.prefix(7).lowercased() == "bearer ",
-              let identity = try? tokens.verifyAccessToken(String(header.dropFirst(7))) else {
+        guard let token = Self.token(fromAuthorization: header), let identity = try? tokens.verifyAccessToken(token) else {
             throw Problem.unauthorized("the access token is not valid")
         }
         var context = context
         context.scope = RequestScope(identity: identity, pool: pool, readPlacement: readPlacement)
         context.logger[metadataKey: "user"] = "\(identity.userID)"
         return try await next(request, context)
+    }
+
+    /// The token of an `Authorization: Bearer …` header (the scheme in any case), or nil.
+    static func token(fromAuthorization header: String) -> String? {
+        guard header.count > 7, header.prefix(7).lowercased() == "bearer " else { return nil }
+        return String(header.dropFirst(7))
     }
 }

@@ -29,8 +29,8 @@ struct RealtimeGateway: Sendable {
         }
         let query = uri.queryParameters
         var token = query.get("access_token").map { String($0) }
-        if let header = head.headerFields[.authorization], header.count > 7, header.prefix(7).lowercased() == "bearer " {
-            token = String(header.dropFirst(7))
+        if let header = head.headerFields[.authorization], let bearer = BearerAuthenticator.token(fromAuthorization: header) {
+            token = bearer
         }
         guard let token else {
             return try await refuse(Problem.unauthorized("an access token is required"), channel: channel)

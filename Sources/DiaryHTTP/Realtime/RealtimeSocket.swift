@@ -53,6 +53,13 @@ struct RealtimeSocket: Sendable {
             }
         }
 
+        init(_ ending: ChangeSubscription.Ending) {
+            switch ending {
+            case .shutdown: self = .shutdown
+            case .sessionEnded: self = .unauthorized("the session has ended")
+            }
+        }
+
         var number: Int {
             switch self {
             case .unauthorized: 4401
@@ -129,15 +136,13 @@ struct RealtimeSocket: Sendable {
             try await outbound.write(.text(#"{"type":"ready","cursor":"\#(cursor.encoded)"}"#))
             if resync { try await outbound.write(.text(#"{"type":"resync"}"#)) }
         } catch let error as DomainError where error.reason == .unauthenticated {
-            return .unauthorized("the session has ended")
+            return Closing(.sessionEnded)
         } catch {
             logger.warning("realtime socket could not start", metadata: ["error": "\(error)"])
             return nil
         }
         while !Task.isCancelled {
-            if let ending = subscription.ending {
-                return ending == .shutdown ? .shutdown : .unauthorized("the session has ended")
-            }
+            if let ending = subscription.ending { return Closing(ending) }
             do {
                 switch try await repository().changes(after: cursor, limit: options.pageSize) {
                 case .resyncRequired:
@@ -153,7 +158,7 @@ struct RealtimeSocket: Sendable {
                     if page.hasMore { continue }
                 }
             } catch let error as DomainError where error.reason == .unauthenticated {
-                return .unauthorized("the session has ended")
+                return Closing(.sessionEnded)
             } catch let error as PostgresError {
                 // The database is away: keep the socket, try again shortly.
                 logger.warning("realtime socket cannot read changes", metadata: ["error": "\(error)"])
@@ -218,9 +223,7 @@ struct RealtimeSocket: Sendable {
         var fullSince: ContinuousClock.Instant?
         while !Task.isCancelled {
             do { try await Task.sleep(for: .milliseconds(250)) } catch { return nil }
-            if let ending = subscription.ending {
-                return ending == .shutdown ? .shutdown : .unauthorized("the session has ended")
-            }
+            if let ending = subscription.ending { return Closing(ending) }
             if channel.isWritable {
                 fullSince = nil
             } else if let since = fullSince {
