@@ -107,13 +107,26 @@ struct RealtimeSocket: Sendable {
             logger.info("realtime socket closing", metadata: ["code": "\(closing.number)", "reason": "\(closing.reason)", "user": "\(subscription.identity.userID)"])
             // A client that does not read cannot take the close frame either: give up after a while.
             let closed = await withTaskGroup(of: Bool.self) { closer in
-                closer.addTask { (try? await outbound.close(closing.code, reason: closing.reason)) != nil }
+                closer.addTask {
+                    guard case .slowConsumer = closing else { return (try? await outbound.close(closing.code, reason: closing.reason)) != nil }
+                    // The cancelled delivery may have been waiting in the writer, which then
+                    // refuses the close: it goes to the channel itself, behind what it holds.
+                    var data = channel.allocator.buffer(capacity: 2 + closing.reason.utf8.count)
+                    data.write(webSocketErrorCode: closing.code)
+                    data.writeString(closing.reason)
+                    return (try? await channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))) != nil
+                }
                 closer.addTask { (try? await Task.sleep(for: .seconds(5))) == nil }
                 let first = await closer.next() ?? false
                 closer.cancelAll()
                 return first
             }
-            if !closed { _ = try? await channel.close() }
+            // After a close written past the library, its handshake is not awaited.
+            if case .slowConsumer = closing {
+                _ = try? await channel.close()
+            } else if !closed {
+                _ = try? await channel.close()
+            }
         }
     }
 
