@@ -21,10 +21,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         .systemLibrary(
@@ -44,15 +47,33 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Apple Push Notification service: HTTP/2 requests and provider tokens. No domain knowledge.
+        .target(
+            name: "APNSClient",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The API's Codable types, with no server dependencies.
         .target(name: "DiaryModels", swiftSettings: swiftSettings),
         // The domain: policies, request scope, repositories, domain errors. Knows no HTTP.
         .target(
             name: "DiaryCore",
             dependencies: [
+                "APNSClient",
                 "DiaryModels",
                 "PostgresClient",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -63,6 +84,7 @@ let package = Package(
         .target(
             name: "DiaryHTTP",
             dependencies: [
+                "APNSClient",
                 "DiaryCore",
                 "DiaryModels",
                 "PostgresClient",
@@ -83,6 +105,7 @@ let package = Package(
         .executableTarget(
             name: "DiaryServer",
             dependencies: [
+                "APNSClient",
                 "DiaryCore",
                 "DiaryHTTP",
                 "PostgresClient",
@@ -133,6 +156,9 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             // Read from the source tree by path (JoinDiaryTests), not bundled.
             exclude: ["Fixtures"]

@@ -128,6 +128,40 @@ end
 $$;
 
 --
+-- Name: claim_push_batch(integer, interval); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.claim_push_batch(max_rows integer, lease interval) RETURNS TABLE(id bigint, device_token text, environment text, payload jsonb, created_at timestamp with time zone, attempts integer)
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+    with due as (
+        select o.id, o.user_id, o.device_token, o.kind, o.diary_id, o.entry_id from push_outbox o
+        where o.dead_at is null and o.available_at <= now()
+        order by o.available_at, o.id
+        limit least(max_rows, 1000)
+        for update skip locked
+    ), checked as (
+        select due.id,
+            exists (select 1 from devices d where d.token = due.device_token and d.user_id = due.user_id)
+            and (due.kind <> 'entry' or (
+                exists (select 1 from entries e where e.diary_id = due.diary_id and e.id = due.entry_id)
+                and exists (select 1 from diary_members m where m.diary_id = due.diary_id and m.user_id = due.user_id)
+            )) as wanted
+        from due
+    ), dropped as (
+        delete from push_outbox o using checked where o.id = checked.id and not checked.wanted
+    ), claimed as (
+        update push_outbox o set available_at = now() + lease, attempts = o.attempts + 1
+        from checked where o.id = checked.id and checked.wanted
+        returning o.id, o.device_token, o.payload, o.created_at, o.attempts
+    )
+    select c.id, c.device_token, d.environment, c.payload, c.created_at, c.attempts
+    from claimed c join devices d on d.token = c.device_token
+    order by c.id
+$$;
+
+--
 -- Name: count_deleted_entries(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -289,6 +323,30 @@ CREATE FUNCTION public.diary_member_cap(diary_type text) RETURNS integer
         when 'family' then 10
         when 'friends' then 10
     end
+$$;
+
+--
+-- Name: finish_push_batch(bigint[], text[], integer[], text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    delete from push_outbox o using unnest(ids, outcomes) r(id, outcome)
+    where o.id = r.id and r.outcome = 'sent';
+    delete from devices d using push_outbox o, unnest(ids, outcomes) r(id, outcome)
+    where o.id = r.id and r.outcome = 'unregistered' and d.token = o.device_token and d.user_id = o.user_id;
+    delete from push_outbox o using unnest(ids, outcomes) r(id, outcome)
+    where o.id = r.id and r.outcome = 'unregistered';
+    update push_outbox o set
+        available_at = now() + make_interval(secs => r.delay_ms / 1000.0),
+        last_error = left(r.error, 500),
+        dead_at = case when r.outcome = 'retry' and o.created_at < now() - interval '24 hours' then now() end
+    from unnest(ids, outcomes, delays_ms, errors) r(id, outcome, delay_ms, error)
+    where o.id = r.id and r.outcome in ('retry', 'hold');
+end
 $$;
 
 --
@@ -613,6 +671,71 @@ end
 $$;
 
 --
+-- Name: push_author_name(uuid, uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.push_author_name(in_diary uuid, author uuid) RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+    select case when d.type = 'anonymous'
+        then '匿名' || (select count(*) from diary_members o
+                      where o.diary_id = m.diary_id and (o.joined_at, o.alias_id) <= (m.joined_at, m.alias_id))
+        else u.display_name end
+    from diaries d
+    join diary_members m on m.diary_id = d.id and m.user_id = author
+    join users u on u.id = author
+    where d.id = in_diary
+$$;
+
+--
+-- Name: push_outbox_counts(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.push_outbox_counts() RETURNS TABLE(pending bigint, dead bigint)
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+    with pruned as (delete from push_outbox where dead_at < now() - interval '30 days')
+    select count(*) filter (where dead_at is null), count(*) filter (where dead_at is not null) from push_outbox
+$$;
+
+--
+-- Name: queue_entry_notifications(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.queue_entry_notifications() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    queued integer;
+begin
+    insert into push_outbox (user_id, device_token, kind, diary_id, entry_id, payload)
+    select m.user_id, dv.token, 'entry', c.diary_id, c.id,
+        jsonb_build_object(
+            'aps', jsonb_build_object(
+                'alert', jsonb_build_object('title', '新しい日記', 'body', author.name || 'さんが日記を書きました'),
+                'sound', 'default',
+                'thread-id', c.diary_id::text),
+            'diaryId', c.diary_id::text,
+            'entryId', c.id::text)
+    from changed c
+    cross join lateral (select push_author_name(c.diary_id, c.user_id) as name) author
+    join diary_members m on m.diary_id = c.diary_id and m.user_id <> c.user_id
+    join users u on u.id = m.user_id and coalesce((u.settings ->> 'notification_new_entry')::boolean, true)
+    join devices dv on dv.user_id = m.user_id
+    where author.name is not null
+    order by c.created_at, c.id, m.user_id, dv.token;
+    get diagnostics queued = row_count;
+    if queued > 0 then
+        perform pg_notify('push_outbox', '');
+    end if;
+    return null;
+end
+$$;
+
+--
 -- Name: refresh_app_diary_ids(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -653,6 +776,60 @@ begin
     if app_user_id() is not null then
         perform refresh_app_diary_ids();
     end if;
+    return null;
+end
+$$;
+
+--
+-- Name: register_device(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.register_device(device_token text, device_environment text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    caller uuid := app_user_id();
+begin
+    if caller is null then
+        raise exception 'not signed in' using errcode = '42501';
+    end if;
+    -- Serialises one user's registrations, so the cap holds under concurrency.
+    perform 1 from users where id = caller for update;
+    delete from push_outbox o where o.device_token = register_device.device_token and o.user_id <> caller;
+    insert into devices as d (token, user_id, environment)
+    values (device_token, caller, device_environment)
+    on conflict (token) do update set
+        user_id = excluded.user_id,
+        environment = excluded.environment,
+        created_at = case when d.user_id = excluded.user_id then d.created_at else now() end,
+        registered_at = now();
+    delete from devices d where d.token in (
+        select token from devices where user_id = caller order by registered_at desc, token offset 20);
+end
+$$;
+
+--
+-- Name: reminder_instant(text, time without time zone, date); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.reminder_instant(zone text, at_time time without time zone, day date) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    wanted timestamp;
+    candidate timestamptz;
+begin
+    for minutes in 0..240 loop
+        wanted := day + at_time + make_interval(mins => minutes);
+        candidate := wanted at time zone zone;
+        if (candidate at time zone zone) = wanted then
+            return candidate;
+        end if;
+    end loop;
+    return (day + at_time) at time zone zone;
+exception when invalid_parameter_value then
     return null;
 end
 $$;
@@ -738,6 +915,112 @@ begin
     end if;
     update sessions s set revoked_at = now() where s.id = owning_session.id;
     return query select 'reuse_detected'::text, owning_session.id, owning_session.user_id, null::timestamptz;
+end
+$$;
+
+--
+-- Name: run_reminders(timestamp with time zone, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.run_reminders(now_at timestamp with time zone, max_rows integer) RETURNS TABLE(user_id uuid, outcome text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    r record;
+    today date;
+    todays timestamptz;
+    queued integer;
+    sent_any boolean := false;
+begin
+    for r in
+        select s.user_id, s.last_handled_on, u.time_zone, (u.settings ->> 'reminder_time')::time as at_time
+        from reminder_schedule s join users u on u.id = s.user_id
+        where s.next_at is null
+        limit max_rows
+        for update of s skip locked
+    loop
+        today := (now_at at time zone r.time_zone)::date;
+        todays := reminder_instant(r.time_zone, r.at_time, today);
+        update reminder_schedule s set next_at = case
+            when todays is null then 'infinity'
+            when todays > now_at and r.last_handled_on is distinct from today then todays
+            else reminder_instant(r.time_zone, r.at_time, today + 1) end
+        where s.user_id = r.user_id;
+    end loop;
+
+    for r in
+        select s.user_id, s.next_at, s.last_handled_on, u.time_zone, (u.settings ->> 'reminder_time')::time as at_time
+        from reminder_schedule s join users u on u.id = s.user_id
+        where s.next_at <= now_at
+        order by s.next_at
+        limit max_rows
+        for update of s skip locked
+    loop
+        today := (now_at at time zone r.time_zone)::date;
+        todays := reminder_instant(r.time_zone, r.at_time, today);
+        if todays is null then
+            update reminder_schedule s set next_at = 'infinity' where s.user_id = r.user_id;
+            continue;
+        end if;
+        if todays > now_at or r.last_handled_on is not distinct from today then
+            -- A day missed entirely, or already handled: wait for the next one.
+            update reminder_schedule s set next_at = case when todays > now_at and r.last_handled_on is distinct from today
+                then todays else reminder_instant(r.time_zone, r.at_time, today + 1) end
+            where s.user_id = r.user_id;
+            user_id := r.user_id; outcome := 'rescheduled';
+            return next;
+            continue;
+        end if;
+        if exists (
+            select 1 from diary_members m
+            join entries e on e.user_id = m.user_id and e.diary_id = m.diary_id
+            where m.user_id = r.user_id
+              and e.created_at >= (today::timestamp at time zone r.time_zone) and e.created_at <= now_at
+        ) then
+            outcome := 'written';
+        else
+            insert into push_outbox (user_id, device_token, kind, payload)
+            select r.user_id, d.token, 'reminder',
+                '{"aps": {"alert": {"title": "ずっと日記", "body": "今日の日記を書きましょう"}, "sound": "default"}}'::jsonb
+            from devices d where d.user_id = r.user_id
+            order by d.token;
+            get diagnostics queued = row_count;
+            sent_any := sent_any or queued > 0;
+            outcome := 'sent';
+        end if;
+        update reminder_schedule s set last_handled_on = today,
+            next_at = reminder_instant(r.time_zone, r.at_time, today + 1)
+        where s.user_id = r.user_id;
+        user_id := r.user_id;
+        return next;
+    end loop;
+    if sent_any then
+        perform pg_notify('push_outbox', '');
+    end if;
+end
+$$;
+
+--
+-- Name: schedule_reminder(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.schedule_reminder() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    if not coalesce((new.settings ->> 'notification_reminder')::boolean, true) then
+        delete from reminder_schedule where user_id = new.id;
+    elsif tg_op = 'INSERT' then
+        insert into reminder_schedule (user_id) values (new.id) on conflict (user_id) do nothing;
+    elsif old.time_zone is distinct from new.time_zone
+        or old.settings ->> 'reminder_time' is distinct from new.settings ->> 'reminder_time'
+        or not coalesce((old.settings ->> 'notification_reminder')::boolean, true) then
+        insert into reminder_schedule (user_id) values (new.id)
+        on conflict (user_id) do update set next_at = null;
+    end if;
+    return null;
 end
 $$;
 
@@ -906,6 +1189,22 @@ UNION ALL
   WHERE (d.entry_count <> actual.count);
 
 --
+-- Name: devices; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.devices (
+    token text NOT NULL,
+    user_id uuid NOT NULL,
+    environment text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    registered_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT devices_environment_check CHECK ((environment = ANY (ARRAY['sandbox'::text, 'production'::text]))),
+    CONSTRAINT devices_token_check CHECK ((token ~ '^[0-9a-f]{64,200}$'::text))
+);
+
+ALTER TABLE ONLY public.devices FORCE ROW LEVEL SECURITY;
+
+--
 -- Name: users; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -960,6 +1259,42 @@ CREATE VIEW public.member_profiles WITH (security_invoker='true') AS
      CROSS JOIN LATERAL ( SELECT ((d.type = 'anonymous'::text) AND (m.user_id IS DISTINCT FROM ( SELECT public.app_user_id() AS app_user_id))) AS is_hidden) hidden);
 
 --
+-- Name: push_outbox; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.push_outbox (
+    id bigint NOT NULL,
+    user_id uuid NOT NULL,
+    device_token text NOT NULL,
+    kind text NOT NULL,
+    diary_id uuid,
+    entry_id uuid,
+    payload jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    available_at timestamp with time zone DEFAULT '-infinity'::timestamp with time zone NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    last_error text,
+    dead_at timestamp with time zone,
+    CONSTRAINT push_outbox_check CHECK (((kind = 'entry'::text) = ((entry_id IS NOT NULL) AND (diary_id IS NOT NULL)))),
+    CONSTRAINT push_outbox_kind_check CHECK ((kind = ANY (ARRAY['entry'::text, 'reminder'::text])))
+);
+
+ALTER TABLE ONLY public.push_outbox FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: push_outbox_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.push_outbox ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.push_outbox_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: questions; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -987,6 +1322,18 @@ CREATE TABLE public.refresh_tokens (
 ALTER TABLE ONLY public.refresh_tokens FORCE ROW LEVEL SECURITY;
 
 --
+-- Name: reminder_schedule; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.reminder_schedule (
+    user_id uuid NOT NULL,
+    next_at timestamp with time zone,
+    last_handled_on date
+);
+
+ALTER TABLE ONLY public.reminder_schedule FORCE ROW LEVEL SECURITY;
+
+--
 -- Name: sessions; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1012,6 +1359,13 @@ ALTER TABLE ONLY public.change_log_horizon
 
 ALTER TABLE ONLY public.change_log
     ADD CONSTRAINT change_log_pkey PRIMARY KEY (diary_id, xact, seq);
+
+--
+-- Name: devices devices_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.devices
+    ADD CONSTRAINT devices_pkey PRIMARY KEY (token);
 
 --
 -- Name: diaries diaries_invite_code_key; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1049,6 +1403,13 @@ ALTER TABLE ONLY public.entry_reads
     ADD CONSTRAINT entry_reads_pkey PRIMARY KEY (diary_id, entry_id, user_id);
 
 --
+-- Name: push_outbox push_outbox_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.push_outbox
+    ADD CONSTRAINT push_outbox_pkey PRIMARY KEY (id);
+
+--
 -- Name: questions questions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1068,6 +1429,13 @@ ALTER TABLE ONLY public.questions
 
 ALTER TABLE ONLY public.refresh_tokens
     ADD CONSTRAINT refresh_tokens_pkey PRIMARY KEY (token_hash);
+
+--
+-- Name: reminder_schedule reminder_schedule_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.reminder_schedule
+    ADD CONSTRAINT reminder_schedule_pkey PRIMARY KEY (user_id);
 
 --
 -- Name: sessions sessions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1116,6 +1484,12 @@ CREATE INDEX change_log_departures ON public.change_log USING btree (user_id, xa
 CREATE INDEX change_log_tail ON public.change_log USING btree (xact, seq);
 
 --
+-- Name: devices_user; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX devices_user ON public.devices USING btree (user_id, registered_at);
+
+--
 -- Name: diary_members_alias; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1146,10 +1520,10 @@ CREATE INDEX entries_id ON public.entries USING btree (id);
 CREATE INDEX entries_timeline ON public.entries USING btree (diary_id, created_at DESC, id DESC);
 
 --
--- Name: entries_user_diary; Type: INDEX; Schema: public; Owner: -
+-- Name: entries_user_diary_created; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX entries_user_diary ON public.entries USING btree (user_id, diary_id);
+CREATE INDEX entries_user_diary_created ON public.entries USING btree (user_id, diary_id, created_at);
 
 --
 -- Name: entry_reads_user_diary; Type: INDEX; Schema: public; Owner: -
@@ -1158,10 +1532,40 @@ CREATE INDEX entries_user_diary ON public.entries USING btree (user_id, diary_id
 CREATE INDEX entry_reads_user_diary ON public.entry_reads USING btree (user_id, diary_id);
 
 --
+-- Name: push_outbox_dead; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX push_outbox_dead ON public.push_outbox USING btree (dead_at) WHERE (dead_at IS NOT NULL);
+
+--
+-- Name: push_outbox_device; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX push_outbox_device ON public.push_outbox USING btree (device_token);
+
+--
+-- Name: push_outbox_due; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX push_outbox_due ON public.push_outbox USING btree (available_at, id) WHERE (dead_at IS NULL);
+
+--
 -- Name: refresh_tokens_session; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX refresh_tokens_session ON public.refresh_tokens USING btree (session_id);
+
+--
+-- Name: reminder_schedule_due; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX reminder_schedule_due ON public.reminder_schedule USING btree (next_at) WHERE (next_at IS NOT NULL);
+
+--
+-- Name: reminder_schedule_unscheduled; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX reminder_schedule_unscheduled ON public.reminder_schedule USING btree (user_id) WHERE (next_at IS NULL);
 
 --
 -- Name: sessions_user; Type: INDEX; Schema: public; Owner: -
@@ -1260,6 +1664,12 @@ CREATE TRIGGER entries_log_deleted AFTER DELETE ON public.entries REFERENCING OL
 CREATE TRIGGER entries_log_updated AFTER UPDATE OF content, question, images ON public.entries FOR EACH ROW WHEN ((((old.content IS DISTINCT FROM new.content) OR (old.question IS DISTINCT FROM new.question)) OR (old.images IS DISTINCT FROM new.images))) EXECUTE FUNCTION public.log_edited_entry();
 
 --
+-- Name: entries entries_queue_notifications; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entries_queue_notifications AFTER INSERT ON public.entries REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.queue_entry_notifications();
+
+--
 -- Name: entries entries_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -1284,10 +1694,23 @@ CREATE TRIGGER entry_reads_keys_fixed AFTER UPDATE OF diary_id, entry_id, user_i
 CREATE TRIGGER entry_reads_log_first_read AFTER INSERT ON public.entry_reads REFERENCING NEW TABLE AS receipts FOR EACH STATEMENT EXECUTE FUNCTION public.log_first_reads();
 
 --
+-- Name: users users_schedule_reminder; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER users_schedule_reminder AFTER INSERT OR UPDATE OF settings, time_zone ON public.users FOR EACH ROW EXECUTE FUNCTION public.schedule_reminder();
+
+--
 -- Name: users users_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER users_set_updated_at BEFORE UPDATE ON public.users FOR EACH ROW EXECUTE FUNCTION public.set_updated_at();
+
+--
+-- Name: devices devices_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.devices
+    ADD CONSTRAINT devices_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 --
 -- Name: diaries diaries_created_by_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
@@ -1339,11 +1762,25 @@ ALTER TABLE ONLY public.entry_reads
     ADD CONSTRAINT entry_reads_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 --
+-- Name: push_outbox push_outbox_device_token_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.push_outbox
+    ADD CONSTRAINT push_outbox_device_token_fkey FOREIGN KEY (device_token) REFERENCES public.devices(token) ON DELETE CASCADE;
+
+--
 -- Name: refresh_tokens refresh_tokens_session_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.refresh_tokens
     ADD CONSTRAINT refresh_tokens_session_id_fkey FOREIGN KEY (session_id) REFERENCES public.sessions(id) ON DELETE CASCADE;
+
+--
+-- Name: reminder_schedule reminder_schedule_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.reminder_schedule
+    ADD CONSTRAINT reminder_schedule_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 --
 -- Name: sessions sessions_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
@@ -1411,6 +1848,36 @@ CREATE POLICY change_log_select ON public.change_log FOR SELECT USING ((((diary_
 --
 
 CREATE POLICY change_log_update ON public.change_log FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: devices; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.devices ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: devices devices_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY devices_delete ON public.devices FOR DELETE USING ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
+
+--
+-- Name: devices devices_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY devices_insert ON public.devices FOR INSERT WITH CHECK (false);
+
+--
+-- Name: devices devices_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY devices_select ON public.devices FOR SELECT USING ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
+
+--
+-- Name: devices devices_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY devices_update ON public.devices FOR UPDATE USING (false) WITH CHECK (false);
 
 --
 -- Name: diaries; Type: ROW SECURITY; Schema: public; Owner: -
@@ -1533,6 +2000,36 @@ CREATE POLICY entry_reads_select ON public.entry_reads FOR SELECT USING (((diary
 CREATE POLICY entry_reads_update ON public.entry_reads FOR UPDATE USING ((user_id = ( SELECT public.app_user_id() AS app_user_id))) WITH CHECK (((user_id = ( SELECT public.app_user_id() AS app_user_id)) AND (diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))));
 
 --
+-- Name: push_outbox; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.push_outbox ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: push_outbox push_outbox_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY push_outbox_delete ON public.push_outbox FOR DELETE USING (false);
+
+--
+-- Name: push_outbox push_outbox_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY push_outbox_insert ON public.push_outbox FOR INSERT WITH CHECK (false);
+
+--
+-- Name: push_outbox push_outbox_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY push_outbox_select ON public.push_outbox FOR SELECT USING (false);
+
+--
+-- Name: push_outbox push_outbox_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY push_outbox_update ON public.push_outbox FOR UPDATE USING (false) WITH CHECK (false);
+
+--
 -- Name: questions; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
@@ -1591,6 +2088,36 @@ CREATE POLICY refresh_tokens_select ON public.refresh_tokens FOR SELECT USING (f
 --
 
 CREATE POLICY refresh_tokens_update ON public.refresh_tokens FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: reminder_schedule; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.reminder_schedule ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: reminder_schedule reminder_schedule_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY reminder_schedule_delete ON public.reminder_schedule FOR DELETE USING (false);
+
+--
+-- Name: reminder_schedule reminder_schedule_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY reminder_schedule_insert ON public.reminder_schedule FOR INSERT WITH CHECK (false);
+
+--
+-- Name: reminder_schedule reminder_schedule_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY reminder_schedule_select ON public.reminder_schedule FOR SELECT USING (false);
+
+--
+-- Name: reminder_schedule reminder_schedule_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY reminder_schedule_update ON public.reminder_schedule FOR UPDATE USING (false) WITH CHECK (false);
 
 --
 -- Name: sessions; Type: ROW SECURITY; Schema: public; Owner: -
@@ -1694,6 +2221,13 @@ GRANT ALL ON FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint, 
 REVOKE ALL ON FUNCTION public.check_diary_has_one_owner() FROM PUBLIC;
 
 --
+-- Name: FUNCTION claim_push_batch(max_rows integer, lease interval); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) TO diary_app;
+
+--
 -- Name: FUNCTION count_deleted_entries(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -1737,6 +2271,13 @@ GRANT ALL ON FUNCTION public.delete_my_account() TO diary_app;
 
 REVOKE ALL ON FUNCTION public.diary_member_cap(diary_type text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.diary_member_cap(diary_type text) TO diary_app;
+
+--
+-- Name: FUNCTION finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]) TO diary_app;
 
 --
 -- Name: FUNCTION forbid_diary_type_change(); Type: ACL; Schema: public; Owner: -
@@ -1844,6 +2385,25 @@ REVOKE ALL ON FUNCTION public.prune_change_log(older_than interval, max_rows int
 GRANT ALL ON FUNCTION public.prune_change_log(older_than interval, max_rows integer) TO diary_app;
 
 --
+-- Name: FUNCTION push_author_name(in_diary uuid, author uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.push_author_name(in_diary uuid, author uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION push_outbox_counts(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.push_outbox_counts() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.push_outbox_counts() TO diary_app;
+
+--
+-- Name: FUNCTION queue_entry_notifications(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.queue_entry_notifications() FROM PUBLIC;
+
+--
 -- Name: FUNCTION refresh_app_diary_ids(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -1855,6 +2415,19 @@ GRANT ALL ON FUNCTION public.refresh_app_diary_ids() TO diary_app;
 --
 
 REVOKE ALL ON FUNCTION public.refresh_app_diary_ids_after_membership_change() FROM PUBLIC;
+
+--
+-- Name: FUNCTION register_device(device_token text, device_environment text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.register_device(device_token text, device_environment text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.register_device(device_token text, device_environment text) TO diary_app;
+
+--
+-- Name: FUNCTION reminder_instant(zone text, at_time time without time zone, day date); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.reminder_instant(zone text, at_time time without time zone, day date) FROM PUBLIC;
 
 --
 -- Name: FUNCTION remove_diary_member(diary uuid, target uuid); Type: ACL; Schema: public; Owner: -
@@ -1869,6 +2442,19 @@ GRANT ALL ON FUNCTION public.remove_diary_member(diary uuid, target uuid) TO dia
 
 REVOKE ALL ON FUNCTION public.rotate_refresh_token(presented bytea, successor bytea, lifetime interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.rotate_refresh_token(presented bytea, successor bytea, lifetime interval) TO diary_app;
+
+--
+-- Name: FUNCTION run_reminders(now_at timestamp with time zone, max_rows integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.run_reminders(now_at timestamp with time zone, max_rows integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.run_reminders(now_at timestamp with time zone, max_rows integer) TO diary_app;
+
+--
+-- Name: FUNCTION schedule_reminder(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.schedule_reminder() FROM PUBLIC;
 
 --
 -- Name: FUNCTION set_updated_at(); Type: ACL; Schema: public; Owner: -
@@ -1912,6 +2498,12 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.entries TO diary_app;
 --
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.entry_reads TO diary_app;
+
+--
+-- Name: TABLE devices; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,DELETE ON TABLE public.devices TO diary_app;
 
 --
 -- Name: TABLE users; Type: ACL; Schema: public; Owner: -

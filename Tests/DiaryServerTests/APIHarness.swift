@@ -86,13 +86,14 @@ struct APIHarness: Sendable {
         poolSize: Int = 4, acquireTimeout: Duration = .seconds(10), statementTimeout: Duration? = nil,
         maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, sharedReads: Bool = false, testing: TestingSetup = .router,
         route: DatabaseRoute = .direct, slowConsumerGrace: Duration = .seconds(10),
+        push: PushConfiguration = PushConfiguration(), pushDelivery: PushDelivery.Options = PushDelivery.Options(),
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         try await MigratedTemplate.withDatabase { database in
             try await run(
                 on: database, poolSize: poolSize, acquireTimeout: acquireTimeout, statementTimeout: statementTimeout,
                 maxConcurrentRequests: maxConcurrentRequests, sharedReads: sharedReads, testing: testing, route: route,
-                slowConsumerGrace: slowConsumerGrace, body
+                slowConsumerGrace: slowConsumerGrace, push: push, pushDelivery: pushDelivery, body
             )
         }
     }
@@ -102,6 +103,7 @@ struct APIHarness: Sendable {
         on database: PostgresConfiguration, poolSize: Int = 4, acquireTimeout: Duration = .seconds(10), statementTimeout: Duration? = nil,
         maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, sharedReads: Bool = false, testing: TestingSetup = .router,
         route: DatabaseRoute = .direct, slowConsumerGrace: Duration = .seconds(10),
+        push: PushConfiguration = PushConfiguration(), pushDelivery: PushDelivery.Options = PushDelivery.Options(),
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         // The server's own role: no ownership, no BYPASSRLS, so every policy applies.
@@ -120,6 +122,10 @@ struct APIHarness: Sendable {
             sharedReads: sharedReads
         )
         configuration.slowConsumerGrace = slowConsumerGrace
+        // Reminders run on the tests' own clock (ReminderTests), never the wall's.
+        configuration.push = push
+        configuration.push.runsReminders = false
+        configuration.push.delivery = pushDelivery
         let app = try buildApplication(configuration: configuration, pool: pool, logger: TestDatabase.logger)
         do {
             try await app.test(testing) { client in

@@ -162,12 +162,13 @@ final class ServerProcess: Sendable {
         ScratchCluster.packageRoot.appendingPathComponent(".build/debug/diary-server")
     }
 
-    convenience init(database: PostgresConfiguration, dataDirectory: URL? = nil) throws {
-        try self.init(databaseURL: try Self.url(of: database), dataDirectory: dataDirectory)
+    convenience init(database: PostgresConfiguration, dataDirectory: URL? = nil, environment: [String: String] = [:]) throws {
+        try self.init(databaseURL: try Self.url(of: database), dataDirectory: dataDirectory, environment: environment)
     }
 
     /// `dataDirectory` holds the token key: processes that share one accept each other's tokens.
-    init(databaseURL: String, databaseWaitSeconds: Int = 5, dataDirectory: URL? = nil) throws {
+    /// `environment` adds to or replaces the test process's own.
+    init(databaseURL: String, databaseWaitSeconds: Int = 5, dataDirectory: URL? = nil, environment extra: [String: String] = [:]) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binary.path) else {
             throw HarnessError("\(Self.binary.path) is missing: build it first (`make test` runs `swift build --product diary-server`)")
         }
@@ -188,6 +189,7 @@ final class ServerProcess: Sendable {
         environment["DIARY_DATA_DIR"] = scratch.path
         environment["LOG_LEVEL"] = "notice"
         environment["DB_WAIT_SECONDS"] = String(databaseWaitSeconds)
+        environment.merge(extra) { _, new in new }
         process.environment = environment
         let log = FileHandle(forWritingAtPath: logPath)
         process.standardOutput = log

@@ -27,6 +27,7 @@ package func buildApplication(
         feed: feed, tokens: tokens, pool: pool, readPlacement: readPlacement,
         options: RealtimeSocket.Options(slowConsumerGrace: configuration.slowConsumerGrace)
     )
+    let push = makePush(configuration: configuration, logger: logger)
     return Application(
         router: router,
         server: .eventLoopBoundHTTP1(configuration: http, realtime: realtime),
@@ -34,7 +35,7 @@ package func buildApplication(
             address: .hostname(configuration.host, port: configuration.port),
             serverName: "diary-server"
         ),
-        services: [pool, feed.pool, RealtimeService(feed: feed)],
+        services: [pool, feed.pool, RealtimeService(feed: feed), push.pool, push.service],
         logger: logger
     )
 }
@@ -48,6 +49,22 @@ package func makeChangeFeed(configuration: ServerConfiguration, logger: Logger) 
     listen.applicationName = ChangeFeed.applicationName
     let pool = PostgresPool(configuration: database, options: .init(size: 2, acquireTimeout: configuration.poolOptions.acquireTimeout), logger: logger)
     return ChangeFeed(pool: pool, listenConfiguration: listen, options: configuration.realtime, logger: logger)
+}
+
+/// Push delivery and reminders share a small pool of their own, like the realtime feed's.
+func makePush(configuration: ServerConfiguration, logger: Logger) -> (pool: PostgresPool, service: PushService) {
+    var database = configuration.database
+    database.applicationName = PushDelivery.applicationName
+    var listen = configuration.listenDatabase
+    listen.applicationName = PushDelivery.applicationName
+    let pool = PostgresPool(configuration: database, options: .init(size: 2, acquireTimeout: configuration.poolOptions.acquireTimeout), logger: logger)
+    let push = configuration.push
+    if push.apns == nil {
+        logger.notice("push notifications are off; the outbox keeps them until APNs is configured", metadata: ["reason": "\(push.offReason)"])
+    }
+    let delivery = PushDelivery(pool: pool, listenConfiguration: listen, apns: push.apns, options: push.delivery, logger: logger)
+    let reminders = push.runsReminders ? ReminderScheduler(pool: pool, options: push.reminders, logger: logger) : nil
+    return (pool, PushService(delivery: delivery, reminders: reminders))
 }
 
 /// request → metrics → problem mapping → admission → auth → route (plan and query in a repository) → response.
@@ -87,5 +104,6 @@ func buildRouter(
     DiaryRoutes(joinLimiter: JoinAttemptLimiter()).register(on: authenticated)
     EntryRoutes().register(on: authenticated)
     ChangeRoutes().register(on: authenticated)
+    DeviceRoutes().register(on: authenticated)
     return router
 }

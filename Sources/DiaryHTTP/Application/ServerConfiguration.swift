@@ -23,6 +23,8 @@ package struct ServerConfiguration: Sendable {
     package var realtime = ChangeFeed.Options()
     /// How long a realtime socket's buffer may stay full before it is closed with 4408.
     package var slowConsumerGrace: Duration = .seconds(10)
+    /// APNs, the push outbox and the reminder clock.
+    package var push = PushConfiguration()
 
     package init(
         host: String, port: Int, database: PostgresConfiguration, listenDatabase: PostgresConfiguration? = nil,

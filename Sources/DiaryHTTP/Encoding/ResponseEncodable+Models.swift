@@ -12,4 +12,5 @@ extension Entry: ResponseEncodable {}
 extension EntryPage: ResponseEncodable {}
 extension ReadList: ResponseEncodable {}
 extension TodayQuestion: ResponseEncodable {}
+extension DeviceList: ResponseEncodable {}
 extension ChangeList: ResponseEncodable {}

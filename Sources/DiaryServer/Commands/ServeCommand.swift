@@ -30,6 +30,12 @@ struct ServeCommand: AsyncParsableCommand {
               APPLE_AUDIENCE      comma-separated bundle ids accepted in Apple identity tokens
               APPLE_JWKS_URL      Apple's keys (default https://appleid.apple.com/auth/keys)
               APPLE_JWKS_FILE     read Apple's keys from a file instead
+              APNS_KEY_FILE       the APNs auth key (.p8); with APNS_KEY_ID, APNS_TEAM_ID and
+                                  APNS_TOPIC (the bundle id) it turns push notifications on
+              APNS_ENDPOINT       replaces Apple's hosts (tests, proxies)
+              APNS_CA_FILE        an extra trusted CA in PEM (tests)
+              PUSH_LEASE_SECONDS  how long a notification being sent is held before another
+                                  server may send it, should this one die (default 30)
             """
     )
 
@@ -46,7 +52,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = AppLogger.make(label: "diary-server")
-        let configuration: ServerConfiguration
+        var configuration: ServerConfiguration
         do {
             var databaseConfiguration = try database.configuration()
             databaseConfiguration.statementTimeout = .milliseconds(
@@ -58,6 +64,8 @@ struct ServeCommand: AsyncParsableCommand {
                 listenConfiguration = try Setting.databaseURL(flag: nil, environment: "DATABASE_LISTEN_URL")
                 listenConfiguration.statementTimeout = databaseConfiguration.statementTimeout
             }
+            let auth = try AuthConfiguration.fromEnvironment()
+            let push = try PushConfiguration.fromEnvironment(production: auth.production)
             configuration = ServerConfiguration(
                 host: Setting.string(flag: host, environment: "HOST", default: ServerConfiguration.defaultHost)!,
                 port: try Setting.integer(flag: port, environment: "PORT", default: ServerConfiguration.defaultPort, range: 0...65535),
@@ -70,10 +78,11 @@ struct ServeCommand: AsyncParsableCommand {
                     )
                 ),
                 databaseWait: try database.waitDuration(),
-                auth: try AuthConfiguration.fromEnvironment(),
+                auth: auth,
                 maxConcurrentRequests: try Setting.integer(flag: nil, environment: "MAX_CONCURRENT_REQUESTS", default: ServerConfiguration.defaultMaxConcurrentRequests, range: 1...100_000),
                 sharedReads: try Setting.integer(flag: nil, environment: "DB_SHARED_READS", default: 0, range: 0...1) == 1
             )
+            configuration.push = push
         } catch let error as ConfigurationError {
             logger.critical("invalid configuration", metadata: ["reason": "\(error)"])
             throw ExitCode.failure
