@@ -1,3 +1,4 @@
+import APNSTestServer
 import DiaryModels
 import Foundation
 import NIOConcurrencyHelpers
@@ -65,6 +66,11 @@ struct PushDeliveryTests {
             #expect(push.standIn.requests.count == 2, "the author's own device gets nothing")
             #expect(push.standIn.violations.isEmpty, "\(push.standIn.violations)")
             #expect(try await Self.pending(api) == 0)
+            let metrics = try await api.call(.get, "/metrics").text
+            #expect(metrics.contains(#"push_sent_total{result="sent"}"#))
+            #expect(metrics.contains("push_latency_seconds_bucket"))
+            #expect(metrics.contains("push_outbox_pending"))
+            #expect(metrics.contains("push_outbox_dead"))
         }
     }
 
