@@ -55,7 +55,7 @@ package final class PushDelivery: Sendable {
     /// Runs until cancelled.
     package func run() async {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.every(self.options.gaugeInterval) { await self.recordGauges() } }
+            group.addTask { await repeating(every: self.options.gaugeInterval, startingAtOnce: true) { await self.recordGauges() } }
             if let apns {
                 group.addTask { await self.deliver(apns) }
                 group.addTask {
@@ -63,19 +63,12 @@ package final class PushDelivery: Sendable {
                         configuration: self.listenConfiguration, channels: ["push_outbox"], logger: self.logger)
                     for await _ in notifications { self.wakeContinuation.yield() }
                 }
-                group.addTask { await self.every(self.options.pollInterval) { self.wakeContinuation.yield() } }
+                group.addTask { await repeating(every: self.options.pollInterval) { self.wakeContinuation.yield() } }
             }
             await group.next()
             group.cancelAll()
         }
         wakeContinuation.finish()
-    }
-
-    private func every(_ interval: Duration, _ body: @Sendable () async -> Void) async {
-        while !Task.isCancelled {
-            await body()
-            do { try await Task.sleep(for: interval) } catch { return }
-        }
     }
 
     private func deliver(_ configuration: APNSConfiguration) async {

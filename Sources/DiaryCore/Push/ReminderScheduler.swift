@@ -57,13 +57,12 @@ package final class ReminderScheduler: Sendable {
 
     /// Runs until cancelled.
     package func run() async {
-        while !Task.isCancelled {
+        await repeating(every: options.interval, startingAtOnce: true) {
             do {
-                try await tick(at: clock())
+                try await self.tick(at: self.clock())
             } catch {
-                logger.warning("reminders: the tick failed", metadata: ["error": "\(error)"])
+                self.logger.warning("reminders: the tick failed", metadata: ["error": "\(error)"])
             }
-            do { try await Task.sleep(for: options.interval) } catch { return }
         }
     }
 }

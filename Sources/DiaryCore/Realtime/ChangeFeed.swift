@@ -97,20 +97,13 @@ package final class ChangeFeed: Sendable {
                     configuration: self.listenConfiguration, channels: ["diary_changes"], logger: self.logger)
                 for await _ in notifications { self.tailContinuation.yield() }
             }
-            group.addTask { await self.every(self.options.pollInterval) { self.tailContinuation.yield() } }
-            group.addTask { await self.every(self.options.sessionCheckInterval) { await self.closeEndedSessions() } }
-            group.addTask { await self.every(self.options.pruneInterval) { await self.prune() } }
+            group.addTask { await repeating(every: self.options.pollInterval) { self.tailContinuation.yield() } }
+            group.addTask { await repeating(every: self.options.sessionCheckInterval) { await self.closeEndedSessions() } }
+            group.addTask { await repeating(every: self.options.pruneInterval) { await self.prune() } }
             await group.next()
             group.cancelAll()
         }
         tailContinuation.finish()
-    }
-
-    private func every(_ interval: Duration, _ body: @Sendable () async -> Void) async {
-        while !Task.isCancelled {
-            do { try await Task.sleep(for: interval) } catch { return }
-            await body()
-        }
     }
 
     /// Reads the log's tail after each wake-up and wakes whom it concerns.

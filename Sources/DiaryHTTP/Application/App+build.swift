@@ -43,21 +43,13 @@ package func buildApplication(
 /// The feed's queries (the log's tail, session checks, pruning) go through a pool of their
 /// own, so that they never wait behind requests, nor take a request's connection.
 package func makeChangeFeed(configuration: ServerConfiguration, logger: Logger) -> ChangeFeed {
-    var database = configuration.database
-    database.applicationName = ChangeFeed.applicationName
-    var listen = configuration.listenDatabase
-    listen.applicationName = ChangeFeed.applicationName
-    let pool = PostgresPool(configuration: database, options: .init(size: 2, acquireTimeout: configuration.poolOptions.acquireTimeout), logger: logger)
+    let (pool, listen) = backgroundConnections(configuration: configuration, applicationName: ChangeFeed.applicationName, logger: logger)
     return ChangeFeed(pool: pool, listenConfiguration: listen, options: configuration.realtime, logger: logger)
 }
 
 /// Push delivery and reminders share a small pool of their own, like the realtime feed's.
 func makePush(configuration: ServerConfiguration, logger: Logger) -> (pool: PostgresPool, service: PushService) {
-    var database = configuration.database
-    database.applicationName = PushDelivery.applicationName
-    var listen = configuration.listenDatabase
-    listen.applicationName = PushDelivery.applicationName
-    let pool = PostgresPool(configuration: database, options: .init(size: 2, acquireTimeout: configuration.poolOptions.acquireTimeout), logger: logger)
+    let (pool, listen) = backgroundConnections(configuration: configuration, applicationName: PushDelivery.applicationName, logger: logger)
     let push = configuration.push
     if push.apns == nil {
         logger.notice("push notifications are off; the outbox keeps them until APNs is configured", metadata: ["reason": "\(push.offReason)"])
@@ -65,6 +57,18 @@ func makePush(configuration: ServerConfiguration, logger: Logger) -> (pool: Post
     let delivery = PushDelivery(pool: pool, listenConfiguration: listen, apns: push.apns, options: push.delivery, logger: logger)
     let reminders = push.runsReminders ? ReminderScheduler(pool: pool, options: push.reminders, logger: logger) : nil
     return (pool, PushService(delivery: delivery, reminders: reminders))
+}
+
+/// Two connections and a LISTEN session for a background worker, named in pg_stat_activity.
+private func backgroundConnections(
+    configuration: ServerConfiguration, applicationName: String, logger: Logger
+) -> (pool: PostgresPool, listen: PostgresConfiguration) {
+    var database = configuration.database
+    database.applicationName = applicationName
+    var listen = configuration.listenDatabase
+    listen.applicationName = applicationName
+    let pool = PostgresPool(configuration: database, options: .init(size: 2, acquireTimeout: configuration.poolOptions.acquireTimeout), logger: logger)
+    return (pool, listen)
 }
 
 /// request → metrics → problem mapping → admission → auth → route (plan and query in a repository) → response.
