@@ -1,6 +1,8 @@
+import Crypto
 import DiaryModels
 import Foundation
 import Hummingbird
+import JWTKit
 import PostgresClient
 import Testing
 @testable import DiaryCore
@@ -31,7 +33,7 @@ struct AuthenticationTests {
     }
 
     @Test("access claims: our own spelling reads without JSONDecoder, to the same values; any other spelling is left to JSONDecoder")
-    func accessClaimsFastPath() throws {
+    func accessClaimsFastPath() async throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         for _ in 0..<100 {
@@ -48,12 +50,66 @@ struct AuthenticationTests {
             #expect(TokenService.AccessClaims(signedPayload: Data(payload.utf8)) == nil, "\(payload)")
         }
         // And the token check as a whole still accepts another spelling (an extra claim), through JSONDecoder.
-        struct WithAudience: Encodable { var aud = "x", sub: String, sid: String, iat = 0, exp: Int }
+        struct WithAudience: JWTPayload {
+            var aud = "x", sub: String, sid: String, iat = 0, exp: Int
+            func verify(using algorithm: some JWTAlgorithm) {}
+        }
         let service = TokenService(key: .init(size: .bits256))
         let identity = TokenService.Identity(userID: UUID(), sessionID: UUID())
         let claims = WithAudience(sub: identity.userID.uuidString.lowercased(), sid: identity.sessionID.uuidString.lowercased(), exp: Int(Date().timeIntervalSince1970) + 60)
-        let token = try JSONWebToken.signHS256(claims, key: service.key)
-        #expect(try service.verifyAccessToken(token) == identity)
+        let token = try await JWTKeyCollection().add(hmac: HMACKey(key: service.key), digestAlgorithm: .sha256).sign(claims)
+        #expect(try await service.verifyAccessToken(token) == identity)
+    }
+
+    /// An HS256 signature, made with `key`, over whatever header and claims a test wants.
+    static func hmacSigned(header: String, claims: String, key: SymmetricKey) -> String {
+        let input = Base64URL.encode(Data(header.utf8)) + "." + Base64URL.encode(Data(claims.utf8))
+        return input + "." + Base64URL.encode(Data(HMAC<SHA256>.authenticationCode(for: Data(input.utf8), using: key)))
+    }
+
+    @Test("access tokens: only HS256 is accepted, even correctly signed; expiry is judged at `now`; long tokens are refused unread")
+    func accessTokenChecks() async throws {
+        let key = SymmetricKey(size: .bits256)
+        let service = TokenService(key: key)
+        let identity = TokenService.Identity(userID: UUID(), sessionID: UUID())
+        let issued = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        let exp = Int(issued.timeIntervalSince1970) + Int(TokenService.accessLifetime)
+        let claims = #"{"exp":\#(exp),"iat":\#(Int(issued.timeIntervalSince1970)),"sid":"\#(identity.sessionID.canonicalText)","sub":"\#(identity.userID.canonicalText)"}"#
+
+        // Our own token, and the same claims under another spelling of an HS256 header.
+        let token = try await service.accessToken(for: identity, issuedAt: issued)
+        #expect(token == Self.hmacSigned(header: #"{"alg":"HS256","typ":"JWT"}"#, claims: claims, key: key))
+        #expect(try await service.verifyAccessToken(token) == identity)
+        #expect(try await service.verifyAccessToken(Self.hmacSigned(header: #"{"typ":"JWT", "alg":"HS256"}"#, claims: claims, key: key)) == identity)
+
+        // Any other alg is refused, though the HMAC over header and claims is good.
+        for alg in ["none", "None", "RS256", "HS384", "HS512", "ES256", "PS256", "hs256", ""] {
+            let forged = Self.hmacSigned(header: #"{"alg":"\#(alg)","typ":"JWT"}"#, claims: claims, key: key)
+            await #expect(throws: TokenService.Failure.self, "\(alg)") { try await service.verifyAccessToken(forged) }
+        }
+        let noAlg = Self.hmacSigned(header: #"{"typ":"JWT"}"#, claims: claims, key: key)
+        await #expect(throws: TokenService.Failure.self) { try await service.verifyAccessToken(noAlg) }
+        // alg none with no signature at all.
+        let unsigned = Base64URL.encode(Data(#"{"alg":"none","typ":"JWT"}"#.utf8)) + "." + Base64URL.encode(Data(claims.utf8)) + "."
+        await #expect(throws: TokenService.Failure.self) { try await service.verifyAccessToken(unsigned) }
+
+        // Expiry against the `now` given: valid to the second before `exp`, not at it.
+        let expiry = Date(timeIntervalSince1970: TimeInterval(exp))
+        #expect(try await service.verifyAccessToken(token, now: expiry.addingTimeInterval(-1)).expiresAt == expiry)
+        await #expect(throws: TokenService.Failure.self) { try await service.verifyAccessToken(token, now: expiry) }
+        await #expect(throws: TokenService.Failure.self) { try await service.verifyAccessToken(token, now: expiry.addingTimeInterval(3600)) }
+
+        // A correctly signed token one byte over the length bound is refused; one at it is read.
+        func padded(_ count: Int) -> String {
+            let claims = #"{"exp":\#(exp),"iat":0,"pad":"\#(String(repeating: "x", count: count))","sid":"\#(identity.sessionID.canonicalText)","sub":"\#(identity.userID.canonicalText)"}"#
+            return Self.hmacSigned(header: #"{"alg":"HS256","typ":"JWT"}"#, claims: claims, key: key)
+        }
+        var padding = TokenService.maximumTokenLength * 3 / 4 - 300
+        while padded(padding + 1).utf8.count <= TokenService.maximumTokenLength { padding += 1 }
+        let longest = padded(padding), tooLong = padded(padding + 1)
+        #expect(longest.utf8.count <= TokenService.maximumTokenLength && tooLong.utf8.count > TokenService.maximumTokenLength)
+        #expect(try await service.verifyAccessToken(longest) == identity)
+        await #expect(throws: TokenService.Failure.self) { try await service.verifyAccessToken(tooLong) }
     }
 
     @Test("a good Apple token signs in, finds the same user again, and keeps the first display name")
@@ -152,14 +208,20 @@ struct AuthenticationTests {
             func token(header: String, claims: [String: Any], signature: String) throws -> String {
                 Base64URL.encode(Data(header.utf8)) + "." + Base64URL.encode(try JSONSerialization.data(withJSONObject: claims)) + "." + signature
             }
-            var expired = claims
-            expired["exp"] = Int(Date().timeIntervalSince1970) - 10
             let key = try TokenService.loadKey(path: nil, dataDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("other-\(UUID())").path, production: false)
+            let serverKey = try TokenService.loadKey(path: nil, dataDirectory: api.dataDirectory, production: false)
+            let server = TokenService(key: serverKey)
+            let identity = try await server.verifyAccessToken(session.accessToken)
+            let claimsJSON = String(decoding: try #require(Base64URL.decode(parts[1])), as: UTF8.self)
             let cases = [
                 ("forged signature", parts[0] + "." + parts[1] + "." + Base64URL.encode(Data(repeating: 1, count: 32))),
                 ("alg none", try token(header: #"{"alg":"none","typ":"JWT"}"#, claims: claims, signature: "")),
-                ("expired", try JSONWebToken.signHS256(TokenService.AccessClaims(sub: claims["sub"] as! String, sid: claims["sid"] as! String, iat: 0, exp: expired["exp"] as! Int), key: key)),
-                ("other key", try JSONWebToken.signHS256(TokenService.AccessClaims(sub: claims["sub"] as! String, sid: claims["sid"] as! String, iat: 0, exp: Int(Date().timeIntervalSince1970) + 600), key: key)),
+                ("alg none, signed", Self.hmacSigned(header: #"{"alg":"none","typ":"JWT"}"#, claims: claimsJSON, key: serverKey)),
+                ("alg RS256, signed", Self.hmacSigned(header: #"{"alg":"RS256","typ":"JWT"}"#, claims: claimsJSON, key: serverKey)),
+                ("expired", try await server.accessToken(for: identity, issuedAt: Date().addingTimeInterval(-TokenService.accessLifetime - 10))),
+                ("expired, other key", try await TokenService(key: key).accessToken(for: identity, issuedAt: Date().addingTimeInterval(-TokenService.accessLifetime - 10))),
+                ("other key", try await TokenService(key: key).accessToken(for: identity, issuedAt: Date())),
+                ("too long", Self.hmacSigned(header: #"{"alg":"HS256","typ":"JWT"}"#, claims: String(claimsJSON.dropLast()) + #","pad":""# + String(repeating: "x", count: TokenService.maximumTokenLength) + #""}"#, key: serverKey)),
                 ("malformed", "abc"),
                 ("four parts", session.accessToken + ".x"),
                 ("short signature", parts[0] + "." + parts[1] + "." + String(parts[2].dropLast(3))),

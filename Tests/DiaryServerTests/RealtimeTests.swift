@@ -184,15 +184,15 @@ struct RealtimeTests {
         try await Self.live { api, port in
             let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
             let tokens = TokenService(key: try TokenService.loadKey(path: nil, dataDirectory: api.dataDirectory, production: false))
-            let aliceIdentity = try tokens.verifyAccessToken(alice.accessToken)
-            func shortToken(_ identity: TokenService.Identity, seconds: Double) throws -> String {
-                try tokens.accessToken(for: identity, issuedAt: Date().addingTimeInterval(seconds - TokenService.accessLifetime))
+            let aliceIdentity = try await tokens.verifyAccessToken(alice.accessToken)
+            func shortToken(_ identity: TokenService.Identity, seconds: Double) async throws -> String {
+                try await tokens.accessToken(for: identity, issuedAt: Date().addingTimeInterval(seconds - TokenService.accessLifetime))
             }
-            let expiring = TestSocket(port: port, token: try shortToken(aliceIdentity, seconds: 2))
+            let expiring = TestSocket(port: port, token: try await shortToken(aliceIdentity, seconds: 2))
             #expect(try await expiring.nextType() == "ready")
             #expect(try await expiring.closeCode(within: .seconds(6)) == .unknown(4401))
 
-            let renewed = TestSocket(port: port, token: try shortToken(aliceIdentity, seconds: 2))
+            let renewed = TestSocket(port: port, token: try await shortToken(aliceIdentity, seconds: 2))
             defer { renewed.close() }
             #expect(try await renewed.nextType() == "ready")
             renewed.send(.text(#"{"type":"auth","accessToken":"\#(alice.accessToken)"}"#))

@@ -35,7 +35,7 @@ package struct AccountRepository: Sendable {
         ]) }
         guard let row = results[1].first else { throw DomainError.inconsistent("the signed-in account cannot be read back") }
         let me = try UserColumns.me(from: row)
-        return try session(me: me, sessionID: sessionID, refreshToken: refreshToken, issuedAt: try row.decode("issued_at"))
+        return try await session(me: me, sessionID: sessionID, refreshToken: refreshToken, issuedAt: try row.decode("issued_at"))
     }
 
     package func refresh(_ presented: String) async throws -> Session? {
@@ -52,7 +52,7 @@ package struct AccountRepository: Sendable {
         switch try outcome.decode("outcome", as: String.self) {
         case "rotated", "replayed":
             guard let userRow = results[1].first else { return nil }
-            return try session(
+            return try await session(
                 me: try UserColumns.me(from: userRow),
                 sessionID: try outcome.decode("session_id"),
                 refreshToken: successor,
@@ -63,9 +63,9 @@ package struct AccountRepository: Sendable {
         }
     }
 
-    private func session(me: Me, sessionID: UUID, refreshToken: String, issuedAt: Date) throws -> Session {
+    private func session(me: Me, sessionID: UUID, refreshToken: String, issuedAt: Date) async throws -> Session {
         let identity = TokenService.Identity(userID: me.id, sessionID: sessionID)
-        let access = try tokens.accessToken(for: identity, issuedAt: issuedAt)
+        let access = try await tokens.accessToken(for: identity, issuedAt: issuedAt)
         let remaining = Int(TokenService.accessLifetime) - Int(Date().timeIntervalSince1970 - issuedAt.timeIntervalSince1970.rounded(.down))
         return Session(accessToken: access, refreshToken: refreshToken, expiresIn: max(0, remaining), user: me)
     }

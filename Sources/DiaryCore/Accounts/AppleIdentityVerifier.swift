@@ -3,15 +3,17 @@ package import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import JWTKit
 package import Logging
 import NIOConcurrencyHelpers
-import _CryptoExtras
 
 /// Verifies Sign in with Apple identity tokens against Apple's published keys.
 ///
-/// Keys come from `APPLE_JWKS_FILE` or are fetched from `APPLE_JWKS_URL`; they are
-/// cached, and fetched again when a token names a key id the cache lacks (Apple rotates
-/// keys), at most once every `refetchInterval` so that junk kids cannot drive traffic.
+/// Keys come from `APPLE_JWKS_FILE` or are fetched from `APPLE_JWKS_URL` into a jwt-kit
+/// key collection, which checks the signature (RS256 only); the claims are checked here.
+/// The keys are cached, and fetched again when a token names a key id the cache lacks
+/// (Apple rotates keys), at most once every `refetchInterval` so that junk kids cannot
+/// drive traffic.
 package final class AppleIdentityVerifier: Sendable {
     package struct Configuration: Sendable {
         package var audiences: Set<String>
@@ -39,41 +41,28 @@ package final class AppleIdentityVerifier: Sendable {
         }
     }
 
-    private struct Claims: Decodable {
+    private struct Claims: JWTPayload {
         var iss: String
         var sub: String
-        var aud: Audience
+        /// A string or an array of strings.
+        var aud: AudienceClaim
         var exp: Double
         var iat: Double
         var nonce: String?
         var email: String?
-    }
 
-    /// `aud` may be a string or an array of strings.
-    private enum Audience: Decodable {
-        case one(String), many([String])
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if let value = try? container.decode(String.self) { self = .one(value) } else { self = .many(try container.decode([String].self)) }
+        /// The claims are checked by `verify(_:rawNonce:now:)`, which knows the audiences,
+        /// the leeway and the moment; here only that the key was an RS256 one.
+        func verify(using algorithm: some JWTAlgorithm) async throws {
+            guard algorithm.name == "RS256" else { throw JWTError.unsupportedAlgorithm(alg: algorithm.name) }
         }
-        var values: [String] {
-            switch self { case .one(let value): [value]; case .many(let values): values }
-        }
-    }
-
-    private struct KeySet: Decodable {
-        struct Key: Decodable {
-            var kty: String
-            var kid: String
-            var n: String
-            var e: String
-            var alg: String?
-        }
-        var keys: [Key]
     }
 
     private struct Cache {
-        var keys: [String: _RSA.Signing.PublicKey] = [:]
+        var keys: JWTKeyCollection?
+        /// The key ids `keys` holds: jwt-kit falls back to its default key for a kid it
+        /// lacks, so an unknown kid is caught here, where it also triggers a refetch.
+        var kids: Set<String> = []
         var fetchedAt: Date?
     }
 
@@ -89,16 +78,17 @@ package final class AppleIdentityVerifier: Sendable {
     }
 
     package func verify(_ token: String, rawNonce: String?, now: Date = Date()) async throws -> Identity {
-        let jwt: JSONWebToken
-        do { jwt = try JSONWebToken(compact: token) } catch { throw Failure.invalid("\(error)") }
-        guard let kid = jwt.header.kid else { throw Failure.invalid("no key id") }
-        let key = try await key(for: kid)
-        do { try jwt.verifyRS256(key: key) } catch { throw Failure.invalid("\(error)") }
+        guard token.utf8.count <= TokenService.maximumTokenLength else { throw Failure.invalid("malformed token: too long") }
+        let header: JWTHeader
+        do { header = try AlgorithmPinningParser.unverifiedHeader(of: token) } catch { throw Failure.invalid("\(error)") }
+        guard header.alg == "RS256" else { throw Failure.invalid("algorithm \(header.alg ?? "(none)") is not accepted") }
+        guard let kid = header.kid else { throw Failure.invalid("no key id") }
+        let keys = try await keys(holding: kid)
         let claims: Claims
-        do { claims = try jwt.claims(as: Claims.self) } catch { throw Failure.invalid("\(error)") }
+        do { claims = try await keys.verify(token, as: Claims.self) } catch { throw Failure.invalid("\(error)") }
 
         guard claims.iss == Self.issuer else { throw Failure.invalid("wrong issuer") }
-        guard claims.aud.values.contains(where: configuration.audiences.contains) else { throw Failure.invalid("wrong audience") }
+        guard claims.aud.value.contains(where: configuration.audiences.contains) else { throw Failure.invalid("wrong audience") }
         let moment = now.timeIntervalSince1970
         guard claims.exp + configuration.leeway >= moment else { throw Failure.invalid("expired") }
         guard claims.iat - configuration.leeway <= moment else { throw Failure.invalid("issued in the future") }
@@ -111,20 +101,21 @@ package final class AppleIdentityVerifier: Sendable {
         return Identity(subject: claims.sub, email: claims.email)
     }
 
-    private func key(for kid: String) async throws -> _RSA.Signing.PublicKey {
-        let cached = cache.withLockedValue { cache -> (key: _RSA.Signing.PublicKey?, mayRefetch: Bool) in
+    /// The cached keys if they hold `kid`, else freshly fetched ones if they may be.
+    private func keys(holding kid: String) async throws -> JWTKeyCollection {
+        let cached = cache.withLockedValue { cache -> (keys: JWTKeyCollection?, mayRefetch: Bool) in
             let mayRefetch = cache.fetchedAt.map { Date().timeIntervalSince($0) >= configuration.refetchInterval } ?? true
-            return (cache.keys[kid], mayRefetch)
+            return (cache.kids.contains(kid) ? cache.keys : nil, mayRefetch)
         }
-        if let key = cached.key { return key }
+        if let keys = cached.keys { return keys }
         guard cached.mayRefetch else { throw Failure.invalid("unknown key id") }
-        let keys = try await fetchKeys()
-        cache.withLockedValue { $0 = Cache(keys: keys, fetchedAt: Date()) }
-        guard let key = keys[kid] else { throw Failure.invalid("unknown key id") }
-        return key
+        let (keys, kids) = try await fetchKeys()
+        cache.withLockedValue { $0 = Cache(keys: keys, kids: kids, fetchedAt: Date()) }
+        guard kids.contains(kid) else { throw Failure.invalid("unknown key id") }
+        return keys
     }
 
-    private func fetchKeys() async throws -> [String: _RSA.Signing.PublicKey] {
+    private func fetchKeys() async throws -> (JWTKeyCollection, Set<String>) {
         let data: Data
         do {
             if let file = configuration.jwksFile {
@@ -140,18 +131,27 @@ package final class AppleIdentityVerifier: Sendable {
             logger.error("cannot load Apple's keys", metadata: ["error": "\(error)"])
             throw AppleKeysUnavailable()
         }
-        let set: KeySet
-        do { set = try JSONDecoder().decode(KeySet.self, from: data) } catch {
+        let set: JWKS
+        do { set = try JSONDecoder().decode(JWKS.self, from: data) } catch {
             logger.error("Apple's key set does not decode", metadata: ["error": "\(error)"])
             throw AppleKeysUnavailable()
         }
-        var keys: [String: _RSA.Signing.PublicKey] = [:]
-        for key in set.keys where key.kty == "RSA" && (key.alg ?? "RS256") == "RS256" {
-            guard let n = Base64URL.decode(key.n), let e = Base64URL.decode(key.e),
-                  let publicKey = try? _RSA.Signing.PublicKey(n: n, e: e) else { continue }
-            keys[key.kid] = publicKey
+        // RS256 keys only, each pinned to RS256 (jwt-kit would otherwise take the algorithm
+        // of a key without `alg` from the token's header), and the header must say RS256 too.
+        // Keys are added one by one so that one it cannot use does not cost the others.
+        let keys = JWTKeyCollection(defaultJWTParser: AlgorithmPinningParser(algorithm: "RS256"))
+        var kids: Set<String> = []
+        for var key in set.keys where key.keyType == .rsa && (key.algorithm ?? .rs256) == .rs256 {
+            guard let kid = key.keyIdentifier?.string else { continue }
+            key.algorithm = .rs256
+            do {
+                try await keys.add(jwk: key)
+                kids.insert(kid)
+            } catch {
+                logger.warning("skipping an Apple key jwt-kit cannot use", metadata: ["kid": "\(kid)", "error": "\(error)"])
+            }
         }
-        return keys
+        return (keys, kids)
     }
 }
 

@@ -1,37 +1,66 @@
 package import Crypto
 package import Foundation
+import JWTKit
 import PostgresClient
 
 /// Issues and checks our own tokens.
 ///
-/// Access tokens are HS256 JWTs (`sub` user, `sid` session, 1 h). Refresh tokens are 256
-/// random bits; the token that replaces one is HMAC(key, old token), so a client that
-/// retries a refresh whose answer it lost is handed the very same pair again.
+/// Access tokens are HS256 JWTs (`sub` user, `sid` session, 1 h), signed and verified by
+/// jwt-kit. Refresh tokens are 256 random bits; the token that replaces one is
+/// HMAC(key, old token), so a client that retries a refresh whose answer it lost is handed
+/// the very same pair again.
 package struct TokenService: Sendable {
     /// Kept as bytes because `SymmetricKey` is not `Sendable`.
     private let keyBytes: Data
     var key: SymmetricKey { SymmetricKey(data: keyBytes) }
 
-    /// An HMAC that has absorbed the key, copied for each token. Never mutated after init,
-    /// and its digest state is copy-on-write, so copies on many threads at once are safe.
-    private nonisolated(unsafe) let keyedHMAC: HMAC<SHA256>
+    /// The HS256 key in a jwt-kit collection. Keys are added to the collection (an actor)
+    /// asynchronously, so `init` starts that and every use waits for it, which after the
+    /// first time costs no more than reading a finished task's value.
+    private let keys: Task<JWTKeyCollection, Never>
 
     package init(key: SymmetricKey) {
         keyBytes = key.withUnsafeBytes { Data($0) }
-        keyedHMAC = HMAC<SHA256>(key: key)
+        let hmac = HMACKey(key: key)
+        keys = Task {
+            let parser = AlgorithmPinningParser(algorithm: "HS256")
+            return await JWTKeyCollection(defaultJWTParser: parser, defaultJWTSerializer: Self.serializer)
+                .add(hmac: hmac, digestAlgorithm: .sha256, parser: parser, serializer: Self.serializer)
+        }
     }
     package static let accessLifetime: TimeInterval = 3600
     package static let refreshLifetimeDays = 60
 
-    struct AccessClaims: Codable, Equatable {
+    /// Tokens are small; anything longer than this is refused before it is parsed.
+    package static let maximumTokenLength = 8 * 1024
+
+    /// Sorted keys, so equal claims give equal tokens (a retried refresh gets the very same
+    /// access token), and the header is always `{"alg":"HS256","typ":"JWT"}`.
+    private static let serializer: DefaultJWTSerializer = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .secondsSince1970
+        return DefaultJWTSerializer(jsonEncoder: encoder)
+    }()
+
+    struct AccessClaims: JWTPayload, Equatable {
         var sub: String
         var sid: String
         var iat: Int
         var exp: Int
 
-        /// The claims exactly as `signHS256` writes ours (sorted keys, no spaces), read
-        /// without JSONDecoder, since every request carries them. nil for any other spelling,
-        /// which then goes through JSONDecoder.
+        /// The moment `verify(using:)` checks expiry against: `verifyAccessToken`'s `now`.
+        /// jwt-kit calls `verify(using:)` with the algorithm only, so it comes as a task local.
+        @TaskLocal static var verificationDate: Date?
+
+        func verify(using algorithm: some JWTAlgorithm) async throws {
+            try ExpirationClaim(value: Date(timeIntervalSince1970: TimeInterval(exp)))
+                .verifyNotExpired(currentDate: Self.verificationDate ?? Date())
+        }
+
+        /// The claims exactly as `serializer` writes ours (sorted keys, no spaces), read
+        /// without JSONDecoder, since every request carries them (see `ClaimsDecoder`). nil
+        /// for any other spelling, which then goes through JSONDecoder.
         init?(signedPayload payload: Data) {
             var reader = ExactJSONReader(bytes: payload)
             guard reader.skip(#"{"exp":"#), let exp = reader.integer(),
@@ -113,19 +142,27 @@ package struct TokenService: Sendable {
         case invalid
     }
 
-    func accessToken(for identity: Identity, issuedAt: Date) throws -> String {
+    func accessToken(for identity: Identity, issuedAt: Date) async throws -> String {
         let issued = Int(issuedAt.timeIntervalSince1970)
         let claims = AccessClaims(sub: identity.userID.canonicalText, sid: identity.sessionID.canonicalText, iat: issued, exp: issued + Int(Self.accessLifetime))
-        return try JSONWebToken.signHS256(claims, key: key)
+        return try await keys.value.sign(claims)
     }
 
-    /// Checks signature, algorithm and expiry. Whether the session is still live is for the
-    /// database to say, in the same round trip as the request's query.
-    package func verifyAccessToken(_ token: String, now: Date = Date()) throws -> Identity {
-        guard let jwt = try? JSONWebToken(compact: token), (try? jwt.verifyHS256(keyed: keyedHMAC)) != nil,
-              let claims = AccessClaims(signedPayload: jwt.payload) ?? (try? jwt.claims(as: AccessClaims.self)),
-              Double(claims.exp) > now.timeIntervalSince1970,
-              let user = UUID(canonicalText: claims.sub), let session = UUID(canonicalText: claims.sid) else {
+    /// Checks length, signature, algorithm (HS256 only) and expiry against `now`. Whether
+    /// the session is still live is for the database to say, in the same round trip as the
+    /// request's query.
+    package func verifyAccessToken(_ token: String, now: Date = Date()) async throws -> Identity {
+        guard token.utf8.count <= Self.maximumTokenLength else { throw Failure.invalid }
+        let keys = await self.keys.value
+        let claims: AccessClaims
+        do {
+            claims = try await AccessClaims.$verificationDate.withValue(now) {
+                try await keys.verify(token, as: AccessClaims.self)
+            }
+        } catch {
+            throw Failure.invalid
+        }
+        guard let user = UUID(canonicalText: claims.sub), let session = UUID(canonicalText: claims.sid) else {
             throw Failure.invalid
         }
         return Identity(userID: user, sessionID: session, expiresAt: Date(timeIntervalSince1970: Double(claims.exp)))
@@ -162,5 +199,68 @@ package struct TokenService: Sendable {
             throw ConfigurationError(description: "cannot write a development JWT key to \(file)")
         }
         return key
+    }
+}
+
+/// Parses a compact JWS for jwt-kit once its signature has verified, and refuses it unless
+/// its header names `algorithm`: jwt-kit picks the key by `kid` and verifies with that key's
+/// own algorithm, but never compares that with the header's `alg`.
+///
+/// Our own access tokens take a short path: their header is compared byte for byte with
+/// the one we sign, and their claims are read without JSONDecoder when spelt as we spell
+/// them (`TokenService.AccessClaims(signedPayload:)`).
+struct AlgorithmPinningParser: JWTParser {
+    let algorithm: String
+    var jsonDecoder: any JWTJSONDecoder = ClaimsDecoder()
+
+    init(algorithm: String) {
+        self.algorithm = algorithm
+    }
+
+    /// The header of every access token we sign, base64url-encoded.
+    private static let ownHeader = Array(Base64URL.encode(Data(#"{"alg":"HS256","typ":"JWT"}"#.utf8)).utf8)
+
+    func parse<Payload: JWTPayload>(_ token: some DataProtocol, as _: Payload.Type) throws -> (header: JWTHeader, payload: Payload, signature: Data) {
+        let parts = try getTokenParts(token)
+        let header: JWTHeader
+        if parts.header.elementsEqual(Self.ownHeader) {
+            header = ["alg": .string("HS256"), "typ": .string("JWT")]
+        } else {
+            header = try Self.decode(JWTHeader.self, base64URL: parts.header, using: jsonDecoder)
+        }
+        guard let alg = header.alg, alg == algorithm else { throw JWTError.unsupportedAlgorithm(alg: header.alg) }
+        let payload = try Self.decode(Payload.self, base64URL: parts.payload, using: jsonDecoder)
+        guard let signature = Base64URL.decode(parts.signature) else { throw JWTError.malformedToken(reason: "signature is not base64url") }
+        return (header, payload, signature)
+    }
+
+    /// The header of a token not yet verified: only to choose a key, never to trust.
+    static func unverifiedHeader(of token: String) throws -> JWTHeader {
+        try decode(JWTHeader.self, base64URL: DefaultJWTParser().getTokenParts(Array(token.utf8)).header, using: ClaimsDecoder())
+    }
+
+    private static func decode<T: Decodable>(_ type: T.Type, base64URL part: ArraySlice<UInt8>, using decoder: any JWTJSONDecoder) throws -> T {
+        guard let data = Base64URL.decode(part) else { throw JWTError.malformedToken(reason: "not base64url") }
+        do {
+            return try decoder.decode(T.self, from: data)
+        } catch {
+            throw JWTError.malformedToken(reason: "\(T.self) does not decode")
+        }
+    }
+}
+
+/// JSONDecoder, except that access claims spelt exactly as we sign them are read directly.
+struct ClaimsDecoder: JWTJSONDecoder {
+    private let decoder: JSONDecoder = {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        return decoder
+    }()
+
+    func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        if T.self == TokenService.AccessClaims.self, let claims = TokenService.AccessClaims(signedPayload: data) as? T {
+            return claims
+        }
+        return try decoder.decode(T.self, from: data)
     }
 }

@@ -12,7 +12,7 @@ struct AuthRoutes {
     func register(public router: RouterGroup<AppRequestContext>) {
         router.post("auth/apple") { request, context -> Session in
             let body = try await request.decode(as: AppleSignInRequest.self, context: context)
-            let token = try Validation.text(body.identityToken, field: "identityToken", length: 1...JSONWebToken.maximumLength)
+            let token = try Validation.text(body.identityToken, field: "identityToken", length: 1...TokenService.maximumTokenLength)
             let nonce = try Validation.optionalText(body.nonce, field: "nonce", length: 1...256)
             let displayName = try body.displayName.map { try Validation.displayName($0) } ?? "ユーザー"
             let identity: AppleIdentityVerifier.Identity

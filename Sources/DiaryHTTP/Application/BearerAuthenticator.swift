@@ -17,7 +17,7 @@ struct BearerAuthenticator: RouterMiddleware {
         guard let header = request.headers[.authorization] else {
             throw Problem.unauthorized("an access token is required")
         }
-        guard let token = Self.token(fromAuthorization: header), let identity = try? tokens.verifyAccessToken(token) else {
+        guard let token = Self.token(fromAuthorization: header), let identity = try? await tokens.verifyAccessToken(token) else {
             throw Problem.unauthorized("the access token is not valid")
         }
         var context = context

@@ -35,7 +35,7 @@ struct RealtimeGateway: Sendable {
         guard let token else {
             return try await refuse(Problem.unauthorized("an access token is required"), channel: channel)
         }
-        guard let identity = try? tokens.verifyAccessToken(token), try await isLive(identity) else {
+        guard let identity = try? await tokens.verifyAccessToken(token), try await isLive(identity) else {
             return try await refuse(Problem.unauthorized("the access token is not valid"), channel: channel)
         }
         guard let subscription = feed.subscribe(identity) else {

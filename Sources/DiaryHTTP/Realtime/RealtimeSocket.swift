@@ -206,7 +206,7 @@ struct RealtimeSocket: Sendable {
                     return .binaryFrame
                 case .text(let text):
                     guard let auth = try? JSONDecoder().decode(AuthMessage.self, from: Data(text.utf8)), auth.type == "auth" else { continue }
-                    guard let token = auth.accessToken, let identity = try? tokens.verifyAccessToken(token),
+                    guard let token = auth.accessToken, let identity = try? await tokens.verifyAccessToken(token),
                           identity.userID == subscription.identity.userID else {
                         return .unauthorized("the renewed token is not valid for this user")
                     }
