@@ -8,7 +8,7 @@
 
 begin;
 set search_path = public, tap;
-select plan(63);
+select plan(67);
 
 -- Two users, each alone in their own diary with an entry and a read.
 insert into users (id, display_name) values
@@ -29,6 +29,9 @@ insert into entries (diary_id, id, user_id, content) values
 insert into entry_reads (diary_id, entry_id, user_id) values
     ('aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-e000-0000-0000-000000000001', 'aaaaaaaa-0000-0000-0000-000000000001'),
     ('bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-e000-0000-0000-000000000002', 'bbbbbbbb-0000-0000-0000-000000000002');
+insert into devices (token, user_id, environment) values
+    (repeat('a', 64), 'aaaaaaaa-0000-0000-0000-000000000001', 'sandbox'),
+    (repeat('b', 64), 'bbbbbbbb-0000-0000-0000-000000000002', 'production');
 
 -- Structure: every table enabled and forced, a policy per command, safe functions and views.
 select is(
@@ -159,6 +162,16 @@ select is((select count(*) from users where id = 'aaaaaaaa-0000-0000-0000-000000
     'after removing A, in the same transaction: B no longer sees A''s user row');
 select throws_ok($$update diaries set type = 'family' where id = 'bbbbbbbb-d1a2-0000-0000-000000000002'$$,
     '23514', null, 'a diary''s type cannot change, not even by its owner');
+
+-- Devices are their owner's alone; the outbox is the servers', through definer functions only.
+select is((select string_agg(token, ',') from devices), repeat('b', 64), 'devices: B sees their own device only');
+delete from devices where token = repeat('a', 64);
+reset role;
+select is((select count(*) from devices where token = repeat('a', 64)), 1::bigint, 'DELETE of another user''s device removes nothing');
+set local role diary_app;
+select throws_ok($$insert into devices (token, user_id, environment) values (repeat('c', 64), 'bbbbbbbb-0000-0000-0000-000000000002', 'sandbox')$$,
+    '42501', null, 'INSERT devices: 42501 (register_device moves tokens)');
+select throws_ok('select count(*) from push_outbox', '42501', null, 'push_outbox is not readable at all');
 
 reset role;
 select * from finish();
