@@ -7,7 +7,7 @@ BOUNCER := scripts/pgbouncer.sh
 # `make run CONFIG=release` for an optimised server.
 CONFIG ?= debug
 
-.PHONY: run test build db db-stop psql schema bench bench-growth bench-realtime bench-client bench-rls bench-rls-instructions clean-db
+.PHONY: run test build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-client bench-rls bench-rls-instructions clean-db
 
 run: db
 	swift build -c $(CONFIG) --product diary-server
@@ -53,6 +53,9 @@ bench-growth: db
 
 bench-realtime: db
 	eval "$$($(PG) env)"; Benchmarks/realtime.sh
+
+bench-push: db
+	eval "$$($(PG) env)"; Benchmarks/push.sh
 
 bench-client: db
 	eval "$$($(PG) env)"; Benchmarks/client-vs-pgbench.sh

@@ -136,6 +136,18 @@ let package = Package(
             ],
             path: "Benchmarks/RealtimeBenchmark"
         ),
+        // Benchmarks/push.sh: notifications end to end against the APNs stand-in.
+        .executableTarget(
+            name: "push-benchmark",
+            dependencies: [
+                "APNSTestServer",
+                "PostgresClient",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Benchmarks/PushBenchmark"
+        ),
         .executableTarget(
             name: "bare-hummingbird",
             dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
@@ -152,6 +164,7 @@ let package = Package(
                 "DiaryHTTP",
                 "DiaryCore",
                 "TestSupport",
+                "APNSTestServer",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -168,6 +181,22 @@ let package = Package(
             name: "TestSupport",
             dependencies: ["PostgresClient"],
             path: "Tests/TestSupport"
+        ),
+        // The APNs stand-in (HTTP/2 over TLS, validating as Apple does): for the tests and
+        // Benchmarks/PushBenchmark.
+        .target(
+            name: "APNSTestServer",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Tests/APNSTestServer"
         ),
     ]
 )

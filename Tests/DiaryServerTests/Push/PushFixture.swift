@@ -1,4 +1,5 @@
 import APNSClient
+import APNSTestServer
 import Crypto
 import Foundation
 import PostgresClient

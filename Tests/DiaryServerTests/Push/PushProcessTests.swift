@@ -1,3 +1,4 @@
+import APNSTestServer
 import AsyncHTTPClient
 import DiaryModels
 import Foundation

@@ -27,23 +27,23 @@ import NIOTLS
 /// Status codes follow Apple's table: a method other than POST is 405 `MethodNotAllowed`, a payload
 /// over 4096 bytes is 413 `PayloadTooLarge`; an unparsable payload or one without an `aps`
 /// dictionary is 400 `PayloadEmpty` (Apple has no closer reason).
-final class APNSStandIn: Sendable {
-    struct Request: Sendable {
+public final class APNSStandIn: Sendable {
+    public struct Request: Sendable {
         /// From the path `/3/device/<token>`.
-        var deviceToken: String
+        public var deviceToken: String
         /// Lower-cased names, pseudo-headers left out; repeated headers joined with ", ".
-        var headers: [String: String]
-        var body: Data
+        public var headers: [String: String]
+        public var body: Data
         /// The bearer token from `authorization: bearer <jwt>`.
-        var providerToken: String
-        var receivedAt: Date
+        public var providerToken: String
+        public var receivedAt: Date
         /// The body as JSON (empty when it is not a JSON object).
-        var payload: [String: Any] {
+        public var payload: [String: Any] {
             ((try? JSONSerialization.jsonObject(with: body)) as? [String: Any]) ?? [:]
         }
     }
 
-    indirect enum Answer: Sendable {
+    public indirect enum Answer: Sendable {
         /// 200, with an `apns-id` header and an empty body.
         case ok
         /// `status` with the JSON body `{"reason": reason}` (and `"timestamp"` for 410); a
@@ -53,15 +53,15 @@ final class APNSStandIn: Sendable {
         case delayed(milliseconds: Int, Answer)
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
     }
 
     /// `https://127.0.0.1:<port>`.
-    let endpoint: String
+    public let endpoint: String
     /// The PEM certificate to trust (it is its own CA).
-    let caFile: String
-    let port: Int
+    public let caFile: String
+    public let port: Int
     private let core: Core
     private let serverChannel: any Channel
 
@@ -78,7 +78,7 @@ final class APNSStandIn: Sendable {
     ///   - publicKey: verifies the JWT's ES256 signature.
     ///   - topic: the required `apns-topic`.
     ///   - maxConcurrentStreams: the HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS advertised (Apple: 1000).
-    static func start(
+    public static func start(
         teamID: String,
         keyID: String,
         publicKey: P256.Signing.PublicKey,
@@ -124,21 +124,21 @@ final class APNSStandIn: Sendable {
 
     /// Decides each answer; the default answers `.ok`. Called (on an event loop) for requests that
     /// passed validation, after they were recorded in `requests`.
-    func respond(_ responder: @escaping @Sendable (Request) -> Answer) {
+    public func respond(_ responder: @escaping @Sendable (Request) -> Answer) {
         core.state.withLockedValue { $0.responder = responder }
     }
 
     /// Every request that passed validation and was handed to the responder, in arrival order.
-    var requests: [Request] { core.state.withLockedValue { $0.requests } }
+    public var requests: [Request] { core.state.withLockedValue { $0.requests } }
     /// Every request that failed validation, one entry each: method, path, status, reason, and why.
-    var violations: [String] { core.state.withLockedValue { $0.violations } }
+    public var violations: [String] { core.state.withLockedValue { $0.violations } }
     /// Distinct provider JWTs seen (valid or not), in first-seen order.
-    var providerTokens: [String] { core.state.withLockedValue { $0.providerTokens } }
+    public var providerTokens: [String] { core.state.withLockedValue { $0.providerTokens } }
     /// TCP connections accepted so far (a well-behaved client reuses one).
-    var connectionsAccepted: Int { core.state.withLockedValue { $0.connectionsAccepted } }
+    public var connectionsAccepted: Int { core.state.withLockedValue { $0.connectionsAccepted } }
 
     /// Polls until `requests.count >= count`; throws when `timeout` passes first.
-    func waitForRequests(count: Int, timeout: Duration) async throws -> [Request] {
+    public func waitForRequests(count: Int, timeout: Duration) async throws -> [Request] {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
         while true {
@@ -155,7 +155,7 @@ final class APNSStandIn: Sendable {
     }
 
     /// Stops listening and closes every open connection. Safe to call more than once.
-    func shutdown() async throws {
+    public func shutdown() async throws {
         let connections = core.state.withLockedValue { state in
             state.isShutDown = true
             return Array(state.connections.values)
