@@ -13,7 +13,9 @@
 #     alternating as ab-servers.sh does: (a) no devices registered, so posts queue nothing,
 #     against (b) a device for every seeded user, so each post queues and sends one
 #     notification per other member (7.4 on average). After a (b) round the outbox is left to
-#     drain before the next round. Target: median b/a req/s >= 0.9.
+#     drain before the next round. Target: median b/a req/s >= 0.9. Each round also reports
+#     the CPU per request of the server, of its database backends and (b) of the stand-in,
+#     which shares the cores here as Apple's servers would not.
 # Results go to Benchmarks/results/push-<time>.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,36 +57,41 @@ out="Benchmarks/results/push-$(date -u +%Y%m%dT%H%M%SZ).txt"
     }
     devices_off() { owner_psql -c "delete from devices"; }
     sent() { awk '{print $1}' "$work/standin/standin.count"; }
-    # req/s p50 p99 srv_us standin_us notifications/s drain_s
+    # The backends serving the server (its pool, its push listener): their CPU is the database's share.
+    backends() { psql -X -At -U postgres -d postgres -c "select pid from pg_stat_activity where datname = '$db' and usename = 'diary_app'" | tr '\n' ' '; }
+    # req/s p50 p99 srv_us pg_us standin_us notifications/s drain_s
     round() {
-        local condition=$1 result before after sbefore safter nbefore nafter drain=0
+        local condition=$1 result before after sbefore safter pbefore pafter pids nbefore nafter drain=0
         if [ "$condition" = b ]; then devices_on; else devices_off; fi
         sleep 1
-        nbefore=$(sent); before=$(cpu_ticks "$s2"); sbefore=$(cpu_ticks "$standin")
+        pids=$(backends)
+        nbefore=$(sent); before=$(cpu_ticks "$s2"); sbefore=$(cpu_ticks "$standin"); pbefore=$(cpu_ticks $pids)
         result=$(ENDPOINT=post_entry USERS="$work/users.tsv" wrk -t 2 -c "$CONNECTIONS" -d "${ROUND_SECONDS}s" -s Benchmarks/endpoints/wrk.lua "http://127.0.0.1:$p2" | awk '/^RESULT/')
-        after=$(cpu_ticks "$s2"); safter=$(cpu_ticks "$standin"); nafter=$(sent)
+        after=$(cpu_ticks "$s2"); safter=$(cpu_ticks "$standin"); pafter=$(cpu_ticks $pids); nafter=$(sent)
         if [ "$condition" = b ]; then
             local start=$SECONDS
             while [ "$(owner_psql -c "select count(*) from push_outbox where dead_at is null")" != 0 ] && [ $((SECONDS - start)) -lt 120 ]; do sleep 0.5; done
             drain=$((SECONDS - start))
         fi
-        awk -v r="$result" -v ticks=$((after - before)) -v sticks=$((safter - sbefore)) -v hz="$(getconf CLK_TCK)" \
+        awk -v r="$result" -v ticks=$((after - before)) -v sticks=$((safter - sbefore)) -v pticks=$((pafter - pbefore)) -v hz="$(getconf CLK_TCK)" \
             -v sent=$((nafter - nbefore)) -v s="$ROUND_SECONDS" -v drain="$drain" 'BEGIN {
             split(r, f, " "); if (f[5] + f[6] > 0) { print "errors: " r > "/dev/stderr" }
-            printf "%d %.2f %.2f %d %d %d %d\n", f[2], f[3], f[4], ticks * 1000000 / hz / f[7], sticks * 1000000 / hz / f[7], sent / s, drain }'
+            printf "%d %.2f %.2f %d %d %d %d %d\n", f[2], f[3], f[4], ticks * 1000000 / hz / f[7], pticks * 1000000 / hz / f[7],
+                sticks * 1000000 / hz / f[7], sent / s, drain }'
     }
-    printf '%-5s %8s %7s %7s %6s %8s %7s %7s %6s %6s %8s %6s %7s\n' round a_rps a_p50 a_p99 a_us b_rps b_p50 b_p99 b_us sb_us b_sent/s drain b/a
+    printf '%-5s %7s %7s %7s %6s %6s %7s %7s %7s %6s %6s %6s %8s %5s %6s\n' round a_rps a_p50 a_p99 a_us a_pg b_rps b_p50 b_p99 b_us b_pg sb_us b_sent/s drain b/a
     for r in $(seq 1 "$ROUNDS"); do
         if [ $((r % 2)) -eq 1 ]; then a=$(round a); b=$(round b); else b=$(round b); a=$(round a); fi
-        read -r ar ap50 ap99 aus _ _ _ <<< "$a"
-        read -r br bp50 bp99 bus sbus bsent drain <<< "$b"
-        printf '%-5s %8s %7s %7s %6s %8s %7s %7s %6s %6s %8s %6s %7s\n' "$r" "$ar" "$ap50" "$ap99" "$aus" "$br" "$bp50" "$bp99" "$bus" "$sbus" "$bsent" "$drain" \
+        read -r ar ap50 ap99 aus apg _ _ _ <<< "$a"
+        read -r br bp50 bp99 bus bpg sbus bsent drain <<< "$b"
+        printf '%-5s %7s %7s %7s %6s %6s %7s %7s %7s %6s %6s %6s %8s %5s %6s\n' "$r" "$ar" "$ap50" "$ap99" "$aus" "$apg" "$br" "$bp50" "$bp99" "$bus" "$bpg" "$sbus" "$bsent" "$drain" \
             "$(awk -v a="$ar" -v b="$br" 'BEGIN {printf "%.3f", b / a}')"
     done | tee "$work/rows"
     median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-    echo "# columns: req/s, p50/p99 ms, server CPU µs per request (a_us, b_us), the stand-in's CPU µs per request in (b) (sb_us),"
+    echo "# columns: req/s, p50/p99 ms, CPU µs per request of the server (a_us, b_us) and of its database backends (a_pg, b_pg),"
+    echo "#   the stand-in's CPU µs per request in (b) (sb_us),"
     echo "#   notifications received a second during (b), seconds for the outbox to drain after (b)"
-    echo "post_entry: median b/a req/s $(awk '{print $13}' "$work/rows" | median) (target >= 0.9); server CPU per request $(awk '{print $5}' "$work/rows" | median) -> $(awk '{print $9}' "$work/rows" | median) µs (medians)"
+    echo "post_entry: median b/a req/s $(awk '{print $15}' "$work/rows" | median) (target >= 0.9); CPU per request (medians, a -> b): server $(awk '{print $5}' "$work/rows" | median) -> $(awk '{print $10}' "$work/rows" | median) µs, its backends $(awk '{print $6}' "$work/rows" | median) -> $(awk '{print $11}' "$work/rows" | median) µs, stand-in $(awk '{print $12}' "$work/rows" | median) µs; $(awk '{print $13 / $7}' "$work/rows" | median) notifications sent per post in (b)"
     echo "stand-in: $(cat "$work/standin/standin.count" | awk '{print $1 " requests accepted, " $2 " violations"}')"
     devices_off
     kill "$s2" "$standin"; wait "$s2" "$standin" 2>/dev/null || true
