@@ -343,9 +343,9 @@ begin
     update push_outbox o set
         available_at = now() + make_interval(secs => r.delay_ms / 1000.0),
         last_error = left(r.error, 500),
-        dead_at = case when r.outcome = 'retry' and o.created_at < now() - interval '24 hours' then now() end
+        dead_at = case when r.outcome = 'dead' or (r.outcome = 'retry' and o.created_at < now() - interval '24 hours') then now() end
     from unnest(ids, outcomes, delays_ms, errors) r(id, outcome, delay_ms, error)
-    where o.id = r.id and r.outcome in ('retry', 'hold');
+    where o.id = r.id and r.outcome in ('retry', 'hold', 'dead');
 end
 $$;
 

@@ -12,12 +12,12 @@ import TestSupport
 struct ChangeLogTests {
     /// Changes are shown once every transaction older than them has ended, in the whole
     /// cluster (migration 0008); other tests' transactions may hold them back for a moment,
-    /// so this waits (up to 10 s) for `expecting` of them.
+    /// so this waits (up to 30 s: a pg_dump in SchemaFileTests holds one for its whole run) for `expecting` of them.
     static func changes(
         _ api: APIHarness, _ diary: UUID, since: String, token: String, limit: Int = 500, expecting: Int = 0,
         until done: @Sendable (ChangeList) -> Bool = { _ in true }
     ) async throws -> ChangeList {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(30)
         while true {
             let reply = try await api.call(.get, "/v1/diaries/\(diary)/changes?since=\(since)&limit=\(limit)", token: token)
             guard reply.status == .ok else { throw HarnessError("changes answered \(reply.status): \(reply.text)") }

@@ -7,7 +7,7 @@ enum AllowedMethods {
         ("/health", [.get]), ("/ready", [.get]), ("/metrics", [.get]), ("/openapi.yaml", [.get]),
         ("/v1/auth/apple", [.post]), ("/v1/auth/dev", [.post]), ("/v1/auth/refresh", [.post]), ("/v1/auth/logout", [.post]),
         ("/v1/me", [.get, .patch, .delete]), ("/v1/questions/today", [.get]),
-        ("/v1/me/devices", [.get]), ("/v1/me/devices/:token", [.put, .delete]),
+        ("/v1/me/devices", [.get]), ("/v1/me/devices/:id", [.put, .delete]),
         ("/v1/diaries", [.get, .post]), ("/v1/diaries/join", [.post]),
         ("/v1/diaries/:id", [.get, .patch]), ("/v1/diaries/:id/invite-code", [.post]),
         ("/v1/diaries/:id/members", [.get]), ("/v1/diaries/:id/members/:id", [.delete]),
