@@ -175,11 +175,11 @@ extension APIHarness {
     }
 
     /// The process ids of the server's connections.
-    /// The request pool's backends (the realtime feed keeps connections of its own).
+    /// The request pool's backends (the realtime feed and push delivery keep connections of their own).
     func serverBackends() async throws -> [Int] {
         let rows = try await asSuperuser("""
             select pid::int8 as pid from pg_stat_activity
-            where datname = current_database() and usename = \(TestDatabase.appRole) and application_name <> \(ChangeFeed.applicationName)
+            where datname = current_database() and usename = \(TestDatabase.appRole) and application_name <> \(ChangeFeed.applicationName) and application_name <> \(PushDelivery.applicationName)
             order by pid
             """)
         return try rows.map { try $0.decode("pid", as: Int.self) }
