@@ -128,6 +128,36 @@ end
 $$;
 
 --
+-- Name: claim_photo_garbage(integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.claim_photo_garbage(max_hashes integer) RETURNS TABLE(content_hash text, unnamed boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    claimed text[];
+    hash text;
+begin
+    with taken as (
+        delete from photo_garbage g
+        where g.content_hash in (select q.content_hash from photo_garbage q order by q.queued_at limit max_hashes for update skip locked)
+        returning g.content_hash
+    )
+    select coalesce(array_agg(taken.content_hash order by taken.content_hash), '{}') into claimed from taken;
+    -- In hash order, as unnamed_photo_files takes them, so two collectors never deadlock.
+    foreach hash in array claimed loop
+        perform photo_hash_lock(hash);
+        content_hash := hash;
+        unnamed := not exists (select 1 from photo_uploads u where u.content_hash = hash)
+            and not exists (select 1 from entry_photos p where p.content_hash = hash);
+        return next;
+    end loop;
+    delete from photo_upload_days d where d.day < (now() at time zone 'UTC')::date - 2;
+end
+$$;
+
+--
 -- Name: claim_push_batch(integer, interval); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -323,6 +353,23 @@ CREATE FUNCTION public.diary_member_cap(diary_type text) RETURNS integer
         when 'family' then 10
         when 'friends' then 10
     end
+$$;
+
+--
+-- Name: expire_photo_uploads(interval); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.expire_photo_uploads(max_age interval) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    expired integer;
+begin
+    delete from photo_uploads u where u.created_at < now() - max_age;
+    get diagnostics expired = row_count;
+    return expired;
+end
 $$;
 
 --
@@ -639,6 +686,38 @@ end
 $$;
 
 --
+-- Name: photo_file(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.photo_file(photo_id uuid) RETURNS TABLE(content_hash text, content_type text, bytes integer)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+    select p.content_hash, p.content_type, p.bytes from entry_photos p where p.id = photo_id
+    union all
+    select u.content_hash, u.content_type, u.bytes from photo_uploads u where u.id = photo_id
+    limit 1
+$$;
+
+--
+-- Name: photo_garbage_backlog(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.photo_garbage_backlog() RETURNS bigint
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$ select count(*) from photo_garbage $$;
+
+--
+-- Name: photo_hash_lock(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.photo_hash_lock(hash text) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$ select pg_advisory_xact_lock(hashtext('photo:' || hash)) $$;
+
+--
 -- Name: prune_change_log(interval, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -732,6 +811,50 @@ begin
         perform pg_notify('push_outbox', '');
     end if;
     return null;
+end
+$$;
+
+--
+-- Name: queue_photo_garbage(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.queue_photo_garbage() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    insert into photo_garbage (content_hash)
+    select distinct gone.content_hash from gone
+    on conflict (content_hash) do nothing;
+    return null;
+end
+$$;
+
+--
+-- Name: record_photo_upload(uuid, text, text, integer, integer, integer, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    caller constant uuid := app_user_id();
+begin
+    if caller is null then
+        raise exception 'not signed in' using errcode = 'ZN401';
+    end if;
+    perform photo_hash_lock(hash);
+    insert into photo_upload_days as d (user_id, day, uploads)
+    values (caller, (now() at time zone 'UTC')::date, 1)
+    on conflict (user_id, day) do update set uploads = d.uploads + 1 where d.uploads < daily_limit;
+    if not found then
+        insert into photo_garbage (content_hash) values (hash) on conflict (content_hash) do nothing;
+        return false;
+    end if;
+    insert into photo_uploads (id, uploader_id, content_hash, content_type, bytes, width, height)
+    values (photo_id, caller, hash, media_type, byte_count, pixel_width, pixel_height);
+    return true;
 end
 $$;
 
@@ -1025,6 +1148,60 @@ end
 $$;
 
 --
+-- Name: set_entry_photos(uuid, uuid, uuid[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    caller constant uuid := app_user_id();
+    current_photos uuid[];
+    allowed integer;
+    photo uuid;
+begin
+    if caller is null then
+        raise exception 'not signed in' using errcode = 'ZN401';
+    end if;
+    perform 1 from entries e
+    where e.diary_id = diary and e.id = entry and e.user_id = caller
+      and exists (select 1 from diary_members m where m.diary_id = diary and m.user_id = caller)
+    for update;
+    if not found then
+        return;
+    end if;
+    current_photos := array(select p.id from entry_photos p where p.diary_id = diary and p.entry_id = entry order by p.position);
+    if current_photos = photos then
+        return;
+    end if;
+    allowed := case when (select u.premium_expires_at > now() from users u where u.id = caller) then 4 else 1 end;
+    if cardinality(photos) > allowed then
+        raise exception 'the plan allows % photos an entry', allowed using errcode = 'ZN006';
+    end if;
+    foreach photo in array photos loop
+        continue when photo = any (current_photos);
+        continue when exists (select 1 from photo_uploads u where u.id = photo and u.uploader_id = caller);
+        if exists (select 1 from entry_photos p where p.id = photo and p.uploader_id = caller) then
+            raise exception 'photo % is attached to another entry', photo using errcode = 'ZN005';
+        end if;
+        raise exception 'no such photo' using errcode = 'ZN004';
+    end loop;
+    delete from entry_photos p where p.diary_id = diary and p.entry_id = entry and p.id <> all (photos);
+    update entry_photos p set position = o.position - 1
+    from unnest(photos) with ordinality as o (id, position)
+    where p.diary_id = diary and p.entry_id = entry and p.id = o.id and p.position <> o.position - 1;
+    insert into entry_photos (diary_id, id, entry_id, position, uploader_id, content_hash, content_type, bytes, width, height, created_at)
+    select diary, u.id, entry, o.position - 1, u.uploader_id, u.content_hash, u.content_type, u.bytes, u.width, u.height, u.created_at
+    from unnest(photos) with ordinality as o (id, position)
+    join photo_uploads u on u.id = o.id and u.uploader_id = caller;
+    delete from photo_uploads u where u.id = any (photos) and u.uploader_id = caller;
+    -- images holds the ids too, so that the change log's edit trigger sees the change.
+    update entries e set images = array(select x::text from unnest(photos) x) where e.diary_id = diary and e.id = entry;
+end
+$$;
+
+--
 -- Name: set_updated_at(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1035,6 +1212,27 @@ CREATE FUNCTION public.set_updated_at() RETURNS trigger
 begin
     new.updated_at := now();
     return new;
+end
+$$;
+
+--
+-- Name: unnamed_photo_files(text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.unnamed_photo_files(hashes text[]) RETURNS SETOF text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    hash text;
+begin
+    foreach hash in array array(select distinct h from unnest(hashes) h order by h) loop
+        perform photo_hash_lock(hash);
+        if not exists (select 1 from photo_uploads u where u.content_hash = hash)
+           and not exists (select 1 from entry_photos p where p.content_hash = hash) then
+            return next hash;
+        end if;
+    end loop;
 end
 $$;
 
@@ -1205,6 +1403,32 @@ CREATE TABLE public.devices (
 ALTER TABLE ONLY public.devices FORCE ROW LEVEL SECURITY;
 
 --
+-- Name: entry_photos; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.entry_photos (
+    diary_id uuid NOT NULL,
+    id uuid NOT NULL,
+    entry_id uuid NOT NULL,
+    "position" smallint NOT NULL,
+    uploader_id uuid NOT NULL,
+    content_hash text NOT NULL,
+    content_type text NOT NULL,
+    bytes integer NOT NULL,
+    width integer NOT NULL,
+    height integer NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT entry_photos_bytes_check CHECK (((bytes >= 1) AND (bytes <= 10485760))),
+    CONSTRAINT entry_photos_content_hash_check CHECK ((content_hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT entry_photos_content_type_check CHECK ((content_type = ANY (ARRAY['image/jpeg'::text, 'image/png'::text, 'image/webp'::text]))),
+    CONSTRAINT entry_photos_height_check CHECK (((height >= 1) AND (height <= 12000))),
+    CONSTRAINT entry_photos_position_check CHECK ((("position" >= 0) AND ("position" <= 3))),
+    CONSTRAINT entry_photos_width_check CHECK (((width >= 1) AND (width <= 12000)))
+);
+
+ALTER TABLE ONLY public.entry_photos FORCE ROW LEVEL SECURITY;
+
+--
 -- Name: users; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1257,6 +1481,51 @@ CREATE VIEW public.member_profiles WITH (security_invoker='true') AS
      JOIN public.diaries d ON ((d.id = m.diary_id)))
      LEFT JOIN public.users u ON ((u.id = m.user_id)))
      CROSS JOIN LATERAL ( SELECT ((d.type = 'anonymous'::text) AND (m.user_id IS DISTINCT FROM ( SELECT public.app_user_id() AS app_user_id))) AS is_hidden) hidden);
+
+--
+-- Name: photo_garbage; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.photo_garbage (
+    content_hash text NOT NULL,
+    queued_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY public.photo_garbage FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: photo_upload_days; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.photo_upload_days (
+    user_id uuid NOT NULL,
+    day date NOT NULL,
+    uploads integer NOT NULL
+);
+
+ALTER TABLE ONLY public.photo_upload_days FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: photo_uploads; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.photo_uploads (
+    id uuid NOT NULL,
+    uploader_id uuid NOT NULL,
+    content_hash text NOT NULL,
+    content_type text NOT NULL,
+    bytes integer NOT NULL,
+    width integer NOT NULL,
+    height integer NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT photo_uploads_bytes_check CHECK (((bytes >= 1) AND (bytes <= 10485760))),
+    CONSTRAINT photo_uploads_content_hash_check CHECK ((content_hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT photo_uploads_content_type_check CHECK ((content_type = ANY (ARRAY['image/jpeg'::text, 'image/png'::text, 'image/webp'::text]))),
+    CONSTRAINT photo_uploads_height_check CHECK (((height >= 1) AND (height <= 12000))),
+    CONSTRAINT photo_uploads_width_check CHECK (((width >= 1) AND (width <= 12000)))
+);
+
+ALTER TABLE ONLY public.photo_uploads FORCE ROW LEVEL SECURITY;
 
 --
 -- Name: push_outbox; Type: TABLE; Schema: public; Owner: -
@@ -1396,11 +1665,39 @@ ALTER TABLE ONLY public.entries
     ADD CONSTRAINT entries_pkey PRIMARY KEY (diary_id, id);
 
 --
+-- Name: entry_photos entry_photos_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.entry_photos
+    ADD CONSTRAINT entry_photos_pkey PRIMARY KEY (diary_id, id);
+
+--
 -- Name: entry_reads entry_reads_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.entry_reads
     ADD CONSTRAINT entry_reads_pkey PRIMARY KEY (diary_id, entry_id, user_id);
+
+--
+-- Name: photo_garbage photo_garbage_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.photo_garbage
+    ADD CONSTRAINT photo_garbage_pkey PRIMARY KEY (content_hash);
+
+--
+-- Name: photo_upload_days photo_upload_days_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.photo_upload_days
+    ADD CONSTRAINT photo_upload_days_pkey PRIMARY KEY (user_id, day);
+
+--
+-- Name: photo_uploads photo_uploads_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.photo_uploads
+    ADD CONSTRAINT photo_uploads_pkey PRIMARY KEY (id);
 
 --
 -- Name: push_outbox push_outbox_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1526,10 +1823,46 @@ CREATE INDEX entries_timeline ON public.entries USING btree (diary_id, created_a
 CREATE INDEX entries_user_diary_created ON public.entries USING btree (user_id, diary_id, created_at);
 
 --
+-- Name: entry_photos_entry; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX entry_photos_entry ON public.entry_photos USING btree (diary_id, entry_id, "position");
+
+--
+-- Name: entry_photos_hash; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX entry_photos_hash ON public.entry_photos USING btree (content_hash);
+
+--
+-- Name: entry_photos_id; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX entry_photos_id ON public.entry_photos USING btree (id);
+
+--
 -- Name: entry_reads_user_diary; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX entry_reads_user_diary ON public.entry_reads USING btree (user_id, diary_id);
+
+--
+-- Name: photo_uploads_created; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX photo_uploads_created ON public.photo_uploads USING btree (created_at);
+
+--
+-- Name: photo_uploads_hash; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX photo_uploads_hash ON public.photo_uploads USING btree (content_hash);
+
+--
+-- Name: photo_uploads_uploader; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX photo_uploads_uploader ON public.photo_uploads USING btree (uploader_id);
 
 --
 -- Name: push_outbox_dead; Type: INDEX; Schema: public; Owner: -
@@ -1676,6 +2009,12 @@ CREATE TRIGGER entries_queue_notifications AFTER INSERT ON public.entries REFERE
 CREATE TRIGGER entries_set_updated_at BEFORE UPDATE ON public.entries FOR EACH ROW EXECUTE FUNCTION public.set_updated_at();
 
 --
+-- Name: entry_photos entry_photos_queue_garbage; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entry_photos_queue_garbage AFTER DELETE ON public.entry_photos REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.queue_photo_garbage();
+
+--
 -- Name: entry_reads entry_reads_count_first_read; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -1692,6 +2031,12 @@ CREATE TRIGGER entry_reads_keys_fixed AFTER UPDATE OF diary_id, entry_id, user_i
 --
 
 CREATE TRIGGER entry_reads_log_first_read AFTER INSERT ON public.entry_reads REFERENCING NEW TABLE AS receipts FOR EACH STATEMENT EXECUTE FUNCTION public.log_first_reads();
+
+--
+-- Name: photo_uploads photo_uploads_queue_garbage; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER photo_uploads_queue_garbage AFTER DELETE ON public.photo_uploads REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.queue_photo_garbage();
 
 --
 -- Name: users users_schedule_reminder; Type: TRIGGER; Schema: public; Owner: -
@@ -1748,6 +2093,20 @@ ALTER TABLE ONLY public.entries
     ADD CONSTRAINT entries_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 --
+-- Name: entry_photos entry_photos_diary_id_entry_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.entry_photos
+    ADD CONSTRAINT entry_photos_diary_id_entry_id_fkey FOREIGN KEY (diary_id, entry_id) REFERENCES public.entries(diary_id, id) ON DELETE CASCADE;
+
+--
+-- Name: entry_photos entry_photos_uploader_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.entry_photos
+    ADD CONSTRAINT entry_photos_uploader_id_fkey FOREIGN KEY (uploader_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
 -- Name: entry_reads entry_reads_diary_id_entry_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1760,6 +2119,20 @@ ALTER TABLE ONLY public.entry_reads
 
 ALTER TABLE ONLY public.entry_reads
     ADD CONSTRAINT entry_reads_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: photo_upload_days photo_upload_days_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.photo_upload_days
+    ADD CONSTRAINT photo_upload_days_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: photo_uploads photo_uploads_uploader_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.photo_uploads
+    ADD CONSTRAINT photo_uploads_uploader_id_fkey FOREIGN KEY (uploader_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 --
 -- Name: push_outbox push_outbox_device_token_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
@@ -1970,6 +2343,36 @@ CREATE POLICY entries_select ON public.entries FOR SELECT USING ((diary_id = ANY
 CREATE POLICY entries_update ON public.entries FOR UPDATE USING ((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))) WITH CHECK (((user_id = ( SELECT public.app_user_id() AS app_user_id)) AND (diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))));
 
 --
+-- Name: entry_photos; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.entry_photos ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: entry_photos entry_photos_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY entry_photos_delete ON public.entry_photos FOR DELETE USING (false);
+
+--
+-- Name: entry_photos entry_photos_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY entry_photos_insert ON public.entry_photos FOR INSERT WITH CHECK (false);
+
+--
+-- Name: entry_photos entry_photos_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY entry_photos_select ON public.entry_photos FOR SELECT USING (((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])) IS TRUE));
+
+--
+-- Name: entry_photos entry_photos_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY entry_photos_update ON public.entry_photos FOR UPDATE USING (false) WITH CHECK (false);
+
+--
 -- Name: entry_reads; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
@@ -1998,6 +2401,96 @@ CREATE POLICY entry_reads_select ON public.entry_reads FOR SELECT USING (((diary
 --
 
 CREATE POLICY entry_reads_update ON public.entry_reads FOR UPDATE USING ((user_id = ( SELECT public.app_user_id() AS app_user_id))) WITH CHECK (((user_id = ( SELECT public.app_user_id() AS app_user_id)) AND (diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))));
+
+--
+-- Name: photo_garbage; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.photo_garbage ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: photo_garbage photo_garbage_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_garbage_delete ON public.photo_garbage FOR DELETE USING (false);
+
+--
+-- Name: photo_garbage photo_garbage_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_garbage_insert ON public.photo_garbage FOR INSERT WITH CHECK (false);
+
+--
+-- Name: photo_garbage photo_garbage_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_garbage_select ON public.photo_garbage FOR SELECT USING (false);
+
+--
+-- Name: photo_garbage photo_garbage_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_garbage_update ON public.photo_garbage FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: photo_upload_days; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.photo_upload_days ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: photo_upload_days photo_upload_days_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_upload_days_delete ON public.photo_upload_days FOR DELETE USING (false);
+
+--
+-- Name: photo_upload_days photo_upload_days_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_upload_days_insert ON public.photo_upload_days FOR INSERT WITH CHECK (false);
+
+--
+-- Name: photo_upload_days photo_upload_days_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_upload_days_select ON public.photo_upload_days FOR SELECT USING ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
+
+--
+-- Name: photo_upload_days photo_upload_days_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_upload_days_update ON public.photo_upload_days FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: photo_uploads; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.photo_uploads ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: photo_uploads photo_uploads_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_uploads_delete ON public.photo_uploads FOR DELETE USING (false);
+
+--
+-- Name: photo_uploads photo_uploads_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_uploads_insert ON public.photo_uploads FOR INSERT WITH CHECK (false);
+
+--
+-- Name: photo_uploads photo_uploads_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_uploads_select ON public.photo_uploads FOR SELECT USING ((uploader_id = ( SELECT public.app_user_id() AS app_user_id)));
+
+--
+-- Name: photo_uploads photo_uploads_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_uploads_update ON public.photo_uploads FOR UPDATE USING (false) WITH CHECK (false);
 
 --
 -- Name: push_outbox; Type: ROW SECURITY; Schema: public; Owner: -
@@ -2221,6 +2714,13 @@ GRANT ALL ON FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint, 
 REVOKE ALL ON FUNCTION public.check_diary_has_one_owner() FROM PUBLIC;
 
 --
+-- Name: FUNCTION claim_photo_garbage(max_hashes integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer) TO diary_app;
+
+--
 -- Name: FUNCTION claim_push_batch(max_rows integer, lease interval); Type: ACL; Schema: public; Owner: -
 --
 
@@ -2271,6 +2771,13 @@ GRANT ALL ON FUNCTION public.delete_my_account() TO diary_app;
 
 REVOKE ALL ON FUNCTION public.diary_member_cap(diary_type text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.diary_member_cap(diary_type text) TO diary_app;
+
+--
+-- Name: FUNCTION expire_photo_uploads(max_age interval); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.expire_photo_uploads(max_age interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.expire_photo_uploads(max_age interval) TO diary_app;
 
 --
 -- Name: FUNCTION finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]); Type: ACL; Schema: public; Owner: -
@@ -2378,6 +2885,26 @@ REVOKE ALL ON FUNCTION public.open_session(apple_subject text, dev_account text,
 GRANT ALL ON FUNCTION public.open_session(apple_subject text, dev_account text, email text, display_name text, session uuid, refresh_token_hash bytea, lifetime interval) TO diary_app;
 
 --
+-- Name: FUNCTION photo_file(photo_id uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.photo_file(photo_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.photo_file(photo_id uuid) TO diary_app;
+
+--
+-- Name: FUNCTION photo_garbage_backlog(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.photo_garbage_backlog() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.photo_garbage_backlog() TO diary_app;
+
+--
+-- Name: FUNCTION photo_hash_lock(hash text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.photo_hash_lock(hash text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION prune_change_log(older_than interval, max_rows integer); Type: ACL; Schema: public; Owner: -
 --
 
@@ -2402,6 +2929,19 @@ GRANT ALL ON FUNCTION public.push_outbox_counts() TO diary_app;
 --
 
 REVOKE ALL ON FUNCTION public.queue_entry_notifications() FROM PUBLIC;
+
+--
+-- Name: FUNCTION queue_photo_garbage(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.queue_photo_garbage() FROM PUBLIC;
+
+--
+-- Name: FUNCTION record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) TO diary_app;
 
 --
 -- Name: FUNCTION refresh_app_diary_ids(); Type: ACL; Schema: public; Owner: -
@@ -2457,11 +2997,25 @@ GRANT ALL ON FUNCTION public.run_reminders(now_at timestamp with time zone, max_
 REVOKE ALL ON FUNCTION public.schedule_reminder() FROM PUBLIC;
 
 --
+-- Name: FUNCTION set_entry_photos(diary uuid, entry uuid, photos uuid[]); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) TO diary_app;
+
+--
 -- Name: FUNCTION set_updated_at(); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.set_updated_at() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.set_updated_at() TO diary_app;
+
+--
+-- Name: FUNCTION unnamed_photo_files(hashes text[]); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.unnamed_photo_files(hashes text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.unnamed_photo_files(hashes text[]) TO diary_app;
 
 --
 -- Name: TABLE change_log; Type: ACL; Schema: public; Owner: -
@@ -2506,6 +3060,12 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.entry_reads TO diary_app;
 GRANT SELECT,DELETE ON TABLE public.devices TO diary_app;
 
 --
+-- Name: TABLE entry_photos; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.entry_photos TO diary_app;
+
+--
 -- Name: TABLE users; Type: ACL; Schema: public; Owner: -
 --
 
@@ -2516,6 +3076,18 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.users TO diary_app;
 --
 
 GRANT SELECT ON TABLE public.member_profiles TO diary_app;
+
+--
+-- Name: TABLE photo_upload_days; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.photo_upload_days TO diary_app;
+
+--
+-- Name: TABLE photo_uploads; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.photo_uploads TO diary_app;
 
 --
 -- Name: TABLE questions; Type: ACL; Schema: public; Owner: -

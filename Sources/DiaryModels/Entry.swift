@@ -6,19 +6,22 @@ public struct Entry: Codable, Sendable, Equatable {
     public var author: Author
     public var content: String
     public var question: String?
+    /// The photos' signed URLs, in order, for clients that predate `photos`.
     public var images: [String]
+    public var photos: [Photo]
     public var createdAt: Date
     public var updatedAt: Date
     public var readBy: [ReadReceipt]
     public var isMine: Bool
 
-    public init(id: UUID, diaryId: UUID, author: Author, content: String, question: String?, images: [String], createdAt: Date, updatedAt: Date, readBy: [ReadReceipt], isMine: Bool) {
+    public init(id: UUID, diaryId: UUID, author: Author, content: String, question: String?, images: [String], photos: [Photo] = [], createdAt: Date, updatedAt: Date, readBy: [ReadReceipt], isMine: Bool) {
         self.id = id
         self.diaryId = diaryId
         self.author = author
         self.content = content
         self.question = question
         self.images = images
+        self.photos = photos
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.readBy = readBy
@@ -71,21 +74,27 @@ public struct CreateEntryRequest: Codable, Sendable {
     public var id: UUID?
     public var content: String
     public var question: String?
+    /// Uploads of the author's (`POST /v1/photos`), in the order they are shown.
+    public var photoIds: [UUID]?
 
-    public init(id: UUID? = nil, content: String, question: String? = nil) {
+    public init(id: UUID? = nil, content: String, question: String? = nil, photoIds: [UUID]? = nil) {
         self.id = id
         self.content = content
         self.question = question
+        self.photoIds = photoIds
     }
 }
 
 public struct UpdateEntryRequest: Codable, Sendable {
     public var content: String?
     public var question: String?
+    /// When present, the entry's photos become exactly these, in this order.
+    public var photoIds: [UUID]?
 
-    public init(content: String? = nil, question: String? = nil) {
+    public init(content: String? = nil, question: String? = nil, photoIds: [UUID]? = nil) {
         self.content = content
         self.question = question
+        self.photoIds = photoIds
     }
 }
 

@@ -165,6 +165,8 @@ extension PostgresArrayElementDecodable where Self: PostgresDecodable {
     }
 }
 
+extension Int: PostgresArrayElementDecodable {}
+
 extension Optional: PostgresArrayElementDecodable where Wrapped: PostgresArrayElementDecodable {
     public init(postgresArrayElement bytes: UnsafeBufferPointer<UInt8>?) throws {
         self = try bytes.map { try Wrapped(postgresArrayElement: $0) }

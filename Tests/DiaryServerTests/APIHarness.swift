@@ -178,6 +178,29 @@ struct APIHarness: Sendable {
     func post(_ content: String, in diary: UUID, token: String, id: UUID? = nil) async throws -> Reply {
         try await call(.post, "/v1/diaries/\(diary)/entries", token: token, body: CreateEntryRequest(id: id, content: content))
     }
+
+    /// The folder the server keeps photos in (`PHOTO_STORE_DIR` unset).
+    var photoStore: String { (dataDirectory as NSString).appendingPathComponent("photos") }
+
+    /// `POST /v1/photos` with `bytes` as the body; `contentLength` nil sends none.
+    func upload(
+        _ bytes: [UInt8], type: String = "image/jpeg", token: String, contentLength: String? = "exact", headers extra: HTTPFields = [:]
+    ) async throws -> Reply {
+        var headers = extra
+        headers[.authorization] = "Bearer \(token)"
+        headers[.contentType] = type
+        if let contentLength { headers[.contentLength] = contentLength == "exact" ? String(bytes.count) : contentLength }
+        return try await client.execute(uri: "/v1/photos", method: .post, headers: headers, body: ByteBuffer(bytes: bytes)) { response in
+            Reply(status: response.status, headers: response.headers, body: Data(buffer: response.body))
+        }
+    }
+
+    /// GET of a photo URL, with extra headers (If-None-Match, Range).
+    func fetch(_ url: String, headers: HTTPFields = [:]) async throws -> Reply {
+        try await client.execute(uri: url, method: .get, headers: headers, body: nil) { response in
+            Reply(status: response.status, headers: response.headers, body: Data(buffer: response.body))
+        }
+    }
 }
 
 struct HarnessError: Error, CustomStringConvertible {

@@ -18,6 +18,7 @@ struct AuthorizationMatrixTests {
         var ids: [Role: UUID]
         var diary: Diary
         var ownersEntry: UUID
+        var ownersPhoto: UUID
         /// Strings that identify the diary; none may reach an outsider or ex-member.
         var secrets: [String]
     }
@@ -33,14 +34,20 @@ struct AuthorizationMatrixTests {
         let diary = try await api.createDiary("秘密の日記", type: .family, token: tokens[.owner]!)
         _ = try await api.join(diary.inviteCode, token: tokens[.member]!)
         _ = try await api.join(diary.inviteCode, token: tokens[.exMember]!)
-        let entry = try await api.post("誰にも言えない話", in: diary.id, token: tokens[.owner]!).decode(Entry.self)
+        let photo = try PhotoUploadTests.uploaded(try await api.upload(TestImages.jpeg(), token: tokens[.owner]!))
+        let posted = try await api.call(.post, "/v1/diaries/\(diary.id)/entries", token: tokens[.owner]!,
+                                        body: CreateEntryRequest(content: "誰にも言えない話", photoIds: [photo.id]))
+        let entry = try posted.decode(Entry.self)
         _ = try await api.call(.post, "/v1/diaries/\(diary.id)/entries/\(entry.id)/read", token: tokens[.exMember]!)
         let left = try await api.call(.delete, "/v1/diaries/\(diary.id)/members/\(ids[.exMember]!)", token: tokens[.exMember]!)
         guard left.status == .noContent else { throw HarnessError("ex-member could not leave: \(left.text)") }
         let rotated = try await api.call(.post, "/v1/diaries/\(diary.id)/invite-code", token: tokens[.owner]!).decode(InviteCodeResponse.self)
         return World(
-            tokens: tokens, ids: ids, diary: diary, ownersEntry: entry.id,
-            secrets: ["秘密の日記", "誰にも言えない話", diary.inviteCode, rotated.inviteCode, ids[.owner]!.uuidString, ids[.member]!.uuidString]
+            tokens: tokens, ids: ids, diary: diary, ownersEntry: entry.id, ownersPhoto: photo.id,
+            secrets: [
+                "秘密の日記", "誰にも言えない話", diary.inviteCode, rotated.inviteCode, ids[.owner]!.uuidString, ids[.member]!.uuidString,
+                photo.id.uuidString, photo.id.uuidString.lowercased(), "/v1/photos/",
+            ]
         )
     }
 
@@ -68,6 +75,10 @@ struct AuthorizationMatrixTests {
             Case(name: "timeline", method: .get, path: "\(diary)/entries", expected: statuses(.ok, .ok)),
             Case(name: "get entry", method: .get, path: entry, expected: statuses(.ok, .ok)),
             Case(name: "edit entry", method: .patch, path: entry, json: #"{"content":"直す"}"#, expected: statuses(.ok, .forbidden)),
+            Case(name: "set entry photos", method: .patch, path: entry, json: #"{"photoIds":["\#(world.ownersPhoto)"]}"#, expected: statuses(.ok, .forbidden)),
+            Case(name: "drop entry photos", method: .patch, path: entry, json: #"{"photoIds":[]}"#, expected: [.member: .forbidden, .outsider: .notFound, .exMember: .notFound]),
+            Case(name: "post with the owner's photo", method: .post, path: "\(diary)/entries", json: #"{"content":"盗む","photoIds":["\#(world.ownersPhoto)"]}"#,
+                 expected: [.member: .notFound, .outsider: .notFound, .exMember: .notFound]),
             Case(name: "mark read", method: .post, path: "\(entry)/read", expected: statuses(.noContent, .noContent)),
             Case(name: "list reads", method: .get, path: "\(entry)/reads", expected: statuses(.ok, .ok)),
             Case(name: "delete entry", method: .delete, path: entry, expected: [.member: .forbidden, .outsider: .notFound, .exMember: .notFound]),
@@ -84,7 +95,7 @@ struct AuthorizationMatrixTests {
         var rowSecurityDisabled: Bool { self == .swiftOnly }
     }
 
-    static let protectedTables = ["users", "diaries", "diary_members", "entries", "entry_reads", "sessions", "refresh_tokens"]
+    static let protectedTables = ["users", "diaries", "diary_members", "entries", "entry_reads", "entry_photos", "photo_uploads", "sessions", "refresh_tokens"]
 
     static func disableRowSecurity(_ api: APIHarness) async throws {
         for table in protectedTables {

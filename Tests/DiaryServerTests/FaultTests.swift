@@ -175,11 +175,12 @@ extension APIHarness {
     }
 
     /// The process ids of the server's connections.
-    /// The request pool's backends (the realtime feed and push delivery keep connections of their own).
+    /// The request pool's backends (the realtime feed, push delivery and the photo sweeper keep connections of their own).
     func serverBackends() async throws -> [Int] {
         let rows = try await asSuperuser("""
             select pid::int8 as pid from pg_stat_activity
             where datname = current_database() and usename = \(TestDatabase.appRole) and application_name <> \(ChangeFeed.applicationName) and application_name <> \(PushDelivery.applicationName)
+              and application_name <> \(PhotoSweeper.applicationName)
             order by pid
             """)
         return try rows.map { try $0.decode("pid", as: Int.self) }
@@ -191,25 +192,5 @@ extension APIHarness {
         let rows = try await asSuperuser("select count(*)::int8 as n from entries where id = any(\(created))")
         let kept = try rows.first?.decode("n", as: Int.self) ?? 0
         #expect(kept == created.count, "\(created.count - kept) of \(created.count) acknowledged entries are missing", sourceLocation: sourceLocation)
-    }
-}
-
-/// A client that sends bytes and closes the socket without reading the answer.
-enum RawHTTP {
-    static func sendAndHangUp(port: Int, request: String) throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw HarnessError("socket() failed") }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        guard connected else { throw HarnessError("connect() to port \(port) failed") }
-        let bytes = Array(request.utf8)
-        let sent = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        guard sent == bytes.count else { throw HarnessError("send() wrote \(sent) of \(bytes.count) bytes") }
     }
 }

@@ -18,7 +18,10 @@ struct StreamingJSONEncoderTests {
         Entry(
             id: UUID(), diaryId: UUID(),
             author: .init(id: UUID(), displayName: awkward, profileImageUrl: nil),
-            content: awkward, question: "今日は？", images: ["a.jpg", awkward], createdAt: moment, updatedAt: moment.addingTimeInterval(1),
+            content: awkward, question: "今日は？", images: ["a.jpg", awkward],
+            photos: [Photo(id: UUID(), contentType: "image/jpeg", bytes: 2_097_152, width: 4032, height: 3024,
+                           url: "/v1/photos/x?exp=1&sig=\(awkward)", urlExpiresAt: moment)],
+            createdAt: moment, updatedAt: moment.addingTimeInterval(1),
             readBy: [.init(userId: UUID(), readAt: moment), .init(userId: UUID(), readAt: moment.addingTimeInterval(-3600))],
             isMine: true
         )

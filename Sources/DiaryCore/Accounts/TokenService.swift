@@ -182,23 +182,7 @@ package struct TokenService: Sendable {
 
     /// Loads the signing key from `path`, or in development creates one there on first use.
     package static func loadKey(path: String?, dataDirectory: String, production: Bool) throws -> SymmetricKey {
-        let file = path ?? (dataDirectory as NSString).appendingPathComponent("jwt.key")
-        if let data = FileManager.default.contents(atPath: file) {
-            guard data.count >= 32 else { throw ConfigurationError(description: "the JWT key in \(file) is shorter than 32 bytes") }
-            return SymmetricKey(data: data)
-        }
-        guard path == nil, !production else {
-            throw ConfigurationError(description: production && path == nil
-                ? "DIARY_JWT_KEY_FILE must name a key file of at least 32 random bytes in production"
-                : "the JWT key file \(file) does not exist")
-        }
-        try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
-        let key = SymmetricKey(size: .bits256)
-        let bytes = key.withUnsafeBytes { Data($0) }
-        guard FileManager.default.createFile(atPath: file, contents: bytes, attributes: [.posixPermissions: 0o600]) else {
-            throw ConfigurationError(description: "cannot write a development JWT key to \(file)")
-        }
-        return key
+        try SecretKeyFile.jwt.load(path: path, dataDirectory: dataDirectory, production: production)
     }
 }
 

@@ -68,6 +68,7 @@ package struct PolicyTwin: Sendable {
             DiaryMembersPolicy.select,
             EntriesPolicy.select, EntriesPolicy.insert, EntriesPolicy.update, EntriesPolicy.delete,
             EntryReadsPolicy.select,
+            EntryPhotosPolicy.select,
             DevicesPolicy.select, DevicesPolicy.delete,
         ]
     }

@@ -15,12 +15,16 @@ package import PostgresClient
 /// connection, or queued on the pool's shared ones (`PostgresPool.Placement`).
 package struct RequestScope: Sendable {
     package let identity: TokenService.Identity
+    /// Mints the URLs of the photos this caller's reads return: whatever RLS lets the
+    /// caller read, and nothing else, gets a URL.
+    package let photoLinks: PhotoLinks
     private let pool: PostgresPool
     private let readPlacement: PostgresPool.Placement
 
-    package init(identity: TokenService.Identity, pool: PostgresPool, readPlacement: PostgresPool.Placement = .ownConnection) {
+    package init(identity: TokenService.Identity, pool: PostgresPool, photoLinks: PhotoLinks, readPlacement: PostgresPool.Placement = .ownConnection) {
         self.identity = identity
         self.pool = pool
+        self.photoLinks = photoLinks
         self.readPlacement = readPlacement
     }
 

@@ -9,6 +9,12 @@ package enum AppSQLState: String, Sendable {
     case diaryFull = "ZN002"
     /// `mark_as_read`: the entry is not in one of the caller's diaries.
     case entryNotFound = "ZN003"
+    /// `set_entry_photos`: a photo that is not the caller's upload.
+    case photoNotFound = "ZN004"
+    /// `set_entry_photos`: a photo of the caller's on another entry.
+    case photoInUse = "ZN005"
+    /// `set_entry_photos`: more photos than the caller's plan allows.
+    case premiumRequired = "ZN006"
     /// `authenticate` and the functions that need a caller: the session is not live.
     case sessionInvalid = "ZN401"
 
@@ -24,6 +30,9 @@ package enum AppSQLState: String, Sendable {
         case .inviteCodeInvalid: DomainError(.inviteCodeInvalid, "no diary has this invite code", sqlState: sqlState)
         case .diaryFull: DomainError(.diaryFull, "this diary has no room for another member", sqlState: sqlState)
         case .entryNotFound: DomainError(.notFound, "no such resource", sqlState: sqlState)
+        case .photoNotFound: DomainError(.notFound, "no such photo", sqlState: sqlState)
+        case .photoInUse: DomainError(.photoInUse, "a photo is already attached to another entry", sqlState: sqlState)
+        case .premiumRequired: DomainError(.premiumRequired, "the free plan attaches 1 photo an entry; premium attaches 4", sqlState: sqlState)
         case .sessionInvalid: DomainError(.unauthenticated, "the session has ended; sign in again", sqlState: sqlState)
         }
     }

@@ -15,17 +15,19 @@ package struct EntryRepository: Sendable {
     package static let departedAuthorID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
     package static let departedAuthorName = "退会したユーザー"
 
-    /// An entry's columns, its author and its readers, for entries of `diary`. The diary's
-    /// member profiles are read once, for authors and readers alike: with row-level security
-    /// each read of member_profiles costs three tables' policies. Readers come as two
-    /// parallel arrays in one order, which decode without a JSON parser.
+    /// An entry's columns, its author, its readers and its photos, for entries of `diary`.
+    /// The diary's member profiles are read once, for authors and readers alike: with
+    /// row-level security each read of member_profiles costs three tables' policies.
+    /// Readers and photos come as parallel arrays in one order, which decode without a JSON
+    /// parser.
     static func entryColumns(inDiary diary: UUID) -> PostgresQuery {
         """
         with profiles as (select * from member_profiles where member_profiles.diary_id = \(diary))
-        select entries.id, entries.diary_id, entries.content, entries.question, entries.images,
+        select entries.id, entries.diary_id, entries.content, entries.question,
             entries.created_at, entries.updated_at, entries.user_id = (select app_user_id()) as is_mine,
             author.public_id as author_id, author.display_name as author_name, author.profile_image_url as author_image,
-            reads.reader_ids, reads.read_at
+            reads.reader_ids, reads.read_at,
+            photos.photo_ids, photos.photo_types, photos.photo_bytes, photos.photo_widths, photos.photo_heights
         from entries
         left join profiles author on author.user_id = entries.user_id
         cross join lateral (
@@ -34,12 +36,29 @@ package struct EntryRepository: Sendable {
             from entry_reads
             join profiles reader on reader.user_id = entry_reads.user_id
             where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id and \(EntryReadsPolicy.select.using)) as reads
+        cross join lateral (
+            select array_agg(entry_photos.id order by entry_photos.position) as photo_ids,
+                   array_agg(entry_photos.content_type order by entry_photos.position) as photo_types,
+                   array_agg(entry_photos.bytes order by entry_photos.position) as photo_bytes,
+                   array_agg(entry_photos.width order by entry_photos.position) as photo_widths,
+                   array_agg(entry_photos.height order by entry_photos.position) as photo_heights
+            from entry_photos
+            where entry_photos.diary_id = entries.diary_id and entry_photos.entry_id = entries.id and \(EntryPhotosPolicy.select.using)) as photos
         """
     }
 
-    static func entry(from row: PostgresRow) throws -> Entry {
+    /// Each photo gets a URL from `links`: the row came through the caller's policies.
+    static func entry(from row: PostgresRow, links: PhotoLinks) throws -> Entry {
         let readers = try row.decodeAggregate("reader_ids", as: UUID.self)
         let readAt = try row.decodeAggregate("read_at", as: Date.self, count: readers.count)
+        let photoIDs = try row.decodeAggregate("photo_ids", as: UUID.self)
+        let types = try row.decodeAggregate("photo_types", as: String.self, count: photoIDs.count)
+        let sizes = try row.decodeAggregate("photo_bytes", as: Int.self, count: photoIDs.count)
+        let widths = try row.decodeAggregate("photo_widths", as: Int.self, count: photoIDs.count)
+        let heights = try row.decodeAggregate("photo_heights", as: Int.self, count: photoIDs.count)
+        let photos = photoIDs.indices.map {
+            links.photo(id: photoIDs[$0], contentType: types[$0], bytes: sizes[$0], width: widths[$0], height: heights[$0])
+        }
         return Entry(
             id: try row.decode("id"), diaryId: try row.decode("diary_id"),
             author: Entry.Author(
@@ -47,7 +66,7 @@ package struct EntryRepository: Sendable {
                 displayName: try row.decode("author_name", as: String?.self) ?? departedAuthorName,
                 profileImageUrl: try row.decode("author_image")
             ),
-            content: try row.decode("content"), question: try row.decode("question"), images: try row.decode("images"),
+            content: try row.decode("content"), question: try row.decode("question"), images: photos.map(\.url), photos: photos,
             createdAt: try row.decode("created_at"), updatedAt: try row.decode("updated_at"),
             readBy: zip(readers, readAt).map { ReadReceipt(userId: $0, readAt: $1) },
             isMine: try row.decode("is_mine")
@@ -63,31 +82,41 @@ package struct EntryRepository: Sendable {
         case replayed(Entry)
     }
 
-    /// Inserts the entry, or recognises a replay of the same post by the same author.
-    /// Any other reuse of the id is `entry_id_conflict`, and the stored entry is untouched.
-    package func create(in diary: UUID, id: UUID?, content: String, question: String?) async throws -> CreateOutcome {
+    /// Inserts the entry with its photos, or recognises a replay of the same post (content,
+    /// question and photos) by the same author. Any other reuse of the id is
+    /// `entry_id_conflict`, and the stored entry is untouched.
+    package func create(in diary: UUID, id: UUID?, content: String, question: String?, photoIDs: [UUID] = []) async throws -> CreateOutcome {
         let entryID = id ?? UUID()
+        // The photos are attached only if this transaction inserted the entry: a replay
+        // must not change them. The insert says so in a transaction-local setting.
+        let attach: [PostgresQuery] = photoIDs.isEmpty ? [] : [
+            "select set_entry_photos(\(diary), \(entryID), \(photoIDs)) where current_setting('app.inserted_entry', true) = \(entryID.canonicalText)",
+        ]
         let results = try await scope.run([
             Self.diaryVisible(diary),
             """
-            insert into entries (diary_id, id, user_id, content, question)
-            select * from (values (\(diary), \(entryID), (select app_user_id()), \(content), \(question)))
-                as entries (diary_id, id, user_id, content, question)
-            -- An invisible diary does not exist: nothing is tried there, so it is a 404, never a 403.
-            where exists (select 1 from diaries where diaries.id = \(diary)) and \(EntriesPolicy.insert.check)
-            on conflict (diary_id, id) do nothing
-            returning id
+            with inserted as (
+                insert into entries (diary_id, id, user_id, content, question, images)
+                select * from (values (\(diary), \(entryID), (select app_user_id()), \(content), \(question), \(photoIDs.map(\.canonicalText))::text[]))
+                    as entries (diary_id, id, user_id, content, question, images)
+                -- An invisible diary does not exist: nothing is tried there, so it is a 404, never a 403.
+                where exists (select 1 from diaries where diaries.id = \(diary)) and \(EntriesPolicy.insert.check)
+                on conflict (diary_id, id) do nothing
+                returning id
+            )
+            select set_config('app.inserted_entry', inserted.id::text, true) from inserted
             """,
+        ] + attach + [
             """
             \(Self.entryColumns(inDiary: diary))
             where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(entryID)
             """,
         ])
         guard !results[0].isEmpty else { throw DomainError.notFound("no such diary") }
-        guard let row = results[2].first else { throw Self.entryIDConflict }
-        let entry = try Self.entry(from: row)
+        guard let row = results[results.count - 1].first else { throw Self.entryIDConflict }
+        let entry = try Self.entry(from: row, links: scope.photoLinks)
         if !results[1].isEmpty { return .created(entry) }
-        guard entry.isMine, entry.content == content, entry.question == question else { throw Self.entryIDConflict }
+        guard entry.isMine, entry.content == content, entry.question == question, entry.photos.map(\.id) == photoIDs else { throw Self.entryIDConflict }
         return .replayed(entry)
     }
 
@@ -133,7 +162,7 @@ package struct EntryRepository: Sendable {
         let statements = cursor == nil ? [Self.diaryVisible(diary), ChangeLogRepository.positionStatement, page] : [Self.diaryVisible(diary), page]
         let results = try await scope.read(statements)
         guard !results[0].isEmpty else { throw DomainError.notFound("no such diary") }
-        var entries = try results[results.count - 1].map(Self.entry(from:))
+        var entries = try results[results.count - 1].map { try Self.entry(from: $0, links: scope.photoLinks) }
         var next: String?
         if entries.count > limit {
             entries.removeLast()
@@ -151,24 +180,29 @@ package struct EntryRepository: Sendable {
             where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(id)
             """)
         guard let row = rows.first else { throw DomainError.notFound("no such entry") }
-        return try Self.entry(from: row)
+        return try Self.entry(from: row, links: scope.photoLinks)
     }
 
-    /// Author only: members who are not the author get 403, everyone else 404.
-    package func update(_ id: UUID, in diary: UUID, content: String?, question: String?) async throws -> Entry {
+    /// Author only: members who are not the author get 403, everyone else 404. `photoIDs`,
+    /// when given, become the entry's photos in that order; dropped ones are deleted.
+    package func update(_ id: UUID, in diary: UUID, content: String?, question: String?, photoIDs: [UUID]? = nil) async throws -> Entry {
+        // set_entry_photos leaves an entry that is not the caller's alone, so the guarded
+        // update's verdict (404 or 403) is the one the caller gets.
+        let attach: [PostgresQuery] = photoIDs.map { ["select set_entry_photos(\(diary), \(id), \($0))"] } ?? []
         let results = try await scope.run([
             EntriesPolicy.update.guardedUpdate(
                 set: "content = coalesce(\(content), entries.content), question = coalesce(\(question), entries.question)",
                 where: "entries.diary_id = \(diary) and entries.id = \(id)"
             ),
+        ] + attach + [
             """
             \(Self.entryColumns(inDiary: diary))
             where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(id)
             """,
         ])
         try PolicyTwin.requirePermitted(results[0], missing: "no such entry", forbidden: "only the author can edit this entry")
-        guard let row = results[1].first else { throw DomainError.notFound("no such entry") }
-        return try Self.entry(from: row)
+        guard let row = results[results.count - 1].first else { throw DomainError.notFound("no such entry") }
+        return try Self.entry(from: row, links: scope.photoLinks)
     }
 
     package func delete(_ id: UUID, in diary: UUID) async throws {

@@ -16,6 +16,18 @@ package struct DomainError: Error, Sendable, CustomStringConvertible {
         case entryIDConflict
         /// A change-log cursor older than what is kept, or never issued: reload, then follow.
         case resyncRequired
+        /// A photo the caller uploaded is already attached to another entry.
+        case photoInUse
+        /// The caller's plan allows less (more photos an entry than the free plan's one).
+        case premiumRequired
+        /// The caller has done this too often today.
+        case rateLimited
+        /// A photo's bytes are not what its Content-Type says, or not a type we keep.
+        case unsupportedMediaType
+        /// A photo whose header cannot be read, or whose sides are too long.
+        case invalidImage
+        /// A signed URL past its expiry.
+        case urlExpired
         /// A state the schema rules out was found anyway.
         case inconsistent
     }

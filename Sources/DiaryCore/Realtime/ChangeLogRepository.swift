@@ -175,7 +175,7 @@ package struct ChangeLogRepository: Sendable {
         var index = 0
         for _ in entryDiaries {
             for row in results[index] {
-                let entry = try EntryRepository.entry(from: row)
+                let entry = try EntryRepository.entry(from: row, links: scope.photoLinks)
                 entries[entry.id] = entry
             }
             index += 1

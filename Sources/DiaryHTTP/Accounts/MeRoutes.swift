@@ -4,6 +4,9 @@ import Hummingbird
 import Logging
 
 struct MeRoutes {
+    /// Removes the files of the account's photos once their rows are gone.
+    let photoSweeper: PhotoSweeper
+
     func register(on router: RouterGroup<AuthenticatedContext>) {
         router.get("me") { _, context -> Me in
             try await UserRepository(scope: context.scope).me()
@@ -21,6 +24,7 @@ struct MeRoutes {
 
         router.delete("me") { _, context -> HTTPResponse.Status in
             try await UserRepository(scope: context.scope).deleteAccount()
+            photoSweeper.collectSoon()
             context.logger.info("account deleted")
             return .noContent
         }

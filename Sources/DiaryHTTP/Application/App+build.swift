@@ -14,17 +14,19 @@ package func buildApplication(
     AppMetrics.bootstrap()
     let tokens = TokenService(key: key)
     let readPlacement: PostgresPool.Placement = configuration.sharedReads ? .sharedConnection : .ownConnection
+    let photos = try makePhotos(configuration: configuration, pool: pool, logger: logger)
     let router = buildRouter(
         pool: pool,
         maxConcurrentRequests: configuration.maxConcurrentRequests,
         tokens: tokens,
         apple: AppleIdentityVerifier(configuration: configuration.auth.apple, logger: logger),
         devSignIn: configuration.auth.devSignIn,
+        photos: photos,
         sharedReads: configuration.sharedReads
     )
     let feed = feed ?? makeChangeFeed(configuration: configuration, logger: logger)
     let realtime = RealtimeGateway(
-        feed: feed, tokens: tokens, pool: pool, readPlacement: readPlacement,
+        feed: feed, tokens: tokens, pool: pool, readPlacement: readPlacement, photoLinks: photos.links,
         options: RealtimeSocket.Options(slowConsumerGrace: configuration.slowConsumerGrace)
     )
     let push = makePush(configuration: configuration, logger: logger)
@@ -35,7 +37,7 @@ package func buildApplication(
             address: .hostname(configuration.host, port: configuration.port),
             serverName: "diary-server"
         ),
-        services: [pool, feed.pool, RealtimeService(feed: feed), push.pool, push.service],
+        services: [pool, feed.pool, RealtimeService(feed: feed), push.pool, push.service, photos.sweeper.pool, PhotoService(sweeper: photos.sweeper)],
         logger: logger
     )
 }
@@ -59,6 +61,23 @@ func makePush(configuration: ServerConfiguration, logger: Logger) -> (pool: Post
     return (pool, PushService(delivery: delivery, reminders: reminders))
 }
 
+/// The photo store, the URL key, and the sweeper with a pool of its own.
+struct Photos: Sendable {
+    var store: any PhotoStore
+    var links: PhotoLinks
+    var sweeper: PhotoSweeper
+}
+
+func makePhotos(configuration: ServerConfiguration, pool: PostgresPool, logger: Logger) throws -> Photos {
+    let auth = configuration.auth
+    let key = try SecretKeyFile.photoURLs.load(path: configuration.photos.urlKeyFile, dataDirectory: auth.dataDirectory, production: auth.production)
+    let directory = configuration.photos.storeDirectory ?? (auth.dataDirectory as NSString).appendingPathComponent("photos")
+    let store = try FolderPhotoStore(root: directory)
+    let (sweeperPool, _) = backgroundConnections(configuration: configuration, applicationName: PhotoSweeper.applicationName, logger: logger)
+    let sweeper = PhotoSweeper(pool: sweeperPool, store: store, options: configuration.photos.sweeper, logger: logger)
+    return Photos(store: store, links: PhotoLinks(key: key), sweeper: sweeper)
+}
+
 /// Two connections and a LISTEN session for a background worker, named in pg_stat_activity.
 private func backgroundConnections(
     configuration: ServerConfiguration, applicationName: String, logger: Logger
@@ -73,7 +92,8 @@ private func backgroundConnections(
 
 /// request → metrics → problem mapping → admission → auth → route (plan and query in a repository) → response.
 func buildRouter(
-    pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenService, apple: AppleIdentityVerifier, devSignIn: Bool, sharedReads: Bool = false
+    pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenService, apple: AppleIdentityVerifier, devSignIn: Bool, photos: Photos,
+    sharedReads: Bool = false
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     // Outermost, so it records the status the client gets, problems included.
@@ -102,11 +122,16 @@ func buildRouter(
     let api = router.group("v1")
     auth.register(public: api)
 
-    let authenticated = api.add(middleware: BearerAuthenticator(tokens: tokens, pool: pool, readPlacement: sharedReads ? .sharedConnection : .ownConnection)).group(context: AuthenticatedContext.self)
+    let photoRoutes = PhotoRoutes(store: photos.store, downloads: PhotoDownloads(pool: pool, store: photos.store, links: photos.links))
+    photoRoutes.register(public: api)
+
+    let bearer = BearerAuthenticator(tokens: tokens, pool: pool, readPlacement: sharedReads ? .sharedConnection : .ownConnection, photoLinks: photos.links)
+    let authenticated = api.add(middleware: bearer).group(context: AuthenticatedContext.self)
     auth.register(authenticated: authenticated)
-    MeRoutes().register(on: authenticated)
+    MeRoutes(photoSweeper: photos.sweeper).register(on: authenticated)
     DiaryRoutes(joinLimiter: JoinAttemptLimiter()).register(on: authenticated)
-    EntryRoutes().register(on: authenticated)
+    EntryRoutes(photoSweeper: photos.sweeper).register(on: authenticated)
+    photoRoutes.register(authenticated: authenticated)
     ChangeRoutes().register(on: authenticated)
     DeviceRoutes().register(on: authenticated)
     return router

@@ -12,6 +12,7 @@ struct BearerAuthenticator: RouterMiddleware {
     let pool: PostgresPool
     /// Where the scope sends transactions that only read (`ServerConfiguration.sharedReads`).
     let readPlacement: PostgresPool.Placement
+    let photoLinks: PhotoLinks
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let header = request.headers[.authorization] else {
@@ -21,7 +22,7 @@ struct BearerAuthenticator: RouterMiddleware {
             throw Problem.unauthorized("the access token is not valid")
         }
         var context = context
-        context.scope = RequestScope(identity: identity, pool: pool, readPlacement: readPlacement)
+        context.scope = RequestScope(identity: identity, pool: pool, photoLinks: photoLinks, readPlacement: readPlacement)
         context.logger[metadataKey: "user"] = "\(identity.userID)"
         return try await next(request, context)
     }

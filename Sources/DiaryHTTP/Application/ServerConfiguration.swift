@@ -25,6 +25,8 @@ package struct ServerConfiguration: Sendable {
     package var slowConsumerGrace: Duration = .seconds(10)
     /// APNs, the push outbox and the reminder clock.
     package var push = PushConfiguration()
+    /// The photo store, the URL key and the sweeper.
+    package var photos = PhotoConfiguration()
 
     package init(
         host: String, port: Int, database: PostgresConfiguration, listenDatabase: PostgresConfiguration? = nil,

@@ -81,6 +81,7 @@ extension Entry: JSONWritable {
         output.member("content", content)
         output.member("question", question)
         output.member("images", images) { output.writeString($0) }
+        output.member("photos", photos) { $0.writeJSON(to: output) }
         output.member("createdAt", createdAt)
         output.member("updatedAt", updatedAt)
         output.member("readBy", readBy) { $0.writeJSON(to: output) }
@@ -95,6 +96,19 @@ extension Entry.Author: JSONWritable {
         output.member("id", first: true, id)
         output.member("displayName", displayName)
         output.member("profileImageUrl", profileImageUrl)
+        output.end()
+    }
+}
+
+extension Photo: JSONWritable {
+    func writeJSON(to output: JSONOutput) {
+        output.member("id", first: true, id)
+        output.member("contentType", contentType)
+        output.member("bytes", bytes)
+        output.member("width", width)
+        output.member("height", height)
+        output.member("url", url)
+        output.member("urlExpiresAt", urlExpiresAt)
         output.end()
     }
 }

@@ -14,3 +14,4 @@ extension ReadList: ResponseEncodable {}
 extension TodayQuestion: ResponseEncodable {}
 extension DeviceList: ResponseEncodable {}
 extension ChangeList: ResponseEncodable {}
+extension Photo: ResponseEncodable {}

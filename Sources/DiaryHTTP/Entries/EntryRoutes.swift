@@ -1,9 +1,14 @@
 import DiaryCore
 import DiaryModels
+import Foundation
 import Hummingbird
 
 struct EntryRoutes {
     static let defaultLimit = 20
+    /// More than any plan allows; a longer list is a malformed request, not a plan limit.
+    static let maximumPhotos = 4
+    /// Removes the files of photos an edit or a deletion dropped, once committed.
+    let photoSweeper: PhotoSweeper
 
     func register(on router: RouterGroup<AuthenticatedContext>) {
         router.post("diaries/:diaryId/entries") { request, context -> EditedResponse<Entry> in
@@ -11,7 +16,8 @@ struct EntryRoutes {
             let body = try await request.decode(as: CreateEntryRequest.self, context: context)
             let content = try Validation.text(body.content, field: "content", length: 1...10_000)
             let question = try Validation.optionalText(body.question, field: "question", length: 1...500)
-            switch try await EntryRepository(scope: context.scope).create(in: diary, id: body.id, content: content, question: question) {
+            let photoIDs = try Self.photoIDs(body.photoIds) ?? []
+            switch try await EntryRepository(scope: context.scope).create(in: diary, id: body.id, content: content, question: question, photoIDs: photoIDs) {
             case .created(let entry): return EditedResponse(status: .created, response: entry)
             case .replayed(let entry): return EditedResponse(status: .ok, response: entry)
             }
@@ -44,11 +50,15 @@ struct EntryRoutes {
             let body = try await request.decode(as: UpdateEntryRequest.self, context: context)
             let content = try Validation.optionalText(body.content, field: "content", length: 1...10_000)
             let question = try Validation.optionalText(body.question, field: "question", length: 1...500)
-            return try await EntryRepository(scope: context.scope).update(entry, in: diary, content: content, question: question)
+            let photoIDs = try Self.photoIDs(body.photoIds)
+            let updated = try await EntryRepository(scope: context.scope).update(entry, in: diary, content: content, question: question, photoIDs: photoIDs)
+            if photoIDs != nil { photoSweeper.collectSoon() }
+            return updated
         }
 
         router.delete("diaries/:diaryId/entries/:entryId") { _, context -> HTTPResponse.Status in
             try await EntryRepository(scope: context.scope).delete(try Validation.id(context, "entryId"), in: try Validation.id(context, "diaryId"))
+            photoSweeper.collectSoon()
             return .noContent
         }
 
@@ -60,5 +70,13 @@ struct EntryRoutes {
         router.get("diaries/:diaryId/entries/:entryId/reads") { _, context -> ReadList in
             ReadList(reads: try await EntryRepository(scope: context.scope).reads(of: try Validation.id(context, "entryId"), in: try Validation.id(context, "diaryId")))
         }
+    }
+
+    /// At most four, each once. Whether the plan allows them is the database's to say.
+    static func photoIDs(_ ids: [UUID]?) throws -> [UUID]? {
+        guard let ids else { return nil }
+        guard ids.count <= maximumPhotos else { throw Problem.validation(field: "photoIds", "holds at most \(maximumPhotos) photos") }
+        guard Set(ids).count == ids.count else { throw Problem.validation(field: "photoIds", "names a photo more than once") }
+        return ids
     }
 }

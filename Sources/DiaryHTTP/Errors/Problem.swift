@@ -69,8 +69,8 @@ struct Problem: HTTPResponseError, Sendable {
         Problem(status: .badRequest, code: "validation_failed", detail: field.isEmpty ? problem : "\(field) \(problem)")
     }
 
-    static func payloadTooLarge() -> Problem {
-        Problem(status: .contentTooLarge, code: "payload_too_large", detail: "the body is larger than \(APIRequestDecoder.maximumBytes) bytes")
+    static func payloadTooLarge(limit: Int = APIRequestDecoder.maximumBytes) -> Problem {
+        Problem(status: .contentTooLarge, code: "payload_too_large", detail: "the body is larger than \(limit) bytes")
     }
 
     static func internalError() -> Problem {

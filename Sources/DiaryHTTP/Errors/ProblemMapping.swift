@@ -16,6 +16,12 @@ enum ProblemMapping {
         case .diaryFull: Problem(status: .conflict, code: "diary_full", detail: error.detail)
         case .entryIDConflict: Problem(status: .conflict, code: "entry_id_conflict", detail: error.detail)
         case .resyncRequired: Problem(status: .gone, code: "resync_required", detail: error.detail)
+        case .photoInUse: Problem(status: .conflict, code: "photo_in_use", detail: error.detail)
+        case .premiumRequired: Problem(status: .forbidden, code: "premium_required", detail: error.detail)
+        case .rateLimited: Problem(status: .tooManyRequests, code: "rate_limited", detail: error.detail)
+        case .unsupportedMediaType: Problem(status: .unsupportedMediaType, code: "unsupported_media_type", detail: error.detail)
+        case .invalidImage: Problem(status: .unprocessableContent, code: "invalid_image", detail: error.detail)
+        case .urlExpired: Problem(status: .forbidden, code: "url_expired", detail: error.detail)
         case .inconsistent: Problem.internalError()
         }
     }

@@ -85,6 +85,7 @@ struct RealtimeSocket: Sendable {
     let since: String?
     let pool: PostgresPool
     let readPlacement: PostgresPool.Placement
+    let photoLinks: PhotoLinks
     let tokens: TokenService
     let channel: any Channel
     let options: Options
@@ -131,7 +132,7 @@ struct RealtimeSocket: Sendable {
     }
 
     private func repository() -> ChangeLogRepository {
-        ChangeLogRepository(scope: RequestScope(identity: subscription.identity, pool: pool, readPlacement: readPlacement))
+        ChangeLogRepository(scope: RequestScope(identity: subscription.identity, pool: pool, photoLinks: photoLinks, readPlacement: readPlacement))
     }
 
     /// `ready`, an optional `resync`, then pages of changes whenever the feed wakes us.

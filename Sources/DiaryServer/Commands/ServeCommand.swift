@@ -27,6 +27,8 @@ struct ServeCommand: AsyncParsableCommand {
               DIARY_ENV           "production" forbids dev sign-in and generated keys
               DIARY_DEV_AUTH      1 enables POST /v1/auth/dev (never in production)
               DIARY_JWT_KEY_FILE  key for access tokens (development generates one in DIARY_DATA_DIR)
+              DIARY_URL_KEY_FILE  key for signed photo URLs (development generates one in DIARY_DATA_DIR)
+              PHOTO_STORE_DIR     the folder that keeps photos (default DIARY_DATA_DIR/photos)
               APPLE_AUDIENCE      comma-separated bundle ids accepted in Apple identity tokens
               APPLE_JWKS_URL      Apple's keys (default https://appleid.apple.com/auth/keys)
               APPLE_JWKS_FILE     read Apple's keys from a file instead
@@ -83,6 +85,10 @@ struct ServeCommand: AsyncParsableCommand {
                 sharedReads: try Setting.integer(flag: nil, environment: "DB_SHARED_READS", default: 0, range: 0...1) == 1
             )
             configuration.push = push
+            configuration.photos = PhotoConfiguration(
+                storeDirectory: Setting.string(flag: nil, environment: "PHOTO_STORE_DIR"),
+                urlKeyFile: Setting.string(flag: nil, environment: "DIARY_URL_KEY_FILE")
+            )
         } catch let error as ConfigurationError {
             logger.critical("invalid configuration", metadata: ["reason": "\(error)"])
             throw ExitCode.failure

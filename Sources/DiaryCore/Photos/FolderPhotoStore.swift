@@ -1,0 +1,133 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+package import Foundation
+package import NIOCore
+package import NIOPosix
+import _NIOFileSystem
+
+/// The embedded `PhotoStore`: files in a folder (`PHOTO_STORE_DIR`, default .data/photos),
+/// `ab/abcdef…` by hash, so that no directory holds more than a 256th of them.
+///
+/// A file is written under a temporary name in `tmp/`, fsynced, renamed into place and its
+/// directory fsynced: after a crash a name holds the whole photo or nothing. Blocking calls
+/// run on NIO's thread pool, never on an event loop.
+package struct FolderPhotoStore: PhotoStore {
+    package let root: String
+    let threadPool: NIOThreadPool
+    /// What a download reads at a time: enough to keep a socket busy, little enough that
+    /// many downloads at once stay small (one chunk each in flight).
+    static let chunkLength = 256 * 1024
+
+    package init(root: String, threadPool: NIOThreadPool = .singleton) throws {
+        self.root = root
+        self.threadPool = threadPool
+        try FileManager.default.createDirectory(atPath: (root as NSString).appendingPathComponent("tmp"), withIntermediateDirectories: true)
+    }
+
+    func path(of hash: String) -> String {
+        "\(root)/\(hash.prefix(2))/\(hash)"
+    }
+
+    package func put(_ bytes: [UInt8], hash: String) async throws {
+        precondition(Self.isHash(hash), "not a content hash")
+        let root = root
+        let final = path(of: hash)
+        try await threadPool.runIfActive {
+            let directory = "\(root)/\(hash.prefix(2))"
+            if mkdir(directory, 0o700) != 0, errno != EEXIST { throw PhotoStoreError.io("mkdir \(directory): \(errno)") }
+            let temporary = "\(root)/tmp/\(UUID().uuidString.lowercased())"
+            let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw PhotoStoreError.io("open \(temporary): \(errno)") }
+            var closed = false
+            defer {
+                if !closed { close(fd) }
+            }
+            do {
+                try bytes.withUnsafeBytes { buffer in
+                    var offset = 0
+                    while offset < buffer.count {
+                        let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                        if written < 0 {
+                            if errno == EINTR { continue }
+                            throw PhotoStoreError.io("write \(temporary): \(errno)")
+                        }
+                        offset += written
+                    }
+                }
+                guard fsync(fd) == 0 else { throw PhotoStoreError.io("fsync \(temporary): \(errno)") }
+                closed = true
+                guard close(fd) == 0 else { throw PhotoStoreError.io("close \(temporary): \(errno)") }
+                guard rename(temporary, final) == 0 else { throw PhotoStoreError.io("rename \(temporary): \(errno)") }
+            } catch {
+                unlink(temporary)
+                throw error
+            }
+            Self.synchronizeDirectory(directory)
+        }
+    }
+
+    package func contains(_ hash: String) async throws -> Bool {
+        let file = path(of: hash)
+        return try await threadPool.runIfActive { access(file, F_OK) == 0 }
+    }
+
+    package func read(_ hash: String, range: Range<Int>, body: (ByteBuffer) async throws -> Void) async throws {
+        guard !range.isEmpty else { return }
+        do {
+            try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(path(of: hash))) { handle in
+                for try await chunk in handle.readChunks(in: Int64(range.lowerBound)..<Int64(range.upperBound), chunkLength: .bytes(Int64(Self.chunkLength))) {
+                    try await body(chunk)
+                }
+            }
+        } catch let error as FileSystemError where error.code == .notFound {
+            throw PhotoStoreError.missing(hash)
+        }
+    }
+
+    package func remove(_ hash: String) async throws {
+        let file = path(of: hash)
+        try await threadPool.runIfActive {
+            guard unlink(file) == 0 || errno == ENOENT else { throw PhotoStoreError.io("unlink \(file): \(errno)") }
+        }
+    }
+
+    package func forEachObject(writtenBefore date: Date, page: ([String]) async throws -> Void) async throws {
+        let root = root
+        let directories = try await threadPool.runIfActive {
+            (try? FileManager.default.contentsOfDirectory(atPath: root))?.filter { $0.utf8.count == 2 }.sorted() ?? []
+        }
+        // A write interrupted by a crash leaves its temporary file; one this old is not in progress.
+        try await threadPool.runIfActive {
+            for name in Self.names(in: "\(root)/tmp", modifiedBefore: date) { unlink("\(root)/tmp/\(name)") }
+        }
+        for directory in directories {
+            let names = try await threadPool.runIfActive {
+                Self.names(in: "\(root)/\(directory)", modifiedBefore: date).filter { Self.isHash($0) }
+            }
+            for start in stride(from: 0, to: names.count, by: 500) {
+                try await page(Array(names[start..<min(start + 500, names.count)]))
+            }
+        }
+    }
+
+    static func names(in directory: String, modifiedBefore date: Date) -> [String] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        let limit = date.timeIntervalSince1970
+        return names.filter { name in
+            var status = stat()
+            guard stat("\(directory)/\(name)", &status) == 0 else { return false }
+            return TimeInterval(status.st_mtim.tv_sec) < limit
+        }
+    }
+
+    /// Makes a rename durable. A failure costs durability of the name only, never its bytes.
+    static func synchronizeDirectory(_ directory: String) {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        fsync(fd)
+        close(fd)
+    }
+}

@@ -1,0 +1,40 @@
+package import Foundation
+package import PostgresClient
+
+/// Serves signed photo URLs: checks the signature, then asks the database whether the
+/// photo still exists. No caller is signed in; the signature is the permission.
+package struct PhotoDownloads: Sendable {
+    let pool: PostgresPool
+    package let store: any PhotoStore
+    let links: PhotoLinks
+
+    package init(pool: PostgresPool, store: any PhotoStore, links: PhotoLinks) {
+        self.pool = pool
+        self.store = store
+        self.links = links
+    }
+
+    package struct File: Sendable {
+        package var hash: String
+        package var contentType: String
+        package var bytes: Int
+        /// Until the URL expires: as long as a cache may keep the answer.
+        package var secondsLeft: Int
+    }
+
+    /// A tampered URL and one for a deleted photo get the same refusal, so that neither
+    /// tells an attacker anything.
+    package func file(id: UUID, exp: String?, sig: String?) async throws -> File {
+        let secondsLeft: Int
+        switch links.verify(id: id, exp: exp, sig: sig) {
+        case .forbidden: throw Self.refused
+        case .expired: throw DomainError(.urlExpired, "this photo URL has expired; fetch the entry again for a new one")
+        case .valid(let left): secondsLeft = left
+        }
+        let rows = try await pool.query("select content_hash, content_type, bytes from photo_file(\(id))")
+        guard let row = rows.first else { throw Self.refused }
+        return File(hash: try row.decode("content_hash"), contentType: try row.decode("content_type"), bytes: try row.decode("bytes"), secondsLeft: secondsLeft)
+    }
+
+    static let refused = DomainError.forbidden("this photo URL is not valid")
+}

@@ -1,0 +1,34 @@
+package import Foundation
+package import NIOCore
+
+/// Where photos' bytes live, named by the SHA-256 of their content (lower-case hex).
+///
+/// The database says which photos exist and who may see them; a store only keeps bytes.
+/// Routes and repositories talk to this interface alone, so a store on an S3-compatible
+/// object service can replace the folder (`FolderPhotoStore`) without touching them: `put`
+/// is a PUT of the whole object, `read` a ranged GET, `remove` a DELETE, and `forEachObject`
+/// a paged LIST with each object's last-modified time.
+package protocol PhotoStore: Sendable {
+    /// Stores `bytes` under `hash`, all or nothing: a reader never sees part of them.
+    func put(_ bytes: [UInt8], hash: String) async throws
+    func contains(_ hash: String) async throws -> Bool
+    /// Hands `range` of the object to `body` in chunks, waiting for each to be taken.
+    func read(_ hash: String, range: Range<Int>, body: (ByteBuffer) async throws -> Void) async throws
+    /// Removes the object; one that is already gone is not an error.
+    func remove(_ hash: String) async throws
+    /// The objects last written before `date`, in pages, and the store's stray partial
+    /// writes of that age removed on the way.
+    func forEachObject(writtenBefore date: Date, page: ([String]) async throws -> Void) async throws
+}
+
+package enum PhotoStoreError: Error, Equatable {
+    case missing(String)
+    case io(String)
+}
+
+extension PhotoStore {
+    /// Whether `text` can name an object: what `PhotoHash.of` writes, nothing else.
+    package static func isHash(_ text: some StringProtocol) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+}

@@ -1,0 +1,118 @@
+package import Foundation
+package import Logging
+import Metrics
+package import PostgresClient
+
+/// One per server: removes the files of deleted photos, deletes uploads never attached,
+/// and removes files that no row names (a crash between writing a file and its row).
+///
+/// Any number of servers may sweep one store: hashes are claimed with SKIP LOCKED, and a
+/// file is removed inside the transaction that holds its hash's lock and has found no row
+/// naming it (`claim_photo_garbage`, `unnamed_photo_files`), so an upload of the same bytes
+/// that commits meanwhile keeps its file.
+package final class PhotoSweeper: Sendable {
+    package struct Options: Sendable {
+        /// How often the whole sweep runs; deletions are collected at once besides (`collectSoon`).
+        package var interval: Duration = .seconds(600)
+        package var unattachedLifetime: Duration = PhotoRepository.unattachedLifetime
+        /// A file younger than this may belong to an upload whose row is not committed yet.
+        package var orphanGrace: Duration = .seconds(3600)
+        package var batchSize = 100
+        package init() {}
+    }
+
+    package static let applicationName = "diary-server photos"
+    /// The sweeper's own connections; run it as a service beside the sweeper.
+    package let pool: PostgresPool
+    let store: any PhotoStore
+    let options: Options
+    let logger: Logger
+    private let wakes: AsyncStream<Void>
+    private let wakeContinuation: AsyncStream<Void>.Continuation
+
+    package init(pool: PostgresPool, store: any PhotoStore, options: Options = Options(), logger: Logger) {
+        self.pool = pool
+        self.store = store
+        self.options = options
+        self.logger = logger
+        (wakes, wakeContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// After a commit that deleted photos: their files go now, not at the next sweep.
+    package func collectSoon() {
+        wakeContinuation.yield()
+    }
+
+    /// Runs until cancelled.
+    package func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await repeating(every: self.options.interval, startingAtOnce: true) { await self.logged("sweep") { try await self.sweep() } } }
+            group.addTask {
+                for await _ in self.wakes { await self.logged("collection") { _ = try await self.collect() } }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+        wakeContinuation.finish()
+    }
+
+    /// Removes the files of queued hashes that no row names; returns how many.
+    @discardableResult
+    package func collect() async throws -> Int {
+        var removed = 0
+        while true {
+            let (claimed, gone) = try await pool.withTransaction { connection in
+                let rows = try await connection.query("select content_hash, unnamed from claim_photo_garbage(\(options.batchSize)::integer)")
+                var gone = 0
+                for row in rows where try row.decode("unnamed", as: Bool.self) {
+                    try await store.remove(try row.decode("content_hash", as: String.self))
+                    gone += 1
+                }
+                return (rows.count, gone)
+            }
+            removed += gone
+            if claimed < options.batchSize { break }
+        }
+        if removed > 0 {
+            Counter(label: "photo_files_removed_total", dimensions: [("reason", "deleted")]).increment(by: removed)
+            logger.info("photos: removed files of deleted photos", metadata: ["files": "\(removed)"])
+        }
+        let backlog = try await pool.query("select photo_garbage_backlog() as backlog")
+        Gauge(label: "photo_garbage_backlog", dimensions: []).record(try backlog.first?.decode("backlog", as: Int.self) ?? 0)
+        return removed
+    }
+
+    /// Expires unattached uploads, collects, then removes files no row names.
+    package func sweep(at now: Date = Date()) async throws {
+        let expired = try await pool.query("select expire_photo_uploads(\(Self.seconds(options.unattachedLifetime))::interval) as expired")
+        let expiredCount = try expired.first?.decode("expired", as: Int.self) ?? 0
+        if expiredCount > 0 { logger.info("photos: deleted uploads never attached", metadata: ["uploads": "\(expiredCount)"]) }
+        try await collect()
+        var orphans = 0
+        try await store.forEachObject(writtenBefore: now.addingTimeInterval(-Double(options.orphanGrace.components.seconds))) { page in
+            orphans += try await pool.withTransaction { connection in
+                let hashes = try await connection.query("select unnamed_photo_files(\(page)) as hash").map { try $0.decode("hash", as: String.self) }
+                for hash in hashes { try await store.remove(hash) }
+                return hashes.count
+            }
+        }
+        if orphans > 0 {
+            Counter(label: "photo_files_removed_total", dimensions: [("reason", "orphaned")]).increment(by: orphans)
+            logger.notice("photos: removed files that no photo names", metadata: ["files": "\(orphans)"])
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> String {
+        "\(duration.components.seconds) seconds"
+    }
+
+    private func logged(_ what: String, _ body: () async throws -> Void) async {
+        do {
+            try await body()
+        } catch is CancellationError {
+            return
+        } catch {
+            logger.error("photos: \(what) failed; the next one tries again", metadata: ["error": "\(error)"])
+        }
+    }
+}
