@@ -7,7 +7,7 @@ BOUNCER := scripts/pgbouncer.sh
 # `make run CONFIG=release` for an optimised server.
 CONFIG ?= debug
 
-.PHONY: run test build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-client bench-rls bench-rls-instructions clean-db
+.PHONY: run test build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-client bench-rls bench-rls-instructions clean-db
 
 run: db
 	swift build -c $(CONFIG) --product diary-server
@@ -56,6 +56,10 @@ bench-realtime: db
 
 bench-push: db
 	eval "$$($(PG) env)"; Benchmarks/push.sh
+
+# Photo uploads, downloads against nginx on the same files, and memory under slow downloads.
+bench-photos: db
+	eval "$$($(PG) env)"; Benchmarks/photos.sh
 
 bench-client: db
 	eval "$$($(PG) env)"; Benchmarks/client-vs-pgbench.sh

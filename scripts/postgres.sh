@@ -84,7 +84,7 @@ start() {
     if ! as_owner "$bin/pg_ctl" -D "$pgdata" status >/dev/null 2>&1; then
         log "starting on port $port"
         as_owner "$bin/pg_ctl" -D "$pgdata" -l "$log" -w -t 60 start \
-            -o "-p $port -k $socket_dir -c listen_addresses=127.0.0.1 -c max_connections=500 -c shared_buffers=256MB -c fsync=${DIARY_PG_FSYNC:-on}" >/dev/null \
+            -o "-p $port -k $socket_dir -c listen_addresses=127.0.0.1 -c max_connections=1000 -c shared_buffers=256MB -c fsync=${DIARY_PG_FSYNC:-on}" >/dev/null \
             || { tail -n 20 "$log" >&2; exit 1; }
     fi
     psql_super -d postgres -q -f "$root/sql/roles.sql" >/dev/null

@@ -147,10 +147,8 @@ begin
     select coalesce(array_agg(taken.content_hash order by taken.content_hash), '{}') into claimed from taken;
     -- In hash order, as unnamed_photo_files takes them, so two collectors never deadlock.
     foreach hash in array claimed loop
-        perform photo_hash_lock(hash);
         content_hash := hash;
-        unnamed := not exists (select 1 from photo_uploads u where u.content_hash = hash)
-            and not exists (select 1 from entry_photos p where p.content_hash = hash);
+        unnamed := photo_hash_unnamed(hash);
         return next;
     end loop;
     delete from photo_upload_days d where d.day < (now() at time zone 'UTC')::date - 2;
@@ -718,6 +716,21 @@ CREATE FUNCTION public.photo_hash_lock(hash text) RETURNS void
     AS $$ select pg_advisory_xact_lock(hashtext('photo:' || hash)) $$;
 
 --
+-- Name: photo_hash_unnamed(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.photo_hash_unnamed(hash text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    perform photo_hash_lock(hash);
+    return not exists (select 1 from photo_uploads u where u.content_hash = hash)
+       and not exists (select 1 from entry_photos p where p.content_hash = hash);
+end
+$$;
+
+--
 -- Name: prune_change_log(interval, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1227,9 +1240,7 @@ declare
     hash text;
 begin
     foreach hash in array array(select distinct h from unnest(hashes) h order by h) loop
-        perform photo_hash_lock(hash);
-        if not exists (select 1 from photo_uploads u where u.content_hash = hash)
-           and not exists (select 1 from entry_photos p where p.content_hash = hash) then
+        if photo_hash_unnamed(hash) then
             return next hash;
         end if;
     end loop;
@@ -2903,6 +2914,12 @@ GRANT ALL ON FUNCTION public.photo_garbage_backlog() TO diary_app;
 --
 
 REVOKE ALL ON FUNCTION public.photo_hash_lock(hash text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION photo_hash_unnamed(hash text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.photo_hash_unnamed(hash text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION prune_change_log(older_than interval, max_rows integer); Type: ACL; Schema: public; Owner: -

@@ -69,8 +69,19 @@ struct SecondWallTests {
                 return try await changes("insert into entries (diary_id, user_id, content) values (\(diary), \(caller), \("書く")) returning 1")
             case "get entry", "list reads":
                 return try await exists("select 1 from entries where diary_id = \(diary) and id = \(entry)") ? .allowed : .hidden
-            case "edit entry":
+            case "edit entry", "set entry photos", "drop entry photos":
+                // set_entry_photos acts only on the caller's own entry, so the edit's verdict is the route's.
                 return try await changes("update entries set content = content where diary_id = \(diary) and id = \(entry) returning 1")
+            case "post with the owner's photo":
+                guard try await exists("select 1 from diaries where id = \(diary)") else { return .hidden }
+                let posted = try await connection.query("insert into entries (diary_id, user_id, content) values (\(diary), \(caller), \("盗む")) returning id")
+                guard let id = try posted.first?.decode("id", as: UUID.self) else { return .hidden }
+                do {
+                    try await connection.query("select set_entry_photos(\(diary), \(id), \([world.ownersPhoto]))")
+                    return .allowed
+                } catch let error as PostgresError where error.sqlState == SQLState("ZN004") {
+                    return .hidden
+                }
             case "mark read":
                 do {
                     try await connection.query("select mark_as_read(\(entry), \(caller))")

@@ -8,7 +8,7 @@
 
 begin;
 set search_path = public, tap;
-select plan(67);
+select plan(75);
 
 -- Two users, each alone in their own diary with an entry and a read.
 insert into users (id, display_name) values
@@ -32,6 +32,13 @@ insert into entry_reads (diary_id, entry_id, user_id) values
 insert into devices (token, user_id, environment) values
     (repeat('a', 64), 'aaaaaaaa-0000-0000-0000-000000000001', 'sandbox'),
     (repeat('b', 64), 'bbbbbbbb-0000-0000-0000-000000000002', 'production');
+-- A's entry has a photo; A and B each have an upload not attached yet.
+insert into entry_photos (diary_id, id, entry_id, position, uploader_id, content_hash, content_type, bytes, width, height, created_at) values
+    ('aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-9000-0000-0000-000000000001', 'aaaaaaaa-e000-0000-0000-000000000001', 0,
+     'aaaaaaaa-0000-0000-0000-000000000001', repeat('a', 64), 'image/jpeg', 100, 10, 10, now());
+insert into photo_uploads (id, uploader_id, content_hash, content_type, bytes, width, height) values
+    ('aaaaaaaa-9000-0000-0000-000000000002', 'aaaaaaaa-0000-0000-0000-000000000001', repeat('c', 64), 'image/png', 100, 10, 10),
+    ('bbbbbbbb-9000-0000-0000-000000000002', 'bbbbbbbb-0000-0000-0000-000000000002', repeat('b', 64), 'image/png', 100, 10, 10);
 
 -- Structure: every table enabled and forced, a policy per command, safe functions and views.
 select is(
@@ -47,6 +54,8 @@ select policies_are('public', 'entry_reads', array['entry_reads_select', 'entry_
 select policies_are('public', 'sessions', array['sessions_select', 'sessions_insert', 'sessions_update', 'sessions_delete']);
 select policies_are('public', 'refresh_tokens', array['refresh_tokens_select', 'refresh_tokens_insert', 'refresh_tokens_update', 'refresh_tokens_delete']);
 select policies_are('public', 'questions', array['questions_select', 'questions_insert', 'questions_update', 'questions_delete']);
+select policies_are('public', 'entry_photos', array['entry_photos_select', 'entry_photos_insert', 'entry_photos_update', 'entry_photos_delete']);
+select policies_are('public', 'photo_uploads', array['photo_uploads_select', 'photo_uploads_insert', 'photo_uploads_update', 'photo_uploads_delete']);
 select is(
     (select string_agg(format('%s.%s', c.relname, p.polname), ', ') from pg_policy p join pg_class c on c.oid = p.polrelid
      where c.relnamespace = 'public'::regnamespace
@@ -172,6 +181,19 @@ set local role diary_app;
 select throws_ok($$insert into devices (token, user_id, environment) values (repeat('c', 64), 'bbbbbbbb-0000-0000-0000-000000000002', 'sandbox')$$,
     '42501', null, 'INSERT devices: 42501 (register_device moves tokens)');
 select throws_ok('select count(*) from push_outbox', '42501', null, 'push_outbox is not readable at all');
+
+-- Photos: an entry's are its diary's members'; an upload is its uploader's; changes go
+-- through set_entry_photos, which acts on the caller's own entries only.
+select is((select count(*) from entry_photos), 0::bigint, 'entry_photos: B sees no photo of A''s diary');
+select is((select string_agg(id::text, ',') from photo_uploads), 'bbbbbbbb-9000-0000-0000-000000000002', 'photo_uploads: B sees their own upload only');
+select lives_ok($$select set_entry_photos('aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-e000-0000-0000-000000000001', '{}')$$,
+    'set_entry_photos on A''s entry, as B: nothing happens');
+reset role;
+select is((select count(*) from entry_photos), 1::bigint, 'A''s photo is still on A''s entry');
+set local role diary_app;
+select throws_ok($$select set_entry_photos('bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-e000-0000-0000-000000000002', '{aaaaaaaa-9000-0000-0000-000000000002}')$$,
+    'ZN004', null, 'attaching A''s upload to B''s entry: ZN004, as for a photo that does not exist');
+select throws_ok('select count(*) from photo_garbage', '42501', null, 'photo_garbage is not readable at all');
 
 reset role;
 select * from finish();

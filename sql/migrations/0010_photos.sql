@@ -101,6 +101,20 @@ set search_path = pg_catalog, public
 as $$ select pg_advisory_xact_lock(hashtext('photo:' || hash)) $$;
 revoke execute on function photo_hash_lock(text) from public;
 
+-- Whether no row names the hash, asked under its lock, which the caller's transaction
+-- keeps until the file is removed.
+create function photo_hash_unnamed(hash text) returns boolean
+language plpgsql volatile security definer
+set search_path = pg_catalog, public
+as $$
+begin
+    perform photo_hash_lock(hash);
+    return not exists (select 1 from photo_uploads u where u.content_hash = hash)
+       and not exists (select 1 from entry_photos p where p.content_hash = hash);
+end
+$$;
+revoke execute on function photo_hash_unnamed(text) from public;
+
 create function queue_photo_garbage() returns trigger
 language plpgsql security definer
 set search_path = pg_catalog, public
@@ -242,10 +256,8 @@ begin
     select coalesce(array_agg(taken.content_hash order by taken.content_hash), '{}') into claimed from taken;
     -- In hash order, as unnamed_photo_files takes them, so two collectors never deadlock.
     foreach hash in array claimed loop
-        perform photo_hash_lock(hash);
         content_hash := hash;
-        unnamed := not exists (select 1 from photo_uploads u where u.content_hash = hash)
-            and not exists (select 1 from entry_photos p where p.content_hash = hash);
+        unnamed := photo_hash_unnamed(hash);
         return next;
     end loop;
     delete from photo_upload_days d where d.day < (now() at time zone 'UTC')::date - 2;
@@ -280,9 +292,7 @@ declare
     hash text;
 begin
     foreach hash in array array(select distinct h from unnest(hashes) h order by h) loop
-        perform photo_hash_lock(hash);
-        if not exists (select 1 from photo_uploads u where u.content_hash = hash)
-           and not exists (select 1 from entry_photos p where p.content_hash = hash) then
+        if photo_hash_unnamed(hash) then
             return next hash;
         end if;
     end loop;

@@ -14,6 +14,9 @@ package final class PhotoSweeper: Sendable {
     package struct Options: Sendable {
         /// How often the whole sweep runs; deletions are collected at once besides (`collectSoon`).
         package var interval: Duration = .seconds(600)
+        /// The first sweep after start: soon, for a server that was down, but not at once,
+        /// so that a fleet restarting together does not sweep together.
+        package var firstSweepAfter: Duration = .seconds(60)
         package var unattachedLifetime: Duration = PhotoRepository.unattachedLifetime
         /// A file younger than this may belong to an upload whose row is not committed yet.
         package var orphanGrace: Duration = .seconds(3600)
@@ -46,7 +49,10 @@ package final class PhotoSweeper: Sendable {
     /// Runs until cancelled.
     package func run() async {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await repeating(every: self.options.interval, startingAtOnce: true) { await self.logged("sweep") { try await self.sweep() } } }
+            group.addTask {
+                do { try await Task.sleep(for: self.options.firstSweepAfter) } catch { return }
+                await repeating(every: self.options.interval, startingAtOnce: true) { await self.logged("sweep") { try await self.sweep() } }
+            }
             group.addTask {
                 for await _ in self.wakes { await self.logged("collection") { _ = try await self.collect() } }
             }
