@@ -53,7 +53,11 @@ prepare_owner() {
         dir=$(dirname "$dir")
         runuser -u "$service_user" -- test -x "$dir" 2>/dev/null || chmod o+x "$dir"
     done
-    chown -R "$service_user" "$cluster"
+    # Only what is not the service user's yet: a running cluster creates and drops files
+    # under this folder all the time (tests' databases), and a recursive chown over them
+    # fails on the first one that vanishes mid-walk.
+    find "$cluster" -ignore_readdir_race ! -user "$service_user" -exec chown "$service_user" {} + 2>/dev/null \
+        || find "$cluster" -ignore_readdir_race ! -user "$service_user" -exec chown "$service_user" {} +
 }
 
 free_port() { free_port_between 55432 56431; }
