@@ -59,6 +59,89 @@ CREATE FUNCTION public.app_visible_user_ids() RETURNS uuid[]
 $$;
 
 --
+-- Name: apply_billing_event(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.apply_billing_event(id text) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    e billing_events;
+    target uuid;
+    source uuid;
+    result text;
+begin
+    select * into e from billing_events where event_id = id for update;
+    if e.event_type = 'TRANSFER' then
+        target := billing_user(e.transferred_to);
+        source := billing_user(e.transferred_from);
+    elsif e.event_type in ('INITIAL_PURCHASE', 'RENEWAL', 'UNCANCELLATION', 'PRODUCT_CHANGE', 'NON_RENEWING_PURCHASE',
+                           'SUBSCRIPTION_EXTENDED', 'CANCELLATION', 'EXPIRATION') then
+        target := billing_user(e.user_ids);
+    else
+        update billing_events set outcome = 'ignored' where event_id = id;
+        return 'ignored';
+    end if;
+    if target is null then
+        update billing_events set outcome = 'unknown_user' where event_id = id;
+        return 'unknown_user';
+    end if;
+    -- One user's events apply in their own order, whatever order they arrive in.
+    perform 1 from users u where u.id in (target, source) order by u.id for update;
+    if exists (select 1 from users u where u.id in (target, source) and u.premium_event_at > e.event_at) then
+        update billing_events set outcome = 'older', user_id = target where event_id = id;
+        return 'older';
+    end if;
+    if e.event_type = 'TRANSFER' then
+        update users u set premium_expires_at = s.premium_expires_at, premium_product_id = s.premium_product_id,
+            premium_couple = s.premium_couple, premium_event_at = e.event_at
+        from users s where u.id = target and s.id = source;
+        update users u set premium_expires_at = null, premium_product_id = null, premium_couple = false, premium_event_at = e.event_at
+        where u.id = source and source <> target;
+        -- A receiver we know, from a giver we do not: the entitlement is theirs from now.
+        update users u set premium_event_at = e.event_at where u.id = target and source is null;
+    elsif e.event_type = 'EXPIRATION' then
+        update users u set premium_expires_at = least(coalesce(e.expiration_at, now()), now()), premium_event_at = e.event_at
+        where u.id = target;
+    elsif e.event_type = 'CANCELLATION' then
+        -- Access lasts until the period ends.
+        update users u set premium_expires_at = coalesce(e.expiration_at, u.premium_expires_at), premium_event_at = e.event_at
+        where u.id = target;
+    else
+        update users u set premium_expires_at = coalesce(e.expiration_at, 'infinity'), premium_product_id = e.product_id,
+            premium_couple = e.couple, premium_event_at = e.event_at
+        where u.id = target;
+    end if;
+    update billing_events set outcome = 'applied', user_id = target, applied_at = now() where event_id = id;
+    return 'applied';
+end
+$$;
+
+--
+-- Name: apply_waiting_billing_events(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.apply_waiting_billing_events() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    waiting text;
+begin
+    for waiting in
+        select b.event_id from billing_events b
+        where b.outcome = 'unknown_user' and b.received_at > now() - interval '7 days'
+          and exists (select 1 from unnest(b.user_ids || b.transferred_to) named (id) where lower(named.id) = new.id::text)
+        order by b.event_at, b.event_id
+    loop
+        perform apply_billing_event(waiting);
+    end loop;
+    return null;
+end
+$$;
+
+--
 -- Name: authenticate(uuid, uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -77,6 +160,19 @@ begin
     perform refresh_app_diary_ids();
 end
 $$;
+
+--
+-- Name: billing_user(text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.billing_user(ids text[]) RETURNS uuid
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public'
+    AS $_$
+    select u.id from unnest(ids) with ordinality as candidate (text, position)
+    join users u on u.id = case when candidate.text ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then candidate.text::uuid end
+    order by candidate.position limit 1
+$_$;
 
 --
 -- Name: change_log_tail(xid8, bigint, integer); Type: FUNCTION; Schema: public; Owner: -
@@ -283,10 +379,10 @@ end
 $$;
 
 --
--- Name: create_diary(uuid, text, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: create_diary(uuid, text, text, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.create_diary(diary uuid, name text, type text) RETURNS void
+CREATE FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
@@ -295,6 +391,11 @@ declare
 begin
     if caller is null then
         raise exception 'no caller' using errcode = 'ZN401';
+    end if;
+    perform 1 from users u where u.id = caller for update;
+    if user_plan(caller) = 'free'
+       and (select count(*) from diary_members m where m.user_id = caller and m.role = 'owner') >= free_limit then
+        raise exception 'the free plan owns % diaries', free_limit using errcode = 'ZN006';
     end if;
     insert into diaries (id, name, type, created_by) values (diary, create_diary.name, create_diary.type, caller);
     insert into diary_members (diary_id, user_id, role) values (diary, caller, 'owner');
@@ -731,6 +832,15 @@ end
 $$;
 
 --
+-- Name: photos_per_entry(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.photos_per_entry(user_id uuid) RETURNS integer
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$ select case when user_plan(photos_per_entry.user_id) = 'free' then 1 else 4 end $$;
+
+--
 -- Name: prune_change_log(interval, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -840,6 +950,30 @@ begin
     select distinct gone.content_hash from gone
     on conflict (content_hash) do nothing;
     return null;
+end
+$$;
+
+--
+-- Name: record_billing_event(text, text, text[], text[], text[], text, boolean, timestamp with time zone, timestamp with time zone, text, boolean, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.record_billing_event(id text, type text, user_ids text[], transferred_from text[], transferred_to text[], product_id text, couple boolean, expiration_at timestamp with time zone, event_at timestamp with time zone, environment text, accepted boolean, body jsonb) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    insert into billing_events (event_id, event_type, user_ids, transferred_from, transferred_to, product_id, couple,
+                                expiration_at, event_at, environment, outcome, body)
+    values (id, type, user_ids, transferred_from, transferred_to, product_id, couple,
+            expiration_at, event_at, environment, case when accepted then 'ignored' else 'sandbox' end, body)
+    on conflict (event_id) do nothing;
+    if not found then
+        return 'duplicate';
+    end if;
+    if not accepted then
+        return 'sandbox';
+    end if;
+    return apply_billing_event(id);
 end
 $$;
 
@@ -1188,7 +1322,7 @@ begin
     if current_photos = photos then
         return;
     end if;
-    allowed := case when (select u.premium_expires_at > now() from users u where u.id = caller) then 4 else 1 end;
+    allowed := photos_per_entry(caller);
     if cardinality(photos) > allowed then
         raise exception 'the plan allows % photos an entry', allowed using errcode = 'ZN006';
     end if;
@@ -1247,9 +1381,58 @@ begin
 end
 $$;
 
+--
+-- Name: user_plan(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.user_plan(user_id uuid) RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+    select case
+        when u.premium_expires_at > now() then case when u.premium_couple then 'couple' else 'premium' end
+        when exists (
+            select 1 from diary_members me
+            join diaries d on d.id = me.diary_id and d.type = 'couple'
+            join diary_members partner on partner.diary_id = me.diary_id and partner.user_id <> me.user_id
+            join users p on p.id = partner.user_id
+            where me.user_id = u.id and p.premium_couple and p.premium_expires_at > now()
+        ) then 'couple'
+        else 'free'
+    end
+    from users u where u.id = user_plan.user_id
+$$;
+
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
+
+--
+-- Name: billing_events; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.billing_events (
+    event_id text NOT NULL,
+    event_type text NOT NULL,
+    user_ids text[] DEFAULT '{}'::text[] NOT NULL,
+    transferred_from text[] DEFAULT '{}'::text[] NOT NULL,
+    transferred_to text[] DEFAULT '{}'::text[] NOT NULL,
+    product_id text,
+    couple boolean DEFAULT false NOT NULL,
+    expiration_at timestamp with time zone,
+    event_at timestamp with time zone NOT NULL,
+    environment text NOT NULL,
+    received_at timestamp with time zone DEFAULT now() NOT NULL,
+    outcome text NOT NULL,
+    user_id uuid,
+    applied_at timestamp with time zone,
+    body jsonb NOT NULL,
+    CONSTRAINT billing_events_event_id_check CHECK (((char_length(event_id) >= 1) AND (char_length(event_id) <= 200))),
+    CONSTRAINT billing_events_event_type_check CHECK (((char_length(event_type) >= 1) AND (char_length(event_type) <= 100))),
+    CONSTRAINT billing_events_outcome_check CHECK ((outcome = ANY (ARRAY['applied'::text, 'older'::text, 'ignored'::text, 'sandbox'::text, 'unknown_user'::text])))
+);
+
+ALTER TABLE ONLY public.billing_events FORCE ROW LEVEL SECURITY;
 
 --
 -- Name: change_log; Type: TABLE; Schema: public; Owner: -
@@ -1455,6 +1638,9 @@ CREATE TABLE public.users (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     dev_name text,
+    premium_product_id text,
+    premium_couple boolean DEFAULT false NOT NULL,
+    premium_event_at timestamp with time zone,
     CONSTRAINT users_apple_sub_check CHECK (((char_length(apple_sub) >= 1) AND (char_length(apple_sub) <= 255))),
     CONSTRAINT users_dev_name_check CHECK (((char_length(dev_name) >= 1) AND (char_length(dev_name) <= 50))),
     CONSTRAINT users_display_name_check CHECK (((char_length(display_name) >= 1) AND (char_length(display_name) <= 50))),
@@ -1627,6 +1813,13 @@ CREATE TABLE public.sessions (
 ALTER TABLE ONLY public.sessions FORCE ROW LEVEL SECURITY;
 
 --
+-- Name: billing_events billing_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.billing_events
+    ADD CONSTRAINT billing_events_pkey PRIMARY KEY (event_id);
+
+--
 -- Name: change_log_horizon change_log_horizon_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1772,6 +1965,18 @@ ALTER TABLE ONLY public.users
 
 ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_pkey PRIMARY KEY (id);
+
+--
+-- Name: billing_events_user; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX billing_events_user ON public.billing_events USING btree (user_id, event_at) WHERE (user_id IS NOT NULL);
+
+--
+-- Name: billing_events_waiting; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX billing_events_waiting ON public.billing_events USING btree (received_at) WHERE (outcome = 'unknown_user'::text);
 
 --
 -- Name: change_log_at; Type: INDEX; Schema: public; Owner: -
@@ -2050,6 +2255,12 @@ CREATE TRIGGER entry_reads_log_first_read AFTER INSERT ON public.entry_reads REF
 CREATE TRIGGER photo_uploads_queue_garbage AFTER DELETE ON public.photo_uploads REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.queue_photo_garbage();
 
 --
+-- Name: users users_apply_waiting_billing_events; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER users_apply_waiting_billing_events AFTER INSERT ON public.users FOR EACH ROW EXECUTE FUNCTION public.apply_waiting_billing_events();
+
+--
 -- Name: users users_schedule_reminder; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -2172,6 +2383,36 @@ ALTER TABLE ONLY public.reminder_schedule
 
 ALTER TABLE ONLY public.sessions
     ADD CONSTRAINT sessions_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: billing_events; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.billing_events ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: billing_events billing_events_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY billing_events_delete ON public.billing_events FOR DELETE USING (false);
+
+--
+-- Name: billing_events billing_events_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY billing_events_insert ON public.billing_events FOR INSERT WITH CHECK (false);
+
+--
+-- Name: billing_events billing_events_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY billing_events_select ON public.billing_events FOR SELECT USING (false);
+
+--
+-- Name: billing_events billing_events_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY billing_events_update ON public.billing_events FOR UPDATE USING (false) WITH CHECK (false);
 
 --
 -- Name: change_log; Type: ROW SECURITY; Schema: public; Owner: -
@@ -2705,11 +2946,29 @@ REVOKE ALL ON FUNCTION public.app_visible_user_ids() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.app_visible_user_ids() TO diary_app;
 
 --
+-- Name: FUNCTION apply_billing_event(id text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.apply_billing_event(id text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION apply_waiting_billing_events(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.apply_waiting_billing_events() FROM PUBLIC;
+
+--
 -- Name: FUNCTION authenticate(session uuid, caller uuid); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.authenticate(session uuid, caller uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.authenticate(session uuid, caller uuid) TO diary_app;
+
+--
+-- Name: FUNCTION billing_user(ids text[]); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.billing_user(ids text[]) FROM PUBLIC;
 
 --
 -- Name: FUNCTION change_log_tail(after_xact xid8, after_seq bigint, max_rows integer); Type: ACL; Schema: public; Owner: -
@@ -2763,11 +3022,11 @@ REVOKE ALL ON FUNCTION public.count_posted_entries() FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.count_unread_for_new_member() FROM PUBLIC;
 
 --
--- Name: FUNCTION create_diary(diary uuid, name text, type text); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION create_diary(diary uuid, name text, type text, free_limit integer); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.create_diary(diary uuid, name text, type text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.create_diary(diary uuid, name text, type text) TO diary_app;
+REVOKE ALL ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) TO diary_app;
 
 --
 -- Name: FUNCTION delete_my_account(); Type: ACL; Schema: public; Owner: -
@@ -2922,6 +3181,12 @@ REVOKE ALL ON FUNCTION public.photo_hash_lock(hash text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.photo_hash_unnamed(hash text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION photos_per_entry(user_id uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.photos_per_entry(user_id uuid) FROM PUBLIC;
+
+--
 -- Name: FUNCTION prune_change_log(older_than interval, max_rows integer); Type: ACL; Schema: public; Owner: -
 --
 
@@ -2952,6 +3217,13 @@ REVOKE ALL ON FUNCTION public.queue_entry_notifications() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION public.queue_photo_garbage() FROM PUBLIC;
+
+--
+-- Name: FUNCTION record_billing_event(id text, type text, user_ids text[], transferred_from text[], transferred_to text[], product_id text, couple boolean, expiration_at timestamp with time zone, event_at timestamp with time zone, environment text, accepted boolean, body jsonb); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.record_billing_event(id text, type text, user_ids text[], transferred_from text[], transferred_to text[], product_id text, couple boolean, expiration_at timestamp with time zone, event_at timestamp with time zone, environment text, accepted boolean, body jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.record_billing_event(id text, type text, user_ids text[], transferred_from text[], transferred_to text[], product_id text, couple boolean, expiration_at timestamp with time zone, event_at timestamp with time zone, environment text, accepted boolean, body jsonb) TO diary_app;
 
 --
 -- Name: FUNCTION record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer); Type: ACL; Schema: public; Owner: -
@@ -3033,6 +3305,13 @@ GRANT ALL ON FUNCTION public.set_updated_at() TO diary_app;
 
 REVOKE ALL ON FUNCTION public.unnamed_photo_files(hashes text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.unnamed_photo_files(hashes text[]) TO diary_app;
+
+--
+-- Name: FUNCTION user_plan(user_id uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.user_plan(user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.user_plan(user_id uuid) TO diary_app;
 
 --
 -- Name: TABLE change_log; Type: ACL; Schema: public; Owner: -

@@ -8,10 +8,20 @@ public struct Me: Codable, Sendable, Equatable {
     public var settings: UserSettings
     public var timeZone: String
     public var isPremium: Bool
+    /// The caller's own plan's end; nil when they have none, or it never ends (a lifetime purchase).
     public var premiumExpiresAt: Date?
+    public var plan: Plan
     public var createdAt: Date
 
-    public init(id: UUID, displayName: String, profileImageUrl: String?, settings: UserSettings, timeZone: String, isPremium: Bool, premiumExpiresAt: Date?, createdAt: Date) {
+    /// `couple`: the couple plan, bought by the caller or by their partner in a couple diary.
+    public enum Plan: String, Codable, Sendable, CaseIterable {
+        case free, premium, couple
+    }
+
+    public init(
+        id: UUID, displayName: String, profileImageUrl: String?, settings: UserSettings, timeZone: String, isPremium: Bool, premiumExpiresAt: Date?,
+        plan: Plan = .free, createdAt: Date
+    ) {
         self.id = id
         self.displayName = displayName
         self.profileImageUrl = profileImageUrl
@@ -19,6 +29,7 @@ public struct Me: Codable, Sendable, Equatable {
         self.timeZone = timeZone
         self.isPremium = isPremium
         self.premiumExpiresAt = premiumExpiresAt
+        self.plan = plan
         self.createdAt = createdAt
     }
 }

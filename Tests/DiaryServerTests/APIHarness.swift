@@ -59,6 +59,18 @@ enum DatabaseRoute: String, CaseIterable, Sendable, CustomTestStringConvertible 
 
 /// Drives the real application (router, middleware, repositories, PostgreSQL) in-process.
 struct APIHarness: Sendable {
+    /// The webhook's secret, sandbox events accepted, `couple.monthly` the couple plan.
+    /// Tests of other things create diaries freely; `freePlan` has production's limit.
+    static let webhookAuthorization = "Bearer test-webhook-secret-0123456789"
+    static let billing = BillingConfiguration(
+        webhookAuthorization: webhookAuthorization, acceptSandbox: true, coupleProducts: ["couple.monthly"], freePlanDiaries: 100
+    )
+    static var freePlan: BillingConfiguration {
+        var billing = billing
+        billing.freePlanDiaries = BillingConfiguration.defaultFreePlanDiaries
+        return billing
+    }
+
     let client: any TestClientProtocol
     let pool: PostgresPool
     let database: PostgresConfiguration
@@ -87,13 +99,14 @@ struct APIHarness: Sendable {
         maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, sharedReads: Bool = false, testing: TestingSetup = .router,
         route: DatabaseRoute = .direct, slowConsumerGrace: Duration = .seconds(10),
         push: PushConfiguration = PushConfiguration(), pushDelivery: PushDelivery.Options = PushDelivery.Options(),
+        billing: BillingConfiguration = APIHarness.billing,
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         try await MigratedTemplate.withDatabase { database in
             try await run(
                 on: database, poolSize: poolSize, acquireTimeout: acquireTimeout, statementTimeout: statementTimeout,
                 maxConcurrentRequests: maxConcurrentRequests, sharedReads: sharedReads, testing: testing, route: route,
-                slowConsumerGrace: slowConsumerGrace, push: push, pushDelivery: pushDelivery, body
+                slowConsumerGrace: slowConsumerGrace, push: push, pushDelivery: pushDelivery, billing: billing, body
             )
         }
     }
@@ -104,6 +117,7 @@ struct APIHarness: Sendable {
         maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, sharedReads: Bool = false, testing: TestingSetup = .router,
         route: DatabaseRoute = .direct, slowConsumerGrace: Duration = .seconds(10),
         push: PushConfiguration = PushConfiguration(), pushDelivery: PushDelivery.Options = PushDelivery.Options(),
+        billing: BillingConfiguration = APIHarness.billing,
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         // The server's own role: no ownership, no BYPASSRLS, so every policy applies.
@@ -126,6 +140,7 @@ struct APIHarness: Sendable {
         configuration.push = push
         configuration.push.runsReminders = false
         configuration.push.delivery = pushDelivery
+        configuration.billing = billing
         let app = try buildApplication(configuration: configuration, pool: pool, logger: TestDatabase.logger)
         do {
             try await app.test(testing) { client in

@@ -163,6 +163,15 @@ $$;
 revoke execute on function record_photo_upload(uuid, text, text, integer, integer, integer, integer) from public;
 grant execute on function record_photo_upload(uuid, text, text, integer, integer, integer, integer) to diary_app;
 
+-- Photos an entry may carry: 1 on the free plan, 4 on premium.
+create function photos_per_entry(user_id uuid) returns integer
+language sql stable security definer
+set search_path = pg_catalog, public
+as $$
+    select case when coalesce((select u.premium_expires_at > now() from users u where u.id = photos_per_entry.user_id), false) then 4 else 1 end
+$$;
+revoke execute on function photos_per_entry(uuid) from public;
+
 -- Makes the caller's entry's photos exactly `photos`, in order. Photos kept stay, new ones
 -- move from the caller's uploads, dropped ones are deleted (their files follow, above).
 -- An entry that is not the caller's own, in a diary they are a member of, is left alone:
@@ -194,7 +203,7 @@ begin
     if current_photos = photos then
         return;
     end if;
-    allowed := case when (select u.premium_expires_at > now() from users u where u.id = caller) then 4 else 1 end;
+    allowed := photos_per_entry(caller);
     if cardinality(photos) > allowed then
         raise exception 'the plan allows % photos an entry', allowed using errcode = 'ZN006';
     end if;

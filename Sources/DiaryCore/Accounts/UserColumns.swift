@@ -6,7 +6,7 @@ import PostgresClient
 enum UserColumns {
     static let me: PostgresFragment = """
         users.id, users.display_name, users.profile_image_url, users.settings, users.time_zone,
-        users.premium_expires_at, coalesce(users.premium_expires_at > now(), false) as is_premium, users.created_at
+        nullif(users.premium_expires_at, 'infinity') as premium_expires_at, user_plan(users.id) as plan, users.created_at
         """
 
     /// How settings are stored: snake_case keys in jsonb.
@@ -19,6 +19,7 @@ enum UserColumns {
     static func me(from row: PostgresRow) throws -> Me {
         let stored = try row.decode("settings", as: PostgresJSON<StoredSettings>.self).value
         let defaults = UserSettings()
+        guard let plan = Me.Plan(rawValue: try row.decode("plan")) else { throw DomainError.inconsistent("an unknown plan") }
         return Me(
             id: try row.decode("id"),
             displayName: try row.decode("display_name"),
@@ -29,8 +30,9 @@ enum UserColumns {
                 reminderTime: stored.reminder_time ?? defaults.reminderTime
             ),
             timeZone: try row.decode("time_zone"),
-            isPremium: try row.decode("is_premium"),
+            isPremium: plan != .free,
             premiumExpiresAt: try row.decode("premium_expires_at"),
+            plan: plan,
             createdAt: try row.decode("created_at")
         )
     }

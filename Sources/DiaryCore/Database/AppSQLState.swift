@@ -13,7 +13,7 @@ package enum AppSQLState: String, Sendable {
     case photoNotFound = "ZN004"
     /// `set_entry_photos`: a photo of the caller's on another entry.
     case photoInUse = "ZN005"
-    /// `set_entry_photos`: more photos than the caller's plan allows.
+    /// `set_entry_photos`, `create_diary`: more than the caller's plan allows.
     case premiumRequired = "ZN006"
     /// `authenticate` and the functions that need a caller: the session is not live.
     case sessionInvalid = "ZN401"
@@ -32,7 +32,7 @@ package enum AppSQLState: String, Sendable {
         case .entryNotFound: DomainError(.notFound, "no such resource", sqlState: sqlState)
         case .photoNotFound: DomainError(.notFound, "no such photo", sqlState: sqlState)
         case .photoInUse: DomainError(.photoInUse, "a photo is already attached to another entry", sqlState: sqlState)
-        case .premiumRequired: DomainError(.premiumRequired, "the free plan attaches 1 photo an entry; premium attaches 4", sqlState: sqlState)
+        case .premiumRequired: DomainError(.premiumRequired, "this needs premium", sqlState: sqlState)
         case .sessionInvalid: DomainError(.unauthenticated, "the session has ended; sign in again", sqlState: sqlState)
         }
     }
@@ -42,7 +42,11 @@ package enum AppSQLState: String, Sendable {
         do {
             return try await body()
         } catch let error as PostgresError {
-            throw AppSQLState(error)?.domainError ?? error
+            guard let state = AppSQLState(error) else { throw error }
+            var refusal = state.domainError
+            // Our own functions word these for the client (the plan's limit, say).
+            if state == .premiumRequired { refusal.detail = "\(refusal.detail): \(error.message)" }
+            throw refusal
         }
     }
 }

@@ -83,13 +83,15 @@ package struct DiaryRepository: Sendable {
 
     /// Creates a diary owned by the caller. A new invite code that collides with an
     /// existing one (about one in 10^15 per diary) is drawn again.
-    package func create(name: String, type: DiaryType) async throws -> Diary {
+    /// A free user who already owns `freePlanDiaries` diaries gets `premium_required`,
+    /// counted under a lock on their row, so concurrent creates cannot pass it together.
+    package func create(name: String, type: DiaryType, freePlanDiaries: Int) async throws -> Diary {
         var attempt = 1
         while true {
             let id = UUID()
             do {
                 let results = try await scope.run([
-                    "select create_diary(\(id), \(name), \(type.rawValue))",
+                    "select create_diary(\(id), \(name), \(type.rawValue), \(freePlanDiaries)::integer)",
                     "\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.select.using)",
                 ])
                 guard let row = results[1].first else { throw DomainError.inconsistent("the new diary cannot be read back") }

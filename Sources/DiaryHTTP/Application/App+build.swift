@@ -22,6 +22,7 @@ package func buildApplication(
         apple: AppleIdentityVerifier(configuration: configuration.auth.apple, logger: logger),
         devSignIn: configuration.auth.devSignIn,
         photos: photos,
+        billing: configuration.billing,
         sharedReads: configuration.sharedReads
     )
     let feed = feed ?? makeChangeFeed(configuration: configuration, logger: logger)
@@ -93,7 +94,7 @@ private func backgroundConnections(
 /// request → metrics → problem mapping → admission → auth → route (plan and query in a repository) → response.
 func buildRouter(
     pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenService, apple: AppleIdentityVerifier, devSignIn: Bool, photos: Photos,
-    sharedReads: Bool = false
+    billing: BillingConfiguration = BillingConfiguration(), sharedReads: Bool = false
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     // Outermost, so it records the status the client gets, problems included.
@@ -124,12 +125,13 @@ func buildRouter(
 
     let photoRoutes = PhotoRoutes(store: photos.store, downloads: PhotoDownloads(pool: pool, store: photos.store, links: photos.links))
     photoRoutes.register(public: api)
+    RevenueCatWebhookRoutes(configuration: billing, billing: BillingRepository(pool: pool)).register(on: api)
 
     let bearer = BearerAuthenticator(tokens: tokens, pool: pool, readPlacement: sharedReads ? .sharedConnection : .ownConnection, photoLinks: photos.links)
     let authenticated = api.add(middleware: bearer).group(context: AuthenticatedContext.self)
     auth.register(authenticated: authenticated)
     MeRoutes(photoSweeper: photos.sweeper).register(on: authenticated)
-    DiaryRoutes(joinLimiter: JoinAttemptLimiter()).register(on: authenticated)
+    DiaryRoutes(joinLimiter: JoinAttemptLimiter(), freePlanDiaries: billing.freePlanDiaries).register(on: authenticated)
     EntryRoutes(photoSweeper: photos.sweeper).register(on: authenticated)
     photoRoutes.register(authenticated: authenticated)
     ChangeRoutes().register(on: authenticated)

@@ -27,6 +27,8 @@ package struct ServerConfiguration: Sendable {
     package var push = PushConfiguration()
     /// The photo store, the URL key and the sweeper.
     package var photos = PhotoConfiguration()
+    /// RevenueCat's webhook and the free plan's limits.
+    package var billing = BillingConfiguration()
 
     package init(
         host: String, port: Int, database: PostgresConfiguration, listenDatabase: PostgresConfiguration? = nil,

@@ -4,12 +4,14 @@ import Hummingbird
 
 struct DiaryRoutes {
     let joinLimiter: JoinAttemptLimiter
+    /// Diaries a free user may create (`FREE_PLAN_DIARIES`); joining is never limited.
+    let freePlanDiaries: Int
 
     func register(on router: RouterGroup<AuthenticatedContext>) {
         router.post("diaries") { request, context -> EditedResponse<Diary> in
             let body = try await request.decode(as: CreateDiaryRequest.self, context: context)
             let name = try Validation.text(body.name, field: "name", length: 1...50)
-            let diary = try await DiaryRepository(scope: context.scope).create(name: name, type: body.type)
+            let diary = try await DiaryRepository(scope: context.scope).create(name: name, type: body.type, freePlanDiaries: freePlanDiaries)
             return EditedResponse(status: .created, response: diary)
         }
 

@@ -29,6 +29,11 @@ struct ServeCommand: AsyncParsableCommand {
               DIARY_JWT_KEY_FILE  key for access tokens (development generates one in DIARY_DATA_DIR)
               DIARY_URL_KEY_FILE  key for signed photo URLs (development generates one in DIARY_DATA_DIR)
               PHOTO_STORE_DIR     the folder that keeps photos (default DIARY_DATA_DIR/photos)
+              REVENUECAT_WEBHOOK_AUTH     the Authorization header RevenueCat's webhook sends (required
+                                          in production; unset, the webhook answers 404)
+              REVENUECAT_ACCEPT_SANDBOX   1 applies SANDBOX events (default 1, 0 in production)
+              PREMIUM_COUPLE_PRODUCT_IDS  comma-separated products that make the partner premium too
+              FREE_PLAN_DIARIES           diaries a free user may create (default 1)
               APPLE_AUDIENCE      comma-separated bundle ids accepted in Apple identity tokens
               APPLE_JWKS_URL      Apple's keys (default https://appleid.apple.com/auth/keys)
               APPLE_JWKS_FILE     read Apple's keys from a file instead
@@ -68,6 +73,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             let auth = try AuthConfiguration.fromEnvironment()
             let push = try PushConfiguration.fromEnvironment(production: auth.production)
+            let billing = try BillingConfiguration.fromEnvironment(production: auth.production)
             configuration = ServerConfiguration(
                 host: Setting.string(flag: host, environment: "HOST", default: ServerConfiguration.defaultHost)!,
                 port: try Setting.integer(flag: port, environment: "PORT", default: ServerConfiguration.defaultPort, range: 0...65535),
@@ -85,6 +91,7 @@ struct ServeCommand: AsyncParsableCommand {
                 sharedReads: try Setting.integer(flag: nil, environment: "DB_SHARED_READS", default: 0, range: 0...1) == 1
             )
             configuration.push = push
+            configuration.billing = billing
             configuration.photos = PhotoConfiguration(
                 storeDirectory: Setting.string(flag: nil, environment: "PHOTO_STORE_DIR"),
                 urlKeyFile: Setting.string(flag: nil, environment: "DIARY_URL_KEY_FILE")
