@@ -8,7 +8,7 @@
 
 begin;
 set search_path = public, tap;
-select plan(75);
+select plan(77);
 
 -- Two users, each alone in their own diary with an entry and a read.
 insert into users (id, display_name) values
@@ -56,6 +56,7 @@ select policies_are('public', 'refresh_tokens', array['refresh_tokens_select', '
 select policies_are('public', 'questions', array['questions_select', 'questions_insert', 'questions_update', 'questions_delete']);
 select policies_are('public', 'entry_photos', array['entry_photos_select', 'entry_photos_insert', 'entry_photos_update', 'entry_photos_delete']);
 select policies_are('public', 'photo_uploads', array['photo_uploads_select', 'photo_uploads_insert', 'photo_uploads_update', 'photo_uploads_delete']);
+select policies_are('public', 'billing_events', array['billing_events_select', 'billing_events_insert', 'billing_events_update', 'billing_events_delete']);
 select is(
     (select string_agg(format('%s.%s', c.relname, p.polname), ', ') from pg_policy p join pg_class c on c.oid = p.polrelid
      where c.relnamespace = 'public'::regnamespace
@@ -194,6 +195,7 @@ set local role diary_app;
 select throws_ok($$select set_entry_photos('bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-e000-0000-0000-000000000002', '{aaaaaaaa-9000-0000-0000-000000000002}')$$,
     'ZN004', null, 'attaching A''s upload to B''s entry: ZN004, as for a photo that does not exist');
 select throws_ok('select count(*) from photo_garbage', '42501', null, 'photo_garbage is not readable at all');
+select throws_ok('select count(*) from billing_events', '42501', null, 'billing_events is not readable at all: the webhook writes it through record_billing_event');
 
 reset role;
 select * from finish();
