@@ -31,7 +31,7 @@ export MIGRATION_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$db?host
 export DATABASE_URL="postgres://diary_app@localhost:$PGPORT/$db?host=$PGHOST"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$bin" migrate >/dev/null
-DIARY_DEV_AUTH=1 DIARY_DATA_DIR="$work" PORT=$port LOG_LEVEL=warning "$bin" serve 2>"$work/server.log" &
+REVENUECAT_WEBHOOK_AUTH="contract-webhook-secret-$$" DIARY_DEV_AUTH=1 DIARY_DATA_DIR="$work" PORT=$port LOG_LEVEL=warning "$bin" serve 2>"$work/server.log" &
 server_pid=$!
 for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.2; done
 
