@@ -115,11 +115,9 @@ package struct FolderPhotoStore: PhotoStore {
 
     static func names(in directory: String, modifiedBefore date: Date) -> [String] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
-        let limit = date.timeIntervalSince1970
         return names.filter { name in
-            var status = stat()
-            guard stat("\(directory)/\(name)", &status) == 0 else { return false }
-            return TimeInterval(status.st_mtim.tv_sec) < limit
+            guard let modified = (try? FileManager.default.attributesOfItem(atPath: "\(directory)/\(name)"))?[.modificationDate] as? Date else { return false }
+            return modified < date
         }
     }
 
