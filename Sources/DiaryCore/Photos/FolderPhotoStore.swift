@@ -77,8 +77,15 @@ package struct FolderPhotoStore: PhotoStore {
     package func read(_ hash: String, range: Range<Int>, body: (ByteBuffer) async throws -> Void) async throws {
         guard !range.isEmpty else { return }
         do {
+            // One chunk at a time, the next read only once the last is taken: readChunks reads
+            // eight ahead, which made a slow download hold 2 MiB instead of 256 KiB.
             try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(path(of: hash))) { handle in
-                for try await chunk in handle.readChunks(in: Int64(range.lowerBound)..<Int64(range.upperBound), chunkLength: .bytes(Int64(Self.chunkLength))) {
+                var offset = range.lowerBound
+                while offset < range.upperBound {
+                    let length = min(Self.chunkLength, range.upperBound - offset)
+                    let chunk = try await handle.readChunk(fromAbsoluteOffset: Int64(offset), length: .bytes(Int64(length)))
+                    guard chunk.readableBytes > 0 else { throw PhotoStoreError.io("\(hash) ended at \(offset) of \(range.upperBound)") }
+                    offset += chunk.readableBytes
                     try await body(chunk)
                 }
             }
