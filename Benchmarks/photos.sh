@@ -9,7 +9,7 @@
 #     bodies, p50/p99, the server's CPU per upload. No target.
 #  2. downloads, the server's signed URL against nginx (Benchmarks/photos/nginx.conf: sendfile,
 #     no access log, root = the store, /<2 hex>/<hash>), wrk -t 2 -c CONNECTIONS (16),
-#     Benchmarks/photos/get.lua, DOWNLOAD_SECONDS (5) a run, ROUNDS (2) rounds alternating
+#     Benchmarks/photos/get.lua, DOWNLOAD_SECONDS (3) a run, ROUNDS (4) rounds alternating
 #     which goes first:
 #       single-cached    one ~2 MiB photo, in the page cache (read, and 2 s of wrk, first)
 #       single-uncached  the same, evicted before each run; wrk's first read warms it again,
@@ -25,9 +25,12 @@
 #     EVICT=drop_caches (the whole page cache, falling back to fadvise if refused); either is
 #     checked with mincore and the pages left resident are printed. This is a virtual
 #     machine: "disk" may well be the host's page cache.
-#     Target: server >= 70% of nginx's requests/s in every case. Then 304s a second: the
+#     Target: server >= 70% of nginx's requests/s in every case (the median over the rounds of
+#     each round's server/nginx; also printed: nginx's CPU per request over the server's and
+#     its backends', the ratio were both CPU-bound on cores of their own). Then 304s a second: the
 #     signed URL with If-None-Match, server alone (no target). With PERF=1 (default when perf
-#     works) a 5 s `perf record -g` of the server under single-cached, its top symbols.
+#     works) a 5 s `perf record -g` of the server under single-cached, its top symbols
+#     (PERF_DATA=file keeps the recording).
 #  3. memory: one 9-10 MiB JPEG (BIG_SIZE 2100x2100, quality 97, resized until it fits);
 #     a second server (fresh, warmed by two small GETs) serves SLOW_DOWNLOADS (20) concurrent
 #     curl --limit-rate LIMIT_RATE (2M) downloads of it; VmRSS idle, sampled every 100 ms,
@@ -35,13 +38,15 @@
 #     count. Target: peak - idle < 64 MiB.
 # Needs ImageMagick's convert (fails if missing) and installs wrk and nginx from Debian's
 # packages if missing. SERVER_BIN runs a diary-server built elsewhere instead of building
-# this tree's. Results go to Benchmarks/results/photos-<time>.txt.
+# this tree's (SERVER_NOTE: what it is, for the results; DIARY_MIGRATIONS_DIR, read by
+# `diary-server migrate`, to migrate with that build's sql/migrations). Results go to
+# Benchmarks/results/photos-<time>.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Benchmarks/endpoints/server.sh
 PHOTOS=${PHOTOS:-200} PHOTO_SIZE=${PHOTO_SIZE:-1280x960} BIG_SIZE=${BIG_SIZE:-2100x2100} USERS=${USERS:-40}
 UPLOAD_CONCURRENCY=${UPLOAD_CONCURRENCY:-"1 8"} UPLOAD_SECONDS=${UPLOAD_SECONDS:-10}
-CONNECTIONS=${CONNECTIONS:-16} DOWNLOAD_SECONDS=${DOWNLOAD_SECONDS:-5} ROUNDS=${ROUNDS:-2} EVICT=${EVICT:-fadvise}
+CONNECTIONS=${CONNECTIONS:-16} DOWNLOAD_SECONDS=${DOWNLOAD_SECONDS:-3} ROUNDS=${ROUNDS:-4} EVICT=${EVICT:-fadvise}
 SLOW_DOWNLOADS=${SLOW_DOWNLOADS:-20} LIMIT_RATE=${LIMIT_RATE:-2M} PERF=${PERF:-}
 ulimit -n 65536 2>/dev/null || true
 
@@ -128,7 +133,9 @@ out="Benchmarks/results/photos-$(date -u +%Y%m%dT%H%M%SZ).txt"
     echo "# PHOTOS=$PHOTOS PHOTO_SIZE=$PHOTO_SIZE (mean $mean_body bytes) BIG_SIZE=${side}x${side} ($big_file bytes) USERS=$USERS UPLOAD_CONCURRENCY='$UPLOAD_CONCURRENCY' UPLOAD_SECONDS=$UPLOAD_SECONDS"
     echo "# CONNECTIONS=$CONNECTIONS DOWNLOAD_SECONDS=$DOWNLOAD_SECONDS ROUNDS=$ROUNDS EVICT=$EVICT SLOW_DOWNLOADS=$SLOW_DOWNLOADS LIMIT_RATE=$LIMIT_RATE PERF=$PERF"
     echo "# $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2), $(nginx -v 2>&1 | sed 's/^nginx version: //') (worker_processes auto, sendfile on, access_log off), $(convert -version | head -1 | cut -d' ' -f2-3), curl $(curl --version | head -1 | cut -d' ' -f2)"
-    echo "# server: $server_bin (git $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- Sources Package.swift || echo ', Sources with uncommitted changes')), DB_POOL_SIZE default, LOG_LEVEL=warning; MB = 10^6 bytes, MiB = 2^20"
+    if [ -n "${SERVER_BIN:-}" ]; then built="SERVER_BIN, built elsewhere${SERVER_NOTE:+: $SERVER_NOTE}"
+    else built="git $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- Sources Package.swift || echo ', Sources with uncommitted changes')"; fi
+    echo "# server: $server_bin ($built), DB_POOL_SIZE default, LOG_LEVEL=warning; MB = 10^6 bytes, MiB = 2^20"
 
     echo
     echo "## 1. uploads: $PHOTOS distinct JPEGs in turn, wrk ${UPLOAD_SECONDS}s a run, --timeout 30s; cpu_us = the server's CPU per upload, pg_us its backends'"
@@ -232,10 +239,18 @@ out="Benchmarks/results/photos-$(date -u +%Y%m%dT%H%M%SZ).txt"
         done
     done
     echo "# onepass: req/s = files a second over the whole pass, by one curl process (--parallel-max $CONNECTIONS); no latency"
-    echo "# server / nginx, mean req/s over the rounds (target >= 0.70):"
-    awk '{sum[$1 " " $2] += $4; n[$1 " " $2]++; if (!($1 in seen)) {seen[$1] = 1; order[++k] = $1}}
-        END {for (i = 1; i <= k; i++) { c = order[i]; s = sum[c " server"] / n[c " server"]; g = sum[c " nginx"] / n[c " nginx"]
-            printf "%-17s server %9.1f  nginx %9.1f  ratio %.3f  %s\n", c, s, g, s / g, (s / g >= 0.70 ? "target met" : "target NOT met") }}' "$work/rows"
+    echo "# server / nginx: ratio = the median over the rounds of server req/s / nginx req/s in the same round (the target, >= 0.70),"
+    echo "#   mean = ratio of the means; cpu = nginx's CPU per request / the server's and its backends' (median), what the ratio would be"
+    echo "#   were both CPU-bound with the cores to themselves (here wrk and the other engineer's work share the 2 cores)"
+    awk 'function median(a, n,   i, j, t) { for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+        { rps[$1, $2, $3] = $4; cpu[$1, $2, $3] = $8; pg[$1, $2, $3] = $9; if ($3 > rounds) rounds = $3; if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 } }
+        END { for (i = 1; i <= k; i++) { c = order[i]; s = g = 0; m = 0; delete q; delete e
+                for (r = 1; r <= rounds; r++) { s += rps[c, "server", r]; g += rps[c, "nginx", r]; q[r] = rps[c, "server", r] / rps[c, "nginx", r]
+                    if (cpu[c, "server", r] != "-") e[++m] = cpu[c, "nginx", r] / (cpu[c, "server", r] + pg[c, "server", r]) }
+                ratio = median(q, rounds)
+                printf "%-17s server %8.1f req/s  nginx %8.1f req/s  ratio %.3f  mean %.3f  cpu %s  %s\n", c, s / rounds, g / rounds, ratio, s / g,
+                    (m ? sprintf("%.3f", median(e, m)) : "-"), (ratio >= 0.70 ? "target met" : "target NOT met") } }' "$work/rows"
 
     echo
     echo "## 304s: the signed URL with If-None-Match, server alone, wrk -t 2 -c $CONNECTIONS, $((DOWNLOAD_SECONDS * ROUNDS))s"
@@ -253,6 +268,7 @@ out="Benchmarks/results/photos-$(date -u +%Y%m%dT%H%M%SZ).txt"
         sleep 0.3
         DOWNLOAD_SECONDS=6 download server "$work/server-one.txt" > "$work/perf-run"
         wait "$perf_pid" || true
+        [ -n "${PERF_DATA:-}" ] && cp "$work/perf.data" "$PERF_DATA"
         echo "# during it: $(awk '{print $1 " req/s, " $2 " MB/s"}' "$work/perf-run")"
         perf report -i "$work/perf.data" --stdio --no-children -g none --sort dso --percent-limit 2 2>/dev/null | grep -v '^#' | grep -v '^$' | head -12
         echo "#"
@@ -289,5 +305,7 @@ out="Benchmarks/results/photos-$(date -u +%Y%m%dT%H%M%SZ).txt"
         printf "VmRSS: idle %.1f MiB, peak %.1f MiB, peak - idle %.1f MiB (target < 64 MiB: %s); after %.1f MiB\n",
             idle / 1024, peak / 1024, (peak - idle) / 1024, ((peak - idle) / 1024 < 64 ? "met" : "NOT met"), after / 1024 }'
     kill "$server2"; wait "$server2" 2>/dev/null || true
+    echo
+    echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$out"
 echo "wrote $out" >&2
