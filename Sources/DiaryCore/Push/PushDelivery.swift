@@ -152,11 +152,23 @@ package final class PushDelivery: Sendable {
                 logger.notice("push: will retry", metadata: ["reason": "\(reason)", "attempt": "\(row.attempts)", "outbox_id": "\(row.id)"])
             }
         }
-        _ = try await pool.query("""
+        let finish: PostgresQuery = """
             select finish_push_batch(
                 \(outcomes.map { String($0.0.id) })::bigint[], \(outcomes.map(\.1.name))::text[],
                 \(outcomes.map { String(Int($0.1.delay(options: options) / .milliseconds(1))) })::integer[], \(outcomes.map(\.1.error))::text[])
-            """)
+            """
+        // The requests are out: a batch left unsettled is sent again when its lease ends, so a
+        // busy pool or a dropped connection gets a few more tries first. Settling twice is
+        // harmless: sent rows are gone, the rest are set again to the same outcome.
+        for attempt in 1... {
+            do {
+                _ = try await pool.query(finish)
+                return
+            } catch where attempt < 3 && !Task.isCancelled {
+                logger.notice("push: settling a batch failed; trying again", metadata: ["error": "\(error)", "attempt": "\(attempt)"])
+                try await Task.sleep(for: .milliseconds(250 * attempt))
+            }
+        }
     }
 
     private func recordGauges() async {
