@@ -25,14 +25,16 @@ package enum AppSQLState: String, Sendable {
         self = state
     }
 
-    package var domainError: DomainError {
+    /// The refusal, in the client's words; `message` is what our function raised with.
+    package func domainError(message: String) -> DomainError {
         switch self {
         case .inviteCodeInvalid: DomainError(.inviteCodeInvalid, "no diary has this invite code", sqlState: sqlState)
         case .diaryFull: DomainError(.diaryFull, "this diary has no room for another member", sqlState: sqlState)
         case .entryNotFound: DomainError(.notFound, "no such resource", sqlState: sqlState)
         case .photoNotFound: DomainError(.notFound, "no such photo", sqlState: sqlState)
         case .photoInUse: DomainError(.photoInUse, "a photo is already attached to another entry", sqlState: sqlState)
-        case .premiumRequired: DomainError(.premiumRequired, "this needs premium", sqlState: sqlState)
+        // The function names the plan's limit that was reached.
+        case .premiumRequired: DomainError(.premiumRequired, "this needs premium: \(message)", sqlState: sqlState)
         case .sessionInvalid: DomainError(.unauthenticated, "the session has ended; sign in again", sqlState: sqlState)
         }
     }
@@ -42,11 +44,7 @@ package enum AppSQLState: String, Sendable {
         do {
             return try await body()
         } catch let error as PostgresError {
-            guard let state = AppSQLState(error) else { throw error }
-            var refusal = state.domainError
-            // Our own functions word these for the client (the plan's limit, say).
-            if state == .premiumRequired { refusal.detail = "\(refusal.detail): \(error.message)" }
-            throw refusal
+            throw AppSQLState(error)?.domainError(message: error.message) ?? error
         }
     }
 }
