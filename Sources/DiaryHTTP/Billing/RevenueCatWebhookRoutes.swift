@@ -26,13 +26,7 @@ struct RevenueCatWebhookRoutes {
             guard Self.constantTimeEquals(request.headers[.authorization] ?? "", expected) else {
                 throw Problem.unauthorized("the webhook's Authorization header is not the one configured")
             }
-            let buffer: ByteBuffer
-            do {
-                buffer = try await request.body.collect(upTo: Self.maximumBytes)
-            } catch {
-                throw Problem.payloadTooLarge(limit: Self.maximumBytes)
-            }
-            let body = Data(buffer: buffer)
+            let body = Data(buffer: try await request.collectBody(upTo: Self.maximumBytes))
             let event: RevenueCatEvent
             do {
                 event = try RevenueCatEvent(json: body)

@@ -25,13 +25,7 @@ struct APIRequestDecoder: RequestDecoder {
     ]
 
     func decode<T: Decodable>(_ type: T.Type, from request: Request, context: some RequestContext) async throws -> T {
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.body.collect(upTo: context.maxUploadSize)
-        } catch {
-            throw Problem.payloadTooLarge()
-        }
-        let data = Data(buffer: buffer)
+        let data = Data(buffer: try await request.collectBody(upTo: context.maxUploadSize))
         let object: Any
         do {
             object = try JSONSerialization.jsonObject(with: data)

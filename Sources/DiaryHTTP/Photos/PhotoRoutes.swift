@@ -46,17 +46,8 @@ struct PhotoRoutes {
         return type
     }
 
-    /// The whole body, refused as soon as it is known to be too large: from Content-Length
-    /// before a byte is read, and by counting when there is none.
     static func body(of request: Request) async throws -> [UInt8] {
-        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > maximumBytes {
-            throw Problem.payloadTooLarge(limit: maximumBytes)
-        }
-        var bytes: [UInt8] = []
-        for try await buffer in request.body {
-            guard bytes.count + buffer.readableBytes <= maximumBytes else { throw Problem.payloadTooLarge(limit: maximumBytes) }
-            bytes.append(contentsOf: buffer.readableBytesView)
-        }
+        let bytes = Array(try await request.collectBody(upTo: maximumBytes).readableBytesView)
         guard !bytes.isEmpty else { throw DomainError(.invalidImage, "the body is empty") }
         return bytes
     }
