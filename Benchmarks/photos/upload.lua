@@ -5,14 +5,7 @@
 local bodies_file = os.getenv("BODIES")
 local tokens_file = os.getenv("TOKENS")
 local threads = tonumber(os.getenv("THREADS") or "1")
-local counter = 0
-local requests = {}
-local next_request = 1
-
-function setup(thread)
-    counter = counter + 1
-    thread:set("id", counter)
-end
+dofile("Benchmarks/photos/rotation.lua") -- setup, request, done; wrk runs from the repository's root
 
 function init(args)
     local tokens = {}
@@ -36,17 +29,4 @@ function init(args)
     end
     collectgarbage()
     next_request = ((id or 1) * 7) % #requests + 1
-end
-
-function request()
-    local r = requests[next_request]
-    next_request = next_request % #requests + 1
-    return r
-end
-
--- One machine-readable line: requests/s, p50 and p99 in ms, socket errors, non-2xx answers, requests.
-function done(summary, latency, requests)
-    local errors = summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout
-    io.write(string.format("RESULT %.2f %.3f %.3f %d %d %d %d\n", summary.requests / (summary.duration / 1e6),
-        latency:percentile(50) / 1000, latency:percentile(99) / 1000, errors, summary.errors.status, summary.requests, summary.bytes))
 end
