@@ -742,6 +742,21 @@ end
 $$;
 
 --
+-- Name: my_billing_events(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.my_billing_events() RETURNS TABLE(event_id text, event_type text, product_id text, expiration_at timestamp with time zone, event_at timestamp with time zone, received_at timestamp with time zone, outcome text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+    select b.event_id, b.event_type, b.product_id, b.expiration_at, b.event_at, b.received_at, b.outcome
+    from billing_events b
+    where app_user_id() is not null
+      and (app_user_id()::text = any (b.user_ids) or app_user_id()::text = any (b.transferred_from) or app_user_id()::text = any (b.transferred_to))
+    order by b.event_at, b.event_id
+$$;
+
+--
 -- Name: normalize_invite_code(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -974,6 +989,28 @@ begin
         return 'sandbox';
     end if;
     return apply_billing_event(id);
+end
+$$;
+
+--
+-- Name: record_export(integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.record_export(daily_limit integer) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    caller constant uuid := app_user_id();
+begin
+    if caller is null then
+        raise exception 'not signed in' using errcode = 'ZN401';
+    end if;
+    delete from export_days d where d.user_id = caller and d.day < (now() at time zone 'UTC')::date - 2;
+    insert into export_days as d (user_id, day, exports)
+    values (caller, (now() at time zone 'UTC')::date, 1)
+    on conflict (user_id, day) do update set exports = d.exports + 1 where d.exports < daily_limit;
+    return found;
 end
 $$;
 
@@ -1408,6 +1445,36 @@ SET default_tablespace = '';
 SET default_table_access_method = heap;
 
 --
+-- Name: backup_runs; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.backup_runs (
+    id bigint NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    location text NOT NULL,
+    entry_count bigint NOT NULL,
+    entries_checksum text NOT NULL,
+    verified_at timestamp with time zone,
+    verified boolean
+);
+
+ALTER TABLE ONLY public.backup_runs FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: backup_runs_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.backup_runs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.backup_runs_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: billing_events; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1623,6 +1690,19 @@ CREATE TABLE public.entry_photos (
 ALTER TABLE ONLY public.entry_photos FORCE ROW LEVEL SECURITY;
 
 --
+-- Name: export_days; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.export_days (
+    user_id uuid NOT NULL,
+    day date NOT NULL,
+    exports integer NOT NULL,
+    CONSTRAINT export_days_exports_check CHECK ((exports > 0))
+);
+
+ALTER TABLE ONLY public.export_days FORCE ROW LEVEL SECURITY;
+
+--
 -- Name: users; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1800,6 +1880,25 @@ CREATE TABLE public.reminder_schedule (
 ALTER TABLE ONLY public.reminder_schedule FORCE ROW LEVEL SECURITY;
 
 --
+-- Name: service_notices; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.service_notices (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    kind text NOT NULL,
+    title text NOT NULL,
+    body text NOT NULL,
+    published_at timestamp with time zone DEFAULT now() NOT NULL,
+    effective_on date,
+    CONSTRAINT service_notices_body_check CHECK (((length(body) >= 1) AND (length(body) <= 5000))),
+    CONSTRAINT service_notices_kind_check CHECK ((kind = ANY (ARRAY['info'::text, 'shutdown'::text]))),
+    CONSTRAINT service_notices_shutdown_six_months_ahead CHECK (((kind <> 'shutdown'::text) OR ((effective_on IS NOT NULL) AND (effective_on >= (((published_at AT TIME ZONE 'UTC'::text))::date + 183))))),
+    CONSTRAINT service_notices_title_check CHECK (((length(title) >= 1) AND (length(title) <= 200)))
+);
+
+ALTER TABLE ONLY public.service_notices FORCE ROW LEVEL SECURITY;
+
+--
 -- Name: sessions; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1811,6 +1910,13 @@ CREATE TABLE public.sessions (
 );
 
 ALTER TABLE ONLY public.sessions FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: backup_runs backup_runs_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.backup_runs
+    ADD CONSTRAINT backup_runs_pkey PRIMARY KEY (id);
 
 --
 -- Name: billing_events billing_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1883,6 +1989,13 @@ ALTER TABLE ONLY public.entry_reads
     ADD CONSTRAINT entry_reads_pkey PRIMARY KEY (diary_id, entry_id, user_id);
 
 --
+-- Name: export_days export_days_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.export_days
+    ADD CONSTRAINT export_days_pkey PRIMARY KEY (user_id, day);
+
+--
 -- Name: photo_garbage photo_garbage_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1939,6 +2052,13 @@ ALTER TABLE ONLY public.reminder_schedule
     ADD CONSTRAINT reminder_schedule_pkey PRIMARY KEY (user_id);
 
 --
+-- Name: service_notices service_notices_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.service_notices
+    ADD CONSTRAINT service_notices_pkey PRIMARY KEY (id);
+
+--
 -- Name: sessions sessions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1965,6 +2085,12 @@ ALTER TABLE ONLY public.users
 
 ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_pkey PRIMARY KEY (id);
+
+--
+-- Name: backup_runs_latest; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX backup_runs_latest ON public.backup_runs USING btree (finished_at DESC);
 
 --
 -- Name: billing_events_user; Type: INDEX; Schema: public; Owner: -
@@ -2115,6 +2241,12 @@ CREATE INDEX reminder_schedule_due ON public.reminder_schedule USING btree (next
 --
 
 CREATE INDEX reminder_schedule_unscheduled ON public.reminder_schedule USING btree (user_id) WHERE (next_at IS NULL);
+
+--
+-- Name: service_notices_published; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX service_notices_published ON public.service_notices USING btree (published_at DESC);
 
 --
 -- Name: sessions_user; Type: INDEX; Schema: public; Owner: -
@@ -2343,6 +2475,13 @@ ALTER TABLE ONLY public.entry_reads
     ADD CONSTRAINT entry_reads_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 --
+-- Name: export_days export_days_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.export_days
+    ADD CONSTRAINT export_days_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
 -- Name: photo_upload_days photo_upload_days_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2383,6 +2522,36 @@ ALTER TABLE ONLY public.reminder_schedule
 
 ALTER TABLE ONLY public.sessions
     ADD CONSTRAINT sessions_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: backup_runs; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.backup_runs ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: backup_runs backup_runs_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY backup_runs_delete ON public.backup_runs FOR DELETE USING (false);
+
+--
+-- Name: backup_runs backup_runs_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY backup_runs_insert ON public.backup_runs FOR INSERT WITH CHECK (false);
+
+--
+-- Name: backup_runs backup_runs_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY backup_runs_select ON public.backup_runs FOR SELECT USING (true);
+
+--
+-- Name: backup_runs backup_runs_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY backup_runs_update ON public.backup_runs FOR UPDATE USING (false) WITH CHECK (false);
 
 --
 -- Name: billing_events; Type: ROW SECURITY; Schema: public; Owner: -
@@ -2655,6 +2824,36 @@ CREATE POLICY entry_reads_select ON public.entry_reads FOR SELECT USING (((diary
 CREATE POLICY entry_reads_update ON public.entry_reads FOR UPDATE USING ((user_id = ( SELECT public.app_user_id() AS app_user_id))) WITH CHECK (((user_id = ( SELECT public.app_user_id() AS app_user_id)) AND (diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))));
 
 --
+-- Name: export_days; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.export_days ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: export_days export_days_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY export_days_delete ON public.export_days FOR DELETE USING (false);
+
+--
+-- Name: export_days export_days_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY export_days_insert ON public.export_days FOR INSERT WITH CHECK (false);
+
+--
+-- Name: export_days export_days_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY export_days_select ON public.export_days FOR SELECT USING ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
+
+--
+-- Name: export_days export_days_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY export_days_update ON public.export_days FOR UPDATE USING (false) WITH CHECK (false);
+
+--
 -- Name: photo_garbage; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
@@ -2863,6 +3062,36 @@ CREATE POLICY reminder_schedule_select ON public.reminder_schedule FOR SELECT US
 --
 
 CREATE POLICY reminder_schedule_update ON public.reminder_schedule FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: service_notices; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.service_notices ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: service_notices service_notices_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY service_notices_delete ON public.service_notices FOR DELETE USING (false);
+
+--
+-- Name: service_notices service_notices_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY service_notices_insert ON public.service_notices FOR INSERT WITH CHECK (false);
+
+--
+-- Name: service_notices service_notices_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY service_notices_select ON public.service_notices FOR SELECT USING (true);
+
+--
+-- Name: service_notices service_notices_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY service_notices_update ON public.service_notices FOR UPDATE USING (false) WITH CHECK (false);
 
 --
 -- Name: sessions; Type: ROW SECURITY; Schema: public; Owner: -
@@ -3141,6 +3370,13 @@ REVOKE ALL ON FUNCTION public.mark_as_read(entry_id uuid, user_id uuid) FROM PUB
 GRANT ALL ON FUNCTION public.mark_as_read(entry_id uuid, user_id uuid) TO diary_app;
 
 --
+-- Name: FUNCTION my_billing_events(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.my_billing_events() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.my_billing_events() TO diary_app;
+
+--
 -- Name: FUNCTION normalize_invite_code(raw text); Type: ACL; Schema: public; Owner: -
 --
 
@@ -3224,6 +3460,13 @@ REVOKE ALL ON FUNCTION public.queue_photo_garbage() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.record_billing_event(id text, type text, user_ids text[], transferred_from text[], transferred_to text[], product_id text, couple boolean, expiration_at timestamp with time zone, event_at timestamp with time zone, environment text, accepted boolean, body jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.record_billing_event(id text, type text, user_ids text[], transferred_from text[], transferred_to text[], product_id text, couple boolean, expiration_at timestamp with time zone, event_at timestamp with time zone, environment text, accepted boolean, body jsonb) TO diary_app;
+
+--
+-- Name: FUNCTION record_export(daily_limit integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.record_export(daily_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.record_export(daily_limit integer) TO diary_app;
 
 --
 -- Name: FUNCTION record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer); Type: ACL; Schema: public; Owner: -
@@ -3314,6 +3557,12 @@ REVOKE ALL ON FUNCTION public.user_plan(user_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.user_plan(user_id uuid) TO diary_app;
 
 --
+-- Name: TABLE backup_runs; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.backup_runs TO diary_app;
+
+--
 -- Name: TABLE change_log; Type: ACL; Schema: public; Owner: -
 --
 
@@ -3362,6 +3611,12 @@ GRANT SELECT,DELETE ON TABLE public.devices TO diary_app;
 GRANT SELECT ON TABLE public.entry_photos TO diary_app;
 
 --
+-- Name: TABLE export_days; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.export_days TO diary_app;
+
+--
 -- Name: TABLE users; Type: ACL; Schema: public; Owner: -
 --
 
@@ -3390,6 +3645,12 @@ GRANT SELECT ON TABLE public.photo_uploads TO diary_app;
 --
 
 GRANT SELECT ON TABLE public.questions TO diary_app;
+
+--
+-- Name: TABLE service_notices; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.service_notices TO diary_app;
 
 --
 -- Name: TABLE sessions; Type: ACL; Schema: public; Owner: -

@@ -99,14 +99,16 @@ struct APIHarness: Sendable {
         maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, sharedReads: Bool = false, testing: TestingSetup = .router,
         route: DatabaseRoute = .direct, slowConsumerGrace: Duration = .seconds(10),
         push: PushConfiguration = PushConfiguration(), pushDelivery: PushDelivery.Options = PushDelivery.Options(),
-        billing: BillingConfiguration = APIHarness.billing,
+        billing: BillingConfiguration = APIHarness.billing, serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
+        export: ExportConfiguration = ExportConfiguration(),
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         try await MigratedTemplate.withDatabase { database in
             try await run(
                 on: database, poolSize: poolSize, acquireTimeout: acquireTimeout, statementTimeout: statementTimeout,
                 maxConcurrentRequests: maxConcurrentRequests, sharedReads: sharedReads, testing: testing, route: route,
-                slowConsumerGrace: slowConsumerGrace, push: push, pushDelivery: pushDelivery, billing: billing, body
+                slowConsumerGrace: slowConsumerGrace, push: push, pushDelivery: pushDelivery, billing: billing,
+                serviceStatus: serviceStatus, export: export, body
             )
         }
     }
@@ -117,7 +119,8 @@ struct APIHarness: Sendable {
         maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, sharedReads: Bool = false, testing: TestingSetup = .router,
         route: DatabaseRoute = .direct, slowConsumerGrace: Duration = .seconds(10),
         push: PushConfiguration = PushConfiguration(), pushDelivery: PushDelivery.Options = PushDelivery.Options(),
-        billing: BillingConfiguration = APIHarness.billing,
+        billing: BillingConfiguration = APIHarness.billing, serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
+        export: ExportConfiguration = ExportConfiguration(),
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         // The server's own role: no ownership, no BYPASSRLS, so every policy applies.
@@ -141,6 +144,8 @@ struct APIHarness: Sendable {
         configuration.push.runsReminders = false
         configuration.push.delivery = pushDelivery
         configuration.billing = billing
+        configuration.serviceStatus = serviceStatus
+        configuration.export = export
         let app = try buildApplication(configuration: configuration, pool: pool, logger: TestDatabase.logger)
         do {
             try await app.test(testing) { client in
@@ -154,8 +159,8 @@ struct APIHarness: Sendable {
     }
 
     @discardableResult
-    func call(_ method: HTTPRequest.Method, _ path: String, token: String? = nil, json: String? = nil) async throws -> Reply {
-        var headers: HTTPFields = [:]
+    func call(_ method: HTTPRequest.Method, _ path: String, token: String? = nil, json: String? = nil, headers extra: HTTPFields = [:]) async throws -> Reply {
+        var headers = extra
         if let token { headers[.authorization] = "Bearer \(token)" }
         if json != nil { headers[.contentType] = "application/json" }
         return try await client.execute(uri: path, method: method, headers: headers, body: json.map { ByteBuffer(string: $0) }) { response in

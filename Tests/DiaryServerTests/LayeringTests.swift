@@ -17,7 +17,7 @@ struct LayeringTests {
         "PostgresClient": ["CLibPQ", "Logging", "NIOConcurrencyHelpers", "NIOCore", "NIOPosix", "ServiceLifecycle"],
         "DiaryModels": [],
         "APNSClient": ["AsyncHTTPClient", "JWTKit", "Logging", "NIOConcurrencyHelpers", "NIOCore", "NIOFoundationCompat", "NIOHTTP1", "NIOSSL"],
-        "DiaryCore": ["DiaryModels", "PostgresClient", "APNSClient", "Logging", "Metrics", "NIOConcurrencyHelpers", "NIOCore", "NIOPosix", "_NIOFileSystem", "Crypto", "JWTKit"],
+        "DiaryCore": ["DiaryModels", "PostgresClient", "APNSClient", "Logging", "Metrics", "NIOConcurrencyHelpers", "NIOCore", "NIOPosix", "_NIOFileSystem", "Crypto", "JWTKit", "CompressNIO"],
         "DiaryHTTP": [
             "APNSClient", "DiaryCore", "DiaryModels", "PostgresClient", "Hummingbird", "HummingbirdCore", "HummingbirdWebSocket", "Logging", "Metrics",
             "Prometheus", "NIOCore", "NIOConcurrencyHelpers", "NIOFoundationEssentialsCompat", "NIOWebSocket", "ServiceLifecycle",

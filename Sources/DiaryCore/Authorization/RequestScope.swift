@@ -48,6 +48,31 @@ package struct RequestScope: Sendable {
         try await read([statement])[0]
     }
 
+    /// Runs `body` in one REPEATABLE READ, READ ONLY transaction as the caller, on a
+    /// connection of its own: every read through `reader` sees one snapshot, however long
+    /// `body` takes between them. It takes no locks beyond each statement's, so writers
+    /// never wait for it. For exports, whose reads interleave with sending the response.
+    package func snapshot<Result: Sendable>(_ body: (_ reader: SnapshotReader) async throws -> Result) async throws -> Result {
+        try await AppSQLState.translating {
+            try await pool.withConnection { connection in
+                try await connection.withTransaction { connection in
+                    try await connection.query("set transaction isolation level repeatable read, read only")
+                    try await connection.query("select authenticate(\(identity.sessionID), \(identity.userID))")
+                    return try await body(SnapshotReader(connection: connection))
+                }
+            }
+        }
+    }
+
+    /// Reads inside `snapshot`.
+    package struct SnapshotReader: Sendable {
+        let connection: PostgresConnection
+
+        package func read(_ statement: PostgresQuery) async throws -> PostgresRows {
+            try await connection.query(statement)
+        }
+    }
+
     private func transaction(_ statements: [PostgresQuery], placement: PostgresPool.Placement) async throws -> [PostgresRows] {
         let transaction = ["select authenticate(\(identity.sessionID), \(identity.userID))"] + statements
         #if DEBUG

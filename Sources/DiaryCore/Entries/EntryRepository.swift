@@ -73,7 +73,7 @@ package struct EntryRepository: Sendable {
         )
     }
 
-    private static func diaryVisible(_ diary: UUID) -> PostgresQuery {
+    static func diaryVisible(_ diary: UUID) -> PostgresQuery {
         "select 1 from diaries where diaries.id = \(diary) and \(DiariesPolicy.select.using)"
     }
 

@@ -23,6 +23,8 @@ package func buildApplication(
         devSignIn: configuration.auth.devSignIn,
         photos: photos,
         billing: configuration.billing,
+        serviceStatus: configuration.serviceStatus,
+        export: configuration.export,
         sharedReads: configuration.sharedReads
     )
     let feed = feed ?? makeChangeFeed(configuration: configuration, logger: logger)
@@ -94,7 +96,8 @@ private func backgroundConnections(
 /// request → metrics → problem mapping → admission → auth → route (plan and query in a repository) → response.
 func buildRouter(
     pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenService, apple: AppleIdentityVerifier, devSignIn: Bool, photos: Photos,
-    billing: BillingConfiguration = BillingConfiguration(), sharedReads: Bool = false
+    billing: BillingConfiguration = BillingConfiguration(), serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
+    export: ExportConfiguration = ExportConfiguration(), sharedReads: Bool = false
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     // Outermost, so it records the status the client gets, problems included.
@@ -120,7 +123,8 @@ func buildRouter(
     }
 
     let auth = AuthRoutes(accounts: AccountRepository(pool: pool, tokens: tokens), apple: apple, devSignInEnabled: devSignIn)
-    let api = router.group("v1")
+    let api = router.group("v1").add(middleware: ServiceStatusMiddleware(configuration: serviceStatus))
+    ServiceStatusRoutes(configuration: serviceStatus, notices: ServiceNoticeRepository(pool: pool)).register(on: api)
     auth.register(public: api)
 
     let photoRoutes = PhotoRoutes(store: photos.store, downloads: PhotoDownloads(pool: pool, store: photos.store, links: photos.links))
@@ -136,5 +140,6 @@ func buildRouter(
     photoRoutes.register(authenticated: authenticated)
     ChangeRoutes().register(on: authenticated)
     DeviceRoutes().register(on: authenticated)
+    ExportRoutes(store: photos.store, configuration: export).register(on: authenticated)
     return router
 }

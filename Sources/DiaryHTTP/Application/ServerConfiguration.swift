@@ -29,6 +29,10 @@ package struct ServerConfiguration: Sendable {
     package var photos = PhotoConfiguration()
     /// RevenueCat's webhook and the free plan's limits.
     package var billing = BillingConfiguration()
+    /// Maintenance and the minimum app version.
+    package var serviceStatus = ServiceStatusConfiguration()
+    /// Exports' limits, and whether backups run.
+    package var export = ExportConfiguration()
 
     package init(
         host: String, port: Int, database: PostgresConfiguration, listenDatabase: PostgresConfiguration? = nil,

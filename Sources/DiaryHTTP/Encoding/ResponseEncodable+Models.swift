@@ -15,3 +15,6 @@ extension TodayQuestion: ResponseEncodable {}
 extension DeviceList: ResponseEncodable {}
 extension ChangeList: ResponseEncodable {}
 extension Photo: ResponseEncodable {}
+extension ServiceStatus: ResponseEncodable {}
+extension DataSafety: ResponseEncodable {}
+extension DiaryCalendar: ResponseEncodable {}

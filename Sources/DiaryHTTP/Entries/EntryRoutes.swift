@@ -40,6 +40,14 @@ struct EntryRoutes {
             return try await EntryRepository(scope: context.scope).timeline(of: diary, limit: limit, before: cursor)
         }
 
+        router.get("diaries/:diaryId/calendar") { request, context -> DiaryCalendar in
+            let diary = try Validation.id(context, "diaryId")
+            guard let text = request.uri.queryParameters.get("month"), let month = DiaryCalendarRepository.Month(text) else {
+                throw Problem.validation(field: "month", "must be YYYY-MM, from 1900-01 to 9999-12")
+            }
+            return try await DiaryCalendarRepository(scope: context.scope).calendar(of: diary, month: month)
+        }
+
         router.get("diaries/:diaryId/entries/:entryId") { _, context -> Entry in
             try await EntryRepository(scope: context.scope).find(try Validation.id(context, "entryId"), in: try Validation.id(context, "diaryId"))
         }

@@ -34,6 +34,11 @@ struct ServeCommand: AsyncParsableCommand {
               REVENUECAT_ACCEPT_SANDBOX   1 applies SANDBOX events (default 1, 0 in production)
               PREMIUM_COUPLE_PRODUCT_IDS  comma-separated products that make the partner premium too
               FREE_PLAN_DIARIES           diaries a free user may create (default 1)
+              MAINTENANCE_MODE    1 refuses writes with 503 maintenance; reads, exports and sign-in go on
+              MINIMUM_APP_VERSION an X-App-Version below it gets 426 upgrade_required (x.y.z)
+              EXPORTS_PER_DAY     exports one user may start per UTC day (default 10)
+              CONCURRENT_EXPORTS  exports streaming at once; each holds a database connection
+                                  (default 4, or half of DB_POOL_SIZE if less)
               APPLE_AUDIENCE      comma-separated bundle ids accepted in Apple identity tokens
               APPLE_JWKS_URL      Apple's keys (default https://appleid.apple.com/auth/keys)
               APPLE_JWKS_FILE     read Apple's keys from a file instead
@@ -92,6 +97,8 @@ struct ServeCommand: AsyncParsableCommand {
             )
             configuration.push = push
             configuration.billing = billing
+            configuration.serviceStatus = try ServiceStatusConfiguration.fromEnvironment()
+            configuration.export = try ExportConfiguration.fromEnvironment(poolSize: configuration.poolOptions.size)
             configuration.photos = PhotoConfiguration(
                 storeDirectory: Setting.string(flag: nil, environment: "PHOTO_STORE_DIR"),
                 urlKeyFile: Setting.string(flag: nil, environment: "DIARY_URL_KEY_FILE")

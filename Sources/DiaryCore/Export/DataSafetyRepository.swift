@@ -1,0 +1,33 @@
+package import DiaryModels
+import Foundation
+import PostgresClient
+
+/// What the Data Safety Center shows: the newest backup, whether it was restored and
+/// matched, and how many entries the caller's diaries hold (their counters, not a count).
+package struct DataSafetyRepository: Sendable {
+    let scope: RequestScope
+
+    package init(scope: RequestScope) {
+        self.scope = scope
+    }
+
+    /// `backupsEnabled`: this deployment takes backups (`BACKUP_DIR`); without them the
+    /// times are null, whatever an old record says.
+    package func status(backupsEnabled: Bool) async throws -> DataSafety {
+        let rows = try await scope.read("""
+            with newest as (select finished_at, verified from backup_runs order by finished_at desc limit 1)
+            select (select finished_at from newest) as last_backup_at,
+                (select max(verified_at) from backup_runs where verified) as last_verified_at,
+                coalesce((select verified from newest), false) as backup_verified,
+                (select coalesce(sum(diaries.entry_count), 0) from diaries where \(DiariesPolicy.select.using))::bigint as entries_protected
+            """)
+        guard let row = rows.first else { throw DomainError(.inconsistent, "the data safety read returned no row") }
+        let entries: Int = try row.decode("entries_protected")
+        guard backupsEnabled else {
+            return DataSafety(lastBackupAt: nil, lastVerifiedAt: nil, backupVerified: false, entriesProtected: entries)
+        }
+        return DataSafety(
+            lastBackupAt: try row.decode("last_backup_at"), lastVerifiedAt: try row.decode("last_verified_at"),
+            backupVerified: try row.decode("backup_verified"), entriesProtected: entries)
+    }
+}

@@ -1,0 +1,104 @@
+package import DiaryModels
+package import Foundation
+package import Logging
+package import NIOCore
+import PostgresClient
+
+/// A diary's export: a ZIP that any computer opens and any browser reads, written while
+/// it is sent, in constant memory.
+///
+/// Every read runs in one snapshot (`RequestScope.snapshot`), so an entry written during
+/// the export is in every file or in none, and writers never wait for it. Entries are read
+/// a page at a time, oldest first, twice: once for `entries.json`, once for the book,
+/// because a ZIP's files follow one another and holding either in memory would grow with
+/// the diary. The photos follow, streamed from the store, then `README.txt`.
+package struct DiaryExport: Sendable {
+    package let scope: RequestScope
+    package let store: any PhotoStore
+    package let diaryID: UUID
+    package let logger: Logger
+
+    /// Entries per read: a page's rows and its JSON stay well under a megabyte.
+    static let pageSize = 250
+
+    package init(scope: RequestScope, store: any PhotoStore, diaryID: UUID, logger: Logger) {
+        self.scope = scope
+        self.store = store
+        self.diaryID = diaryID
+        self.logger = logger
+    }
+
+    /// Checks, in the caller's own transaction, that the diary is theirs to export and that
+    /// today's limit allows another; returns the diary's name and the caller's time zone,
+    /// for the file name.
+    package static func admit(scope: RequestScope, diary: UUID, exportsPerDay: Int) async throws -> (name: String, timeZone: String) {
+        let results = try await scope.run([
+            "select diaries.name from diaries where diaries.id = \(diary) and \(DiariesPolicy.select.using)",
+            "select time_zone from users where users.id = (select app_user_id())",
+            "select record_export(\(exportsPerDay)::integer) as admitted from diaries where diaries.id = \(diary) and \(DiariesPolicy.select.using)",
+        ])
+        guard let name: String = try results[0].first?.decode("name") else { throw DomainError.notFound("no such diary") }
+        try ExportArchive.checkAdmitted(results[2], exportsPerDay: exportsPerDay)
+        return (name, try results[1].first?.decode("time_zone") ?? "Asia/Tokyo")
+    }
+
+    package func write(exportedAt: Date, to sink: (ByteBuffer) async throws -> Void) async throws {
+        try await scope.snapshot { reader in try await withoutActuallyEscaping(sink) { sink in
+            var archive = ExportArchive(sink: sink, modified: exportedAt)
+            let rows = try await reader.read("\(DiaryRepository.diaryColumns) where diaries.id = \(diaryID) and \(DiariesPolicy.select.using)")
+            guard let row = rows.first else { throw DomainError.notFound("no such diary") }
+            let diary = try DiaryRepository.diary(from: row)
+            let context = try await reader.read("""
+                select u.time_zone, (select d.entry_count from diaries d where d.id = \(diaryID)) as entry_count
+                from users u where u.id = (select app_user_id())
+                """)
+            let timeZone: String = try context.first?.decode("time_zone") ?? "Asia/Tokyo"
+            let entryCount: Int = try context.first?.decode("entry_count") ?? 0
+            let zone = TimeZone(identifier: timeZone) ?? TimeZone(identifier: "Asia/Tokyo")!
+
+            try await archive.json(ExportedDiary(diary: diary, exportedAt: exportedAt, timeZone: timeZone, entryCount: entryCount), path: "diary.json")
+
+            try await archive.jsonArray(path: "entries.json") { element in
+                try await forEachEntry(reader, zone: zone) { try await element($0) }
+            }
+
+            var book = ExportBook(diary: diary, exportedAt: exportedAt, timeZone: timeZone)
+            try await archive.text(path: "index.html") { chunk in
+                try await chunk(book.opening())
+                var written = 0
+                try await forEachEntry(reader, zone: zone) { entry in
+                    written += 1
+                    try await chunk(book.page(for: entry))
+                }
+                try await chunk(book.closing(entryCount: written))
+            }
+
+            try await archive.photos(reader, store: store, where: "entry_photos.diary_id = \(diaryID) and \(EntryPhotosPolicy.select.using)", logger: logger)
+            try await archive.text(path: "README.txt") { chunk in
+                try await chunk(ExportReadme.diary(name: diary.name, exportedAt: exportedAt))
+            }
+            try await archive.finish()
+        } }
+    }
+
+    /// Every entry of the diary as the caller sees it, oldest first, a page per round trip.
+    private func forEachEntry(_ reader: RequestScope.SnapshotReader, zone: TimeZone, _ body: (ExportedEntry) async throws -> Void) async throws {
+        var after: (createdAt: Date, id: UUID)?
+        while true {
+            let keyset: PostgresQuery = after.map {
+                "and (entries.created_at, entries.id) > (\(PostgresTimestamp.format($0.createdAt))::timestamptz, \($0.id))"
+            } ?? ""
+            let rows = try await reader.read("""
+                \(EntryRepository.entryColumns(inDiary: diaryID))
+                where \(EntriesPolicy.select(inDiary: diaryID)) \(keyset)
+                order by entries.created_at, entries.id limit \(Self.pageSize)
+                """)
+            for row in rows {
+                let entry = try EntryRepository.entry(from: row, links: scope.photoLinks)
+                try await body(ExportArchive.exported(entry, zone: zone))
+                after = (entry.createdAt, entry.id)
+            }
+            if rows.count < Self.pageSize { return }
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import DiaryModels
+import Foundation
+import Logging
+import Metrics
+import NIOCore
+import PostgresClient
+
+/// The files of an export as they go into its ZIP and out to the client: JSON and HTML
+/// deflated, photos stored (they are compressed already), output gathered into writes of
+/// about 64 KiB.
+struct ExportArchive {
+    private var zip = ZipArchiveWriter()
+    private let sink: (ByteBuffer) async throws -> Void
+    private let modified: Date
+    private var pending = ByteBuffer()
+
+    static let flushBytes = 64 * 1024
+    /// Photo rows per read.
+    static let photoPageSize = 500
+
+    /// Pretty-printed and sorted, for people reading the files in twenty years; dates as the API writes them.
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(PostgresTimestamp.format(date))
+        }
+        return encoder
+    }()
+
+    init(sink: @escaping (ByteBuffer) async throws -> Void, modified: Date) {
+        self.sink = sink
+        self.modified = modified
+    }
+
+    mutating func json(_ value: some Encodable, path: String) async throws {
+        try await emit(zip.startEntry(path: path, compression: .deflated, modified: modified))
+        try await emit(zip.write(ByteBuffer(bytes: Self.encoder.encode(value))))
+        try await emit(zip.finishEntry())
+    }
+
+    /// A JSON array written an element at a time: `body` calls `element` for each.
+    mutating func jsonArray<Element: Encodable>(
+        path: String, _ body: (_ element: (Element) async throws -> Void) async throws -> Void
+    ) async throws {
+        try await emit(zip.startEntry(path: path, compression: .deflated, modified: modified))
+        var first = true
+        try await emit(zip.write(ByteBuffer(string: "[\n")))
+        try await body { element in
+            var bytes = ByteBuffer(string: first ? "" : ",\n")
+            bytes.writeBytes(try Self.encoder.encode(element))
+            first = false
+            try await emit(zip.write(bytes))
+        }
+        try await emit(zip.write(ByteBuffer(string: "\n]\n")))
+        try await emit(zip.finishEntry())
+    }
+
+    /// A text file written in pieces: `body` calls `chunk` with each.
+    mutating func text(path: String, _ body: (_ chunk: (String) async throws -> Void) async throws -> Void) async throws {
+        try await emit(zip.startEntry(path: path, compression: .deflated, modified: modified))
+        try await body { text in try await emit(zip.write(ByteBuffer(string: text))) }
+        try await emit(zip.finishEntry())
+    }
+
+    /// The photos that `visible` selects from entry_photos, as `photos/<id>.<ext>`, their
+    /// bytes read from the store a chunk at a time. A file the store has lost is left out
+    /// and logged: one missing photo must not keep the rest of a diary from its owners.
+    mutating func photos(_ reader: RequestScope.SnapshotReader, store: any PhotoStore, where visible: PostgresQuery, logger: Logger) async throws {
+        var after: UUID?
+        while true {
+            let keyset: PostgresQuery = after.map { "and entry_photos.id > \($0)" } ?? ""
+            let rows = try await reader.read("""
+                select entry_photos.id, entry_photos.content_hash, entry_photos.content_type, entry_photos.bytes
+                from entry_photos where \(visible) \(keyset)
+                order by entry_photos.id limit \(Self.photoPageSize)
+                """)
+            for row in rows {
+                let id: UUID = try row.decode("id")
+                after = id
+                let hash: String = try row.decode("content_hash")
+                let bytes: Int = try row.decode("bytes")
+                let path = Self.photoPath(id: id, contentType: try row.decode("content_type"))
+                guard try await store.contains(hash) else {
+                    logger.error("export: a photo's file is missing from the store", metadata: ["photo_id": "\(id)", "hash": "\(hash)"])
+                    Counter(label: "export_missing_photos_total").increment()
+                    continue
+                }
+                try await emit(zip.startEntry(path: path, compression: .stored, modified: modified))
+                try await store.read(hash, range: 0..<bytes) { chunk in try await emit(zip.write(chunk)) }
+                try await emit(zip.finishEntry())
+            }
+            if rows.count < Self.photoPageSize { return }
+        }
+    }
+
+    /// The central directory, and whatever is still gathered.
+    mutating func finish() async throws {
+        pending.writeImmutableBuffer(try zip.finish())
+        if pending.readableBytes > 0 { try await sink(pending) }
+        pending = ByteBuffer()
+    }
+
+    private mutating func emit(_ bytes: ByteBuffer) async throws {
+        guard bytes.readableBytes > 0 else { return }
+        pending.writeImmutableBuffer(bytes)
+        if pending.readableBytes >= Self.flushBytes {
+            let full = pending
+            pending = ByteBuffer()
+            pending.reserveCapacity(Self.flushBytes + 16 * 1024)
+            try await sink(full)
+        }
+    }
+
+    static func photoPath(id: UUID, contentType: String) -> String {
+        let suffix = switch contentType {
+        case "image/png": "png"
+        case "image/webp": "webp"
+        default: "jpg"
+        }
+        return "photos/\(id.canonicalText).\(suffix)"
+    }
+
+    /// An entry as `entries.json` holds it: photos as paths in the archive, and the day it
+    /// was written where the requester lives.
+    static func exported(_ entry: Entry, zone: TimeZone) -> ExportedEntry {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        let day = calendar.dateComponents([.year, .month, .day], from: entry.createdAt)
+        return ExportedEntry(
+            id: entry.id, author: entry.author, content: entry.content, question: entry.question,
+            photos: entry.photos.map { photoPath(id: $0.id, contentType: $0.contentType) },
+            readBy: entry.readBy, createdAt: entry.createdAt, updatedAt: entry.updatedAt,
+            localDate: String(format: "%04d-%02d-%02d", day.year ?? 0, day.month ?? 0, day.day ?? 0))
+    }
+
+    /// `record_export`'s answer: false once the day's exports are used up.
+    static func checkAdmitted(_ rows: PostgresRows, exportsPerDay: Int) throws {
+        guard try rows.first?.decode("admitted", as: Bool.self) == true else {
+            throw DomainError(.rateLimited, "at most \(exportsPerDay) exports a day; try again tomorrow")
+        }
+    }
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Headless Chromium for the export tests (Tests/DiaryServerTests/Export/HeadlessChromium.swift).
+#
+#   scripts/chromium.sh install   install Debian's chromium if it is not on PATH, and a Japanese font
+#                                 if the system has none
+#   scripts/chromium.sh path      print the browser the tests use ($CHROMIUM, else chromium on PATH)
+#
+# The tests open an export's index.html in it, offline, to check that the book renders with its
+# photos. The book names no web font and uses the system's, so without a CJK font Japanese text
+# comes out as boxes in the screenshot: fonts-noto-cjk gives the machine one.
+set -euo pipefail
+
+log() { echo "chromium.sh: $*" >&2; }
+
+# Installs Debian packages "$@", through sudo when not root. The package lists are refreshed
+# only when the install fails on them, so a machine with fresh lists does not wait for apt-get update.
+apt_install() {
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo=sudo
+    local install=(env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@")
+    if ! $sudo "${install[@]}" >&2; then
+        log "install failed; updating the package lists and trying again"
+        $sudo apt-get update -qq >&2
+        $sudo "${install[@]}" >&2
+    fi
+}
+
+browser() {
+    if [ -n "${CHROMIUM:-}" ]; then [ -x "$CHROMIUM" ] && echo "$CHROMIUM"
+    else command -v chromium
+    fi
+}
+
+install() {
+    local missing=()
+    browser >/dev/null || missing+=(chromium)
+    # fc-list comes with fontconfig, which chromium depends on; before chromium is there, no fonts either.
+    if ! command -v fc-list >/dev/null || [ -z "$(fc-list :lang=ja family 2>/dev/null)" ]; then
+        missing+=(fonts-noto-cjk)
+    fi
+    [ ${#missing[@]} -eq 0 ] && return 0
+    log "installing ${missing[*]}"
+    apt_install "${missing[@]}"
+    browser >/dev/null || { log "chromium is still not on PATH"; exit 1; }
+}
+
+case "${1:-}" in
+    install) install ;;
+    path) browser ;;
+    *) echo "usage: $0 install|path" >&2; exit 2 ;;
+esac
