@@ -112,6 +112,7 @@ let package = Package(
                 "APNSClient",
                 "DiaryCore",
                 "DiaryHTTP",
+                "DiaryModels",
                 "PostgresClient",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

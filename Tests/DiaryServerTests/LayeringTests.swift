@@ -22,7 +22,7 @@ struct LayeringTests {
             "APNSClient", "DiaryCore", "DiaryModels", "PostgresClient", "Hummingbird", "HummingbirdCore", "HummingbirdWebSocket", "Logging", "Metrics",
             "Prometheus", "NIOCore", "NIOConcurrencyHelpers", "NIOFoundationEssentialsCompat", "NIOWebSocket", "ServiceLifecycle",
         ],
-        "DiaryServer": ["APNSClient", "DiaryCore", "DiaryHTTP", "PostgresClient", "Hummingbird", "ArgumentParser", "Logging", "ServiceLifecycle", "UnixSignals", "Crypto"],
+        "DiaryServer": ["APNSClient", "DiaryCore", "DiaryHTTP", "DiaryModels", "PostgresClient", "Hummingbird", "ArgumentParser", "Logging", "ServiceLifecycle", "UnixSignals", "Crypto"],
     ]
 
     @Test("each target imports only the layers beneath it", arguments: ["PostgresClient", "APNSClient", "DiaryModels", "DiaryCore", "DiaryHTTP", "DiaryServer"])
