@@ -55,6 +55,17 @@ public struct DataSafety: Codable, Sendable, Equatable {
         self.backupVerified = backupVerified
         self.entriesProtected = entriesProtected
     }
+
+    private enum CodingKeys: String, CodingKey { case lastBackupAt, lastVerifiedAt, backupVerified, entriesProtected }
+
+    /// The times are written as null, not left out: the screen shows "off" for them.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(lastBackupAt, forKey: .lastBackupAt)
+        try container.encode(lastVerifiedAt, forKey: .lastVerifiedAt)
+        try container.encode(backupVerified, forKey: .backupVerified)
+        try container.encode(entriesProtected, forKey: .entriesProtected)
+    }
 }
 
 /// `GET /v1/diaries/{diaryId}/calendar?month=YYYY-MM`: the days with entries.

@@ -96,4 +96,31 @@ struct ServiceStatusTests {
             #expect(try await api.call(.get, "/v1/service-status").decode(ServiceStatus.self).notices.count == 1)
         }
     }
+
+    @Test("data safety: null times while backups are off; the newest backup and its verification once on; entries from the counters")
+    func dataSafety() async throws {
+        for enabled in [false, true] {
+            try await APIHarness.run(export: ExportConfiguration(backupsEnabled: enabled)) { api in
+                let couple = try await EntryPhotoTests.couple(api)
+                for text in ["一", "二"] { #expect(try await api.post(text, in: couple.diary.id, token: couple.alice.accessToken).status == .created) }
+                let before = try await api.call(.get, "/v1/data-safety", token: couple.bob.accessToken)
+                #expect(before.text.contains(#""lastBackupAt":null"#) && before.text.contains(#""lastVerifiedAt":null"#), "\(before.text)")
+                #expect(try before.decode(DataSafety.self) == DataSafety(lastBackupAt: nil, lastVerifiedAt: nil, backupVerified: false, entriesProtected: 2))
+                try await api.asSuperuser("""
+                    insert into backup_runs (started_at, finished_at, location, entry_count, entries_checksum, verified_at, verified)
+                    values ('2026-11-24T03:00:00Z', '2026-11-24T03:01:00Z', 'a', 2, 'x', '2026-11-24T03:02:00Z', true),
+                           ('2026-11-25T03:00:00Z', '2026-11-25T03:01:00Z', 'b', 2, 'x', null, null)
+                    """)
+                let after = try await api.call(.get, "/v1/data-safety", token: couple.bob.accessToken).decode(DataSafety.self)
+                if enabled {
+                    #expect(after.lastBackupAt == ISO8601DateFormatter().date(from: "2026-11-25T03:01:00Z") && after.lastVerifiedAt == ISO8601DateFormatter().date(from: "2026-11-24T03:02:00Z"))
+                    #expect(after.backupVerified == false, "the newest backup is not verified yet")
+                } else {
+                    #expect(after.lastBackupAt == nil && after.lastVerifiedAt == nil && !after.backupVerified)
+                }
+                let stranger = try await api.signIn("Mallory")
+                #expect(try await api.call(.get, "/v1/data-safety", token: stranger.accessToken).decode(DataSafety.self).entriesProtected == 0)
+            }
+        }
+    }
 }
