@@ -7,7 +7,7 @@ BOUNCER := scripts/pgbouncer.sh
 # `make run CONFIG=release` for an optimised server.
 CONFIG ?= debug
 
-.PHONY: run test build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-client bench-rls bench-rls-instructions clean-db
+.PHONY: run test build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
 
 run: db
 	swift build -c $(CONFIG) --product diary-server
@@ -61,6 +61,10 @@ bench-push: db
 # Photo uploads, downloads against nginx on the same files, and memory under slow downloads.
 bench-photos: db
 	eval "$$($(PG) env)"; Benchmarks/photos.sh
+
+# Export time and peak RSS at 1,000 and 10,000 entries, with and without photos, beside pg_dump.
+bench-export: db
+	eval "$$($(PG) env)"; Benchmarks/export.sh
 
 bench-client: db
 	eval "$$($(PG) env)"; Benchmarks/client-vs-pgbench.sh
