@@ -71,6 +71,23 @@ package struct RequestScope: Sendable {
         package func read(_ statement: PostgresQuery) async throws -> PostgresRows {
             try await connection.query(statement)
         }
+
+        /// Every row of a keyset-paginated read, a page per round trip: `statement` reads the
+        /// `size` rows after `key` of the last row seen (nil for the first page).
+        package func forEachRow<Key>(
+            pagesOf size: Int, _ statement: (_ after: Key?) -> PostgresQuery, key: (PostgresRow) throws -> Key,
+            _ body: (PostgresRow) async throws -> Void
+        ) async throws {
+            var after: Key?
+            while true {
+                let rows = try await read(statement(after))
+                for row in rows {
+                    try await body(row)
+                    after = try key(row)
+                }
+                if rows.count < size { return }
+            }
+        }
     }
 
     private func transaction(_ statements: [PostgresQuery], placement: PostgresPool.Placement) async throws -> [PostgresRows] {

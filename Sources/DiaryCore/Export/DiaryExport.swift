@@ -83,22 +83,14 @@ package struct DiaryExport: Sendable {
 
     /// Every entry of the diary as the caller sees it, oldest first, a page per round trip.
     private func forEachEntry(_ reader: RequestScope.SnapshotReader, zone: TimeZone, _ body: (ExportedEntry) async throws -> Void) async throws {
-        var after: (createdAt: Date, id: UUID)?
-        while true {
-            let keyset: PostgresQuery = after.map {
-                "and (entries.created_at, entries.id) > (\(PostgresTimestamp.format($0.createdAt))::timestamptz, \($0.id))"
-            } ?? ""
-            let rows = try await reader.read("""
-                \(EntryRepository.entryColumns(inDiary: diaryID))
-                where \(EntriesPolicy.select(inDiary: diaryID)) \(keyset)
-                order by entries.created_at, entries.id limit \(Self.pageSize)
-                """)
-            for row in rows {
-                let entry = try EntryRepository.entry(from: row, links: scope.photoLinks)
-                try await body(ExportArchive.exported(entry, zone: zone))
-                after = (entry.createdAt, entry.id)
-            }
-            if rows.count < Self.pageSize { return }
+        try await reader.forEachRow(pagesOf: Self.pageSize, { after in
+            """
+            \(EntryRepository.entryColumns(inDiary: diaryID))
+            where \(EntriesPolicy.select(inDiary: diaryID)) \(ExportArchive.entriesAfter(after))
+            order by entries.created_at, entries.id limit \(Self.pageSize)
+            """
+        }, key: ExportArchive.EntryKey.init) { row in
+            try await body(ExportArchive.exported(try EntryRepository.entry(from: row, links: scope.photoLinks), zone: zone))
         }
     }
 }

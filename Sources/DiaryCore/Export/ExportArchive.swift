@@ -68,30 +68,40 @@ struct ExportArchive {
     /// bytes read from the store a chunk at a time. A file the store has lost is left out
     /// and logged: one missing photo must not keep the rest of a diary from its owners.
     mutating func photos(_ reader: RequestScope.SnapshotReader, store: any PhotoStore, where visible: PostgresQuery, logger: Logger) async throws {
-        var after: UUID?
-        while true {
+        try await reader.forEachRow(pagesOf: Self.photoPageSize, { (after: UUID?) -> PostgresQuery in
             let keyset: PostgresQuery = after.map { "and entry_photos.id > \($0)" } ?? ""
-            let rows = try await reader.read("""
+            return """
                 select entry_photos.id, entry_photos.content_hash, entry_photos.content_type, entry_photos.bytes
                 from entry_photos where \(visible) \(keyset)
                 order by entry_photos.id limit \(Self.photoPageSize)
-                """)
-            for row in rows {
-                let id: UUID = try row.decode("id")
-                after = id
-                let hash: String = try row.decode("content_hash")
-                let bytes: Int = try row.decode("bytes")
-                let path = Self.photoPath(id: id, contentType: try row.decode("content_type"))
-                guard try await store.contains(hash) else {
-                    logger.error("export: a photo's file is missing from the store", metadata: ["photo_id": "\(id)", "hash": "\(hash)"])
-                    Counter(label: "export_missing_photos_total").increment()
-                    continue
-                }
-                try await emit(zip.startEntry(path: path, compression: .stored, modified: modified))
-                try await store.read(hash, range: 0..<bytes) { chunk in try await emit(zip.write(chunk)) }
-                try await emit(zip.finishEntry())
+                """
+        }, key: { try $0.decode("id", as: UUID.self) }) { row in
+            let id: UUID = try row.decode("id")
+            let hash: String = try row.decode("content_hash")
+            let bytes: Int = try row.decode("bytes")
+            let path = Self.photoPath(id: id, contentType: try row.decode("content_type"))
+            guard try await store.contains(hash) else {
+                logger.error("export: a photo's file is missing from the store", metadata: ["photo_id": "\(id)", "hash": "\(hash)"])
+                Counter(label: "export_missing_photos_total").increment()
+                return
             }
-            if rows.count < Self.photoPageSize { return }
+            try await emit(zip.startEntry(path: path, compression: .stored, modified: modified))
+            try await store.read(hash, range: 0..<bytes) { chunk in try await emit(zip.write(chunk)) }
+            try await emit(zip.finishEntry())
+        }
+    }
+
+    /// Entries after `after` in (created_at, id) order, the key that exports page by.
+    static func entriesAfter(_ after: EntryKey?) -> PostgresQuery {
+        after.map { "and (entries.created_at, entries.id) > (\(PostgresTimestamp.format($0.createdAt))::timestamptz, \($0.id))" } ?? ""
+    }
+
+    struct EntryKey {
+        var createdAt: Date
+        var id: UUID
+        init(_ row: PostgresRow) throws {
+            createdAt = try row.decode("created_at")
+            id = try row.decode("id")
         }
     }
 

@@ -64,53 +64,42 @@ package struct PersonalExport: Sendable {
     }
 
     private func forEachOwnEntry(_ reader: RequestScope.SnapshotReader, _ body: (PersonalExportedEntry) async throws -> Void) async throws {
-        var after: (createdAt: Date, id: UUID)?
-        while true {
-            let keyset: PostgresQuery = after.map {
-                "and (entries.created_at, entries.id) > (\(PostgresTimestamp.format($0.createdAt))::timestamptz, \($0.id))"
-            } ?? ""
-            let rows = try await reader.read("""
-                select entries.id, entries.diary_id, entries.content, entries.question, entries.created_at, entries.updated_at,
-                    photos.photo_ids, photos.photo_types
-                from entries
-                cross join lateral (
-                    select array_agg(entry_photos.id order by entry_photos.position) as photo_ids,
-                           array_agg(entry_photos.content_type order by entry_photos.position) as photo_types
-                    from entry_photos
-                    where entry_photos.diary_id = entries.diary_id and entry_photos.entry_id = entries.id and \(EntryPhotosPolicy.select.using)) as photos
-                where entries.user_id = (select app_user_id()) and \(EntriesPolicy.select.using) \(keyset)
-                order by entries.created_at, entries.id limit \(Self.pageSize)
-                """)
-            for row in rows {
-                let ids = try row.decodeAggregate("photo_ids", as: UUID.self)
-                let types = try row.decodeAggregate("photo_types", as: String.self, count: ids.count)
-                let entry = PersonalExportedEntry(
-                    id: try row.decode("id"), diaryId: try row.decode("diary_id"), content: try row.decode("content"),
-                    question: try row.decode("question"),
-                    photos: zip(ids, types).map { ExportArchive.photoPath(id: $0, contentType: $1) },
-                    createdAt: try row.decode("created_at"), updatedAt: try row.decode("updated_at"))
-                try await body(entry)
-                after = (entry.createdAt, entry.id)
-            }
-            if rows.count < Self.pageSize { return }
+        try await reader.forEachRow(pagesOf: Self.pageSize, { after in
+            """
+            select entries.id, entries.diary_id, entries.content, entries.question, entries.created_at, entries.updated_at,
+                photos.photo_ids, photos.photo_types
+            from entries
+            cross join lateral (
+                select array_agg(entry_photos.id order by entry_photos.position) as photo_ids,
+                       array_agg(entry_photos.content_type order by entry_photos.position) as photo_types
+                from entry_photos
+                where entry_photos.diary_id = entries.diary_id and entry_photos.entry_id = entries.id and \(EntryPhotosPolicy.select.using)) as photos
+            where entries.user_id = (select app_user_id()) and \(EntriesPolicy.select.using) \(ExportArchive.entriesAfter(after))
+            order by entries.created_at, entries.id limit \(Self.pageSize)
+            """
+        }, key: ExportArchive.EntryKey.init) { row in
+            let ids = try row.decodeAggregate("photo_ids", as: UUID.self)
+            let types = try row.decodeAggregate("photo_types", as: String.self, count: ids.count)
+            try await body(PersonalExportedEntry(
+                id: try row.decode("id"), diaryId: try row.decode("diary_id"), content: try row.decode("content"),
+                question: try row.decode("question"),
+                photos: zip(ids, types).map { ExportArchive.photoPath(id: $0, contentType: $1) },
+                createdAt: try row.decode("created_at"), updatedAt: try row.decode("updated_at")))
         }
     }
 
     private func forEachRead(_ reader: RequestScope.SnapshotReader, _ body: (PersonalReadReceipt) async throws -> Void) async throws {
-        var after: (diary: UUID, entry: UUID)?
-        while true {
-            let keyset: PostgresQuery = after.map { "and (entry_reads.diary_id, entry_reads.entry_id) > (\($0.diary), \($0.entry))" } ?? ""
-            let rows = try await reader.read("""
+        try await reader.forEachRow(pagesOf: Self.pageSize, { (after: PersonalReadReceipt?) -> PostgresQuery in
+            let keyset: PostgresQuery = after.map { "and (entry_reads.diary_id, entry_reads.entry_id) > (\($0.diaryId), \($0.entryId))" } ?? ""
+            return """
                 select entry_reads.diary_id, entry_reads.entry_id, entry_reads.read_at from entry_reads
                 where entry_reads.user_id = (select app_user_id()) and \(EntryReadsPolicy.select.using) \(keyset)
                 order by entry_reads.diary_id, entry_reads.entry_id limit \(Self.pageSize)
-                """)
-            for row in rows {
-                let read = PersonalReadReceipt(diaryId: try row.decode("diary_id"), entryId: try row.decode("entry_id"), readAt: try row.decode("read_at"))
-                try await body(read)
-                after = (read.diaryId, read.entryId)
-            }
-            if rows.count < Self.pageSize { return }
-        }
+                """
+        }, key: Self.read) { row in try await body(try Self.read(row)) }
+    }
+
+    private static func read(_ row: PostgresRow) throws -> PersonalReadReceipt {
+        PersonalReadReceipt(diaryId: try row.decode("diary_id"), entryId: try row.decode("entry_id"), readAt: try row.decode("read_at"))
     }
 }

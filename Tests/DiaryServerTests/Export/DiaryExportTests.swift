@@ -29,9 +29,9 @@ struct DiaryExportTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let zip = folder.appendingPathComponent("export.zip")
         try reply.body.write(to: zip)
-        let test = try run("/usr/bin/unzip", ["-t", zip.path])
+        let test = try ZipArchiveWriterTests.run("/usr/bin/unzip", ["-t", zip.path])
         #expect(test.status == 0, "unzip -t: \(test.output)")
-        let python = try run("/usr/bin/env", ["python3", "-c", """
+        let python = try ZipArchiveWriterTests.run("/usr/bin/env", ["python3", "-c", """
             import sys, zipfile
             with zipfile.ZipFile(sys.argv[1]) as z:
                 assert z.testzip() is None
@@ -40,22 +40,9 @@ struct DiaryExportTests {
             """, zip.path])
         #expect(python.status == 0, "python zipfile: \(python.output)")
         let unpacked = folder.appendingPathComponent("unpacked")
-        let extract = try run("/usr/bin/unzip", ["-q", zip.path, "-d", unpacked.path])
+        let extract = try ZipArchiveWriterTests.run("/usr/bin/unzip", ["-q", zip.path, "-d", unpacked.path])
         #expect(extract.status == 0, "unzip: \(extract.output)")
         return Unpacked(zip: zip, folder: unpacked)
-    }
-
-    static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
     }
 
     static func export(_ api: APIHarness, _ diary: UUID, token: String) async throws -> APIHarness.Reply {
