@@ -39,6 +39,13 @@ struct ServeCommand: AsyncParsableCommand {
               EXPORTS_PER_DAY     exports one user may start per UTC day (default 10)
               CONCURRENT_EXPORTS  exports streaming at once; each holds a database connection
                                   (default 4, or half of DB_POOL_SIZE if less)
+              BACKUP_DIR          turns automatic backups on: one instance at a time backs up
+                                  there and verifies (as MIGRATION_DATABASE_URL, else DATABASE_URL)
+              BACKUP_INTERVAL_HOURS  hours between backups (default 24)
+              BACKUP_KEEP         backups kept (default 7)
+              PG_DUMP, PG_RESTORE the tools (default: found on PATH)
+              BACKUP_SCRATCH_DATABASE_URL  where verification restores (default: a scratch
+                                  database made through the owner's connection)
               APPLE_AUDIENCE      comma-separated bundle ids accepted in Apple identity tokens
               APPLE_JWKS_URL      Apple's keys (default https://appleid.apple.com/auth/keys)
               APPLE_JWKS_FILE     read Apple's keys from a file instead
@@ -128,9 +135,18 @@ struct ServeCommand: AsyncParsableCommand {
             try? await pool.close()
             throw ExitCode.failure
         }
+        let backups: BackupService?
+        do {
+            backups = try BackupService.fromEnvironment(database: database, logger: logger)
+        } catch {
+            logger.critical("cannot start: automatic backups are misconfigured", metadata: ["reason": "\(error)"])
+            try? await pool.close()
+            throw ExitCode.failure
+        }
         // Members stop in reverse order: realtime sockets close (1001) before the server stops.
+        let services: [any Service] = (backups.map { [$0] } ?? []) + [app, RealtimeDrain(feed: feed)]
         try await ServiceGroup(configuration: .init(
-            services: [app, RealtimeDrain(feed: feed)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
         )).run()
     }
 }

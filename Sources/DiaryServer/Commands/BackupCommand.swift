@@ -1,0 +1,96 @@
+import ArgumentParser
+import DiaryCore
+import Foundation
+import Logging
+import PostgresClient
+
+struct BackupCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "backup",
+        abstract: "Back up the database (pg_dump) and the photos into a directory; print the new backup's folder.",
+        discussion: """
+            Makes DIR/<UTC time>/ with database.dump (pg_dump -Fc of one snapshot) and
+            manifest.json (the snapshot's row count of every table, the entries' checksum, the
+            photos' hashes, the dump's SHA-256), and copies into DIR/photos/ the photo files
+            not there yet. The folder appears only once complete; a failed run leaves none.
+            Records the backup in backup_runs. Exits 1 on any failure, and when photos the
+            database names are missing from the photo store (the backup is still made).
+
+            Runs as the schema's owner (MIGRATION_DATABASE_URL, else DATABASE_URL), which needs
+            BYPASSRLS, as migrating does: every table forces its row-level policies, and
+            pg_dump refuses to dump rows a policy would hide.
+              PG_DUMP          pg_dump to run (default: the first on PATH); its major version
+                               must be the server's or newer
+              PHOTO_STORE_DIR  the photo store (default DIARY_DATA_DIR/photos)
+            """
+    )
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(name: .customLong("to"), help: "The backup directory (created if missing).")
+    var directory: String
+
+    @Option(name: .customLong("photo-store"), help: "The photo store's folder (default: $PHOTO_STORE_DIR, else $DIARY_DATA_DIR/photos).")
+    var photoStore: String?
+
+    @Option(name: .customLong("pg-dump"), help: "pg_dump to run (default: $PG_DUMP, else the first on PATH).")
+    var pgDump: String?
+
+    func run() async throws {
+        let logger = AppLogger.make(label: "diary-server.backup")
+        let tool: ExternalTool
+        let store: FolderPhotoStore
+        do {
+            tool = try BackupTools.pgDump(flag: pgDump)
+            store = try BackupTools.photoStore(flag: photoStore)
+        } catch {
+            printError("backup: \(error)")
+            throw ExitCode.failure
+        }
+        let directory = directory
+        let result = try await database.withOwnerPool(command: "backup", logger: logger) { pool in
+            try await BackupRunner(pool: pool, store: store, pgDump: tool, logger: logger).backup(into: directory)
+        }
+        let manifest = result.manifest
+        printError("""
+            backup: \(manifest.tables.count) tables, \(manifest.entries.count) entries, dump \(manifest.database.bytes) bytes; \
+            photos: \(result.photosCopied) copied (\(result.bytesCopied) bytes), \(result.photosPresent) already there
+            """)
+        print(result.folder)
+        if !result.lostPhotos.isEmpty {
+            printError("backup: \(result.lostPhotos.count) photo(s) the database names are missing from the photo store: \(result.lostPhotos.joined(separator: ", "))")
+            throw ExitCode.failure
+        }
+    }
+}
+
+/// The backups' tools and the photo store, from a flag, else the environment. `serve`'s
+/// automatic backups (`BackupScheduler.Options`) read them the same way.
+enum BackupTools {
+    static func pgDump(flag: String?) throws -> ExternalTool {
+        try ExternalTool.locate("pg_dump", override: Setting.string(flag: flag, environment: "PG_DUMP"), searchPath: Setting.string(flag: nil, environment: "PATH"))
+    }
+
+    static func pgRestore(flag: String?) throws -> ExternalTool {
+        try ExternalTool.locate("pg_restore", override: Setting.string(flag: flag, environment: "PG_RESTORE"), searchPath: Setting.string(flag: nil, environment: "PATH"))
+    }
+
+    /// The photo store `serve` uses: PHOTO_STORE_DIR, else `photos` in DIARY_DATA_DIR (.data).
+    /// It must exist: a mistyped path would otherwise back up an empty store.
+    static func photoStore(flag: String?) throws -> FolderPhotoStore {
+        let directory = Setting.string(flag: flag, environment: "PHOTO_STORE_DIR")
+            ?? ((Setting.string(flag: nil, environment: "DIARY_DATA_DIR") ?? ".data") as NSString).appendingPathComponent("photos")
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ConfigurationError(description: "the photo store \(directory) is not a folder; give it with --photo-store or PHOTO_STORE_DIR")
+        }
+        return try FolderPhotoStore(root: directory)
+    }
+
+    /// Where verification makes its scratch databases: the flag, BACKUP_SCRATCH_DATABASE_URL,
+    /// else nil (the owner's connection).
+    static func scratchDatabase(flag: String?) throws -> PostgresConfiguration? {
+        guard Setting.string(flag: flag, environment: "BACKUP_SCRATCH_DATABASE_URL") != nil else { return nil }
+        return try Setting.databaseURL(flag: flag, environment: "BACKUP_SCRATCH_DATABASE_URL")
+    }
+}
