@@ -204,16 +204,8 @@ final class ServerProcess: Sendable {
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw HarnessError("\(binary.path) is missing: build it first (`make test` runs `swift build --product diary-server`)")
         }
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = try await Task.detached { try output.fileHandleForReading.readToEnd() ?? Data() }.value
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let path = binary.path
+        return try await Task.detached { try Spawn.run(path, arguments) }.value
     }
 
     /// DATABASE_URL for `database`, on the test cluster's socket as TEST_DATABASE_URL gives it.

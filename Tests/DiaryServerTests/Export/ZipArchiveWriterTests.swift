@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import TestSupport
 import Testing
 @testable import DiaryCore
 
@@ -81,16 +82,7 @@ struct ZipArchiveWriterTests {
     }
 
     static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        try Spawn.run(executable, arguments)
     }
 
     static let python = """
