@@ -55,11 +55,19 @@ package struct RequestScope: Sendable {
     package func snapshot<Result: Sendable>(_ body: (_ reader: SnapshotReader) async throws -> Result) async throws -> Result {
         try await AppSQLState.translating {
             try await pool.withConnection { connection in
-                try await connection.withTransaction { connection in
-                    try await connection.query("set transaction isolation level repeatable read, read only")
+                // One BEGIN with its mode: the statement timeout the connection sends goes just
+                // after it, where a separate SET TRANSACTION would come too late (25001).
+                try await connection.query("begin isolation level repeatable read, read only")
+                let result: Result
+                do {
                     try await connection.query("select authenticate(\(identity.sessionID), \(identity.userID))")
-                    return try await body(SnapshotReader(connection: connection))
+                    result = try await body(SnapshotReader(connection: connection))
+                } catch {
+                    try? await connection.query("rollback")
+                    throw error
                 }
+                try await connection.query("commit")
+                return result
             }
         }
     }

@@ -51,7 +51,8 @@ struct DiaryExportTests {
 
     @Test("a member's export: every entry as the API shows it, photos matching their hashes, a book, a README")
     func completeExport() async throws {
-        try await APIHarness.run { api in
+        // The server's statement timeout, as `serve` sets it: it travels with each transaction.
+        try await APIHarness.run(statementTimeout: .seconds(5)) { api in
             let couple = try await EntryPhotoTests.couple(api)
             try await EntryPhotoTests.makePremium(api, couple.alice)
             let first = try await EntryPhotoTests.upload(api, couple.alice, width: 24)
