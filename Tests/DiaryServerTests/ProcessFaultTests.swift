@@ -155,7 +155,7 @@ final class ServerProcess: Sendable {
     }
 
     let port: Int
-    private let process: Process
+    private let process: SpawnedProcess
     let logPath: String
 
     static var binary: URL {
@@ -177,9 +177,6 @@ final class ServerProcess: Sendable {
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         logPath = scratch.appendingPathComponent("server-\(port).log").path
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let process = Process()
-        process.executableURL = Self.binary
-        process.arguments = ["serve"]
         var environment = ProcessInfo.processInfo.environment
         environment["DATABASE_URL"] = databaseURL
         environment["HOST"] = "127.0.0.1"
@@ -190,11 +187,7 @@ final class ServerProcess: Sendable {
         environment["LOG_LEVEL"] = "notice"
         environment["DB_WAIT_SECONDS"] = String(databaseWaitSeconds)
         environment.merge(extra) { _, new in new }
-        process.environment = environment
-        let log = FileHandle(forWritingAtPath: logPath)
-        process.standardOutput = log
-        process.standardError = log
-        try process.run()
+        let process = try Spawn.start(Self.binary.path, ["serve"], environment: environment, outputPath: logPath)
         self.process = process
     }
 
@@ -218,10 +211,10 @@ final class ServerProcess: Sendable {
         return components.string!
     }
 
-    func terminate() { process.terminate() }
+    func terminate() { _ = Foundation.kill(process.pid, SIGTERM) }
 
     func kill() {
-        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning { _ = Foundation.kill(process.pid, SIGKILL) }
     }
 
     func waitForExit(within limit: Duration) async throws -> (status: Int32, after: ContinuousClock.Instant) {

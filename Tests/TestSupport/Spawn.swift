@@ -3,32 +3,31 @@ import Foundation
 import Glibc
 #endif
 
-/// Runs a program to its end with posix_spawn, its stdout and stderr together.
+/// Starts programs with posix_spawn.
 ///
 /// Foundation's `Process.run()` on Linux crashes now and then (swift-corelibs-foundation
 /// #5472: an over-read while it lists /proc/self/fd), and a suite that spawns hundreds of
-/// tools met it; this path does not list descriptors.
+/// processes met it; this path does not list descriptors. Children start with no signal
+/// blocked and every signal at its default, whatever the spawning thread had.
 public enum Spawn {
+    /// Runs a program to its end; its stdout and stderr together.
     public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, output: String) {
         var pipe: [Int32] = [0, 0]
         guard Glibc.pipe(&pipe) == 0 else { throw SpawnError("pipe: errno \(errno)") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, pipe[1], 2)
-        posix_spawn_file_actions_addclose(&actions, pipe[0])
-        posix_spawn_file_actions_addclose(&actions, pipe[1])
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let env = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (argv + env).forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, env)
-        close(pipe[1])
-        guard spawned == 0 else {
+        let pid: pid_t
+        do {
+            pid = try spawn(executable, arguments, environment: environment) { actions in
+                posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
+                posix_spawn_file_actions_adddup2(&actions, pipe[1], 2)
+                posix_spawn_file_actions_addclose(&actions, pipe[0])
+                posix_spawn_file_actions_addclose(&actions, pipe[1])
+            }
+        } catch {
             close(pipe[0])
-            throw SpawnError("posix_spawn \(executable): error \(spawned)")
+            close(pipe[1])
+            throw error
         }
+        close(pipe[1])
         var output = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -40,9 +39,76 @@ public enum Spawn {
         close(pipe[0])
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        // WIFEXITED / WEXITSTATUS, spelled out: the macros do not import.
-        let exitCode = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return (exitCode, String(decoding: output, as: UTF8.self))
+        return (exitCode(status), String(decoding: output, as: UTF8.self))
+    }
+
+    /// Starts a program with stdout and stderr appended to `outputPath`.
+    public static func start(_ executable: String, _ arguments: [String], environment: [String: String], outputPath: String) throws -> SpawnedProcess {
+        let pid = try spawn(executable, arguments, environment: environment) { actions in
+            posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_APPEND | O_CREAT, 0o644)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        }
+        return SpawnedProcess(pid: pid)
+    }
+
+    private static func spawn(
+        _ executable: String, _ arguments: [String], environment: [String: String]?, files: (inout posix_spawn_file_actions_t) -> Void
+    ) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        files(&actions)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let env = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { (argv + env).forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, env)
+        guard spawned == 0 else { throw SpawnError("posix_spawn \(executable): error \(spawned)") }
+        return pid
+    }
+
+    /// WIFEXITED / WEXITSTATUS, spelled out: the macros do not import. A signal gives 128 + it.
+    static func exitCode(_ status: Int32) -> Int32 {
+        (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }
+}
+
+/// A child started by `Spawn.start`, reaped when it is first seen to have ended.
+public final class SpawnedProcess: @unchecked Sendable {
+    public let pid: pid_t
+    private let lock = NSLock()
+    private var status: Int32?
+
+    init(pid: pid_t) {
+        self.pid = pid
+    }
+
+    public var isRunning: Bool { poll() == nil }
+    /// The exit code once it has ended (128 + the signal if one ended it), else -1.
+    public var terminationStatus: Int32 { poll() ?? -1 }
+
+    private func poll() -> Int32? {
+        lock.lock()
+        defer { lock.unlock() }
+        if let status { return status }
+        var raw: Int32 = 0
+        let result = waitpid(pid, &raw, WNOHANG)
+        if result == pid {
+            status = Spawn.exitCode(raw)
+        } else if result < 0 && errno == ECHILD {
+            status = -1
+        }
+        return status
     }
 }
 
