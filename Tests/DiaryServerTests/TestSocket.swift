@@ -68,8 +68,10 @@ final class TestSocket: Sendable {
     func send(_ message: Outgoing) { outgoing.yield(message) }
     func resume() { gate.yield() }
 
-    /// The next text frame, or nil if the socket closed first.
-    func next(within limit: Duration = .seconds(10)) async throws -> String? {
+    /// The next text frame, or nil if the socket closed first. The default wait is long:
+    /// changes reach sockets once no older transaction in the cluster is open, and parallel
+    /// suites hold snapshots for seconds (the schema test's pg_dump, the backups' pg_dump).
+    func next(within limit: Duration = .seconds(30)) async throws -> String? {
         let deadline = ContinuousClock.now + limit
         while true {
             let index = consumed.withLockedValue { $0 }
@@ -84,7 +86,7 @@ final class TestSocket: Sendable {
     }
 
     /// Skips to the next change event of `type`.
-    func event(_ type: ChangeType, within limit: Duration = .seconds(10)) async throws -> ChangeEvent {
+    func event(_ type: ChangeType, within limit: Duration = .seconds(30)) async throws -> ChangeEvent {
         let deadline = ContinuousClock.now + limit
         while ContinuousClock.now < deadline {
             guard let text = try await next(within: deadline - .now) else { throw HarnessError("closed before \(type.rawValue)") }
@@ -94,7 +96,7 @@ final class TestSocket: Sendable {
     }
 
     /// The next frame's `type` field ("ready", "resync", or an event type).
-    func nextType(within limit: Duration = .seconds(10)) async throws -> String? {
+    func nextType(within limit: Duration = .seconds(30)) async throws -> String? {
         guard let text = try await next(within: limit) else { return nil }
         return (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["type"] as? String
     }
