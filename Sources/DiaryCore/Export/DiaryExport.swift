@@ -16,22 +16,25 @@ package struct DiaryExport: Sendable {
     package let scope: RequestScope
     package let store: any PhotoStore
     package let diaryID: UUID
+    /// The requester's, from the admission.
+    package let days: LocalCalendar
     package let logger: Logger
 
     /// Entries per read: a page's rows and its JSON stay well under a megabyte.
     static let pageSize = 250
 
-    package init(scope: RequestScope, store: any PhotoStore, diaryID: UUID, logger: Logger) {
+    package init(scope: RequestScope, store: any PhotoStore, diaryID: UUID, days: LocalCalendar, logger: Logger) {
         self.scope = scope
         self.store = store
         self.diaryID = diaryID
+        self.days = days
         self.logger = logger
     }
 
     /// Checks, in the caller's own transaction, that the diary is theirs to export and that
-    /// today's limit allows another; returns the diary's name and the caller's time zone,
-    /// for the file name.
-    package static func admit(scope: RequestScope, diary: UUID, exportsPerDay: Int) async throws -> (name: String, timeZone: String) {
+    /// today's limit allows another; returns the diary's name and the caller's days, for
+    /// the file name and the export itself.
+    package static func admit(scope: RequestScope, diary: UUID, exportsPerDay: Int) async throws -> (name: String, days: LocalCalendar) {
         let results = try await scope.run([
             "select diaries.name from diaries where diaries.id = \(diary) and \(DiariesPolicy.select.using)",
             "select time_zone from users where users.id = (select app_user_id())",
@@ -39,7 +42,7 @@ package struct DiaryExport: Sendable {
         ])
         guard let name: String = try results[0].first?.decode("name") else { throw DomainError.notFound("no such diary") }
         try ExportArchive.checkAdmitted(results[2], exportsPerDay: exportsPerDay)
-        return (name, try results[1].first?.decode("time_zone") ?? "Asia/Tokyo")
+        return (name, LocalCalendar(zoneName: try results[1].first?.decode("time_zone") ?? LocalCalendar.fallbackZone))
     }
 
     package func write(exportedAt: Date, to sink: (ByteBuffer) async throws -> Void) async throws {
@@ -48,25 +51,20 @@ package struct DiaryExport: Sendable {
             let rows = try await reader.read("\(DiaryRepository.diaryColumns) where diaries.id = \(diaryID) and \(DiariesPolicy.select.using)")
             guard let row = rows.first else { throw DomainError.notFound("no such diary") }
             let diary = try DiaryRepository.diary(from: row)
-            let context = try await reader.read("""
-                select u.time_zone, (select d.entry_count from diaries d where d.id = \(diaryID)) as entry_count
-                from users u where u.id = (select app_user_id())
-                """)
-            let timeZone: String = try context.first?.decode("time_zone") ?? "Asia/Tokyo"
-            let entryCount: Int = try context.first?.decode("entry_count") ?? 0
-            let zone = TimeZone(identifier: timeZone) ?? TimeZone(identifier: "Asia/Tokyo")!
+            let counted = try await reader.read("select diaries.entry_count from diaries where diaries.id = \(diaryID)")
+            let entryCount: Int = try counted.first?.decode("entry_count") ?? 0
 
-            try await archive.json(ExportedDiary(diary: diary, exportedAt: exportedAt, timeZone: timeZone, entryCount: entryCount), path: "diary.json")
+            try await archive.json(ExportedDiary(diary: diary, exportedAt: exportedAt, timeZone: days.zoneName, entryCount: entryCount), path: "diary.json")
 
             try await archive.jsonArray(path: "entries.json") { element in
-                try await forEachEntry(reader, zone: zone) { try await element($0) }
+                try await forEachEntry(reader) { try await element($0) }
             }
 
-            var book = ExportBook(diary: diary, exportedAt: exportedAt, timeZone: timeZone)
+            var book = ExportBook(diary: diary, exportedAt: exportedAt, timeZone: days.zoneName)
             try await archive.text(path: "index.html") { chunk in
                 try await chunk(book.opening())
                 var written = 0
-                try await forEachEntry(reader, zone: zone) { entry in
+                try await forEachEntry(reader) { entry in
                     written += 1
                     try await chunk(book.page(for: entry))
                 }
@@ -82,7 +80,7 @@ package struct DiaryExport: Sendable {
     }
 
     /// Every entry of the diary as the caller sees it, oldest first, a page per round trip.
-    private func forEachEntry(_ reader: RequestScope.SnapshotReader, zone: TimeZone, _ body: (ExportedEntry) async throws -> Void) async throws {
+    private func forEachEntry(_ reader: RequestScope.SnapshotReader, _ body: (ExportedEntry) async throws -> Void) async throws {
         try await reader.forEachRow(pagesOf: Self.pageSize, { after in
             """
             \(EntryRepository.entryColumns(inDiary: diaryID))
@@ -90,7 +88,7 @@ package struct DiaryExport: Sendable {
             order by entries.created_at, entries.id limit \(Self.pageSize)
             """
         }, key: ExportArchive.EntryKey.init) { row in
-            try await body(ExportArchive.exported(try EntryRepository.entry(from: row, links: scope.photoLinks), zone: zone))
+            try await body(ExportArchive.exported(try EntryRepository.entry(from: row, links: scope.photoLinks), days: days))
         }
     }
 }

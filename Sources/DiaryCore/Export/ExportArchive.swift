@@ -134,15 +134,12 @@ struct ExportArchive {
 
     /// An entry as `entries.json` holds it: photos as paths in the archive, and the day it
     /// was written where the requester lives.
-    static func exported(_ entry: Entry, zone: TimeZone) -> ExportedEntry {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = zone
-        let day = calendar.dateComponents([.year, .month, .day], from: entry.createdAt)
-        return ExportedEntry(
+    static func exported(_ entry: Entry, days: LocalCalendar) -> ExportedEntry {
+        ExportedEntry(
             id: entry.id, author: entry.author, content: entry.content, question: entry.question,
             photos: entry.photos.map { photoPath(id: $0.id, contentType: $0.contentType) },
             readBy: entry.readBy, createdAt: entry.createdAt, updatedAt: entry.updatedAt,
-            localDate: String(format: "%04d-%02d-%02d", day.year ?? 0, day.month ?? 0, day.day ?? 0))
+            localDate: days.day(of: entry.createdAt))
     }
 
     /// `record_export`'s answer: false once the day's exports are used up.

@@ -22,10 +22,8 @@ package struct ExportBook: Sendable {
         self.diary = diary
         self.exportedAt = exportedAt
         self.timeZoneName = timeZone
-        var calendar = Calendar(identifier: .gregorian)
-        // The zone the export falls back to for localDate too, so a day's times match its heading.
-        calendar.timeZone = TimeZone(identifier: timeZone) ?? TimeZone(identifier: "Asia/Tokyo") ?? .gmt
-        self.calendar = calendar
+        // The calendar localDate comes from too, so a day's times match its heading.
+        self.calendar = LocalCalendar(zoneName: timeZone).calendar
         self.names = Dictionary(diary.members.map { ($0.userId, $0.displayName) }, uniquingKeysWith: { first, _ in first })
     }
 

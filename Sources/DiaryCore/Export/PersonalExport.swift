@@ -21,14 +21,14 @@ package struct PersonalExport: Sendable {
         self.logger = logger
     }
 
-    /// Counts the export against today's limit; returns the caller's time zone.
-    package static func admit(scope: RequestScope, exportsPerDay: Int) async throws -> String {
+    /// Counts the export against today's limit; returns the caller's days, for the file name.
+    package static func admit(scope: RequestScope, exportsPerDay: Int) async throws -> LocalCalendar {
         let results = try await scope.run([
             "select time_zone from users where users.id = (select app_user_id())",
             "select record_export(\(exportsPerDay)::integer) as admitted",
         ])
         try ExportArchive.checkAdmitted(results[1], exportsPerDay: exportsPerDay)
-        return try results[0].first?.decode("time_zone") ?? "Asia/Tokyo"
+        return LocalCalendar(zoneName: try results[0].first?.decode("time_zone") ?? LocalCalendar.fallbackZone)
     }
 
     package func write(exportedAt: Date, to sink: (ByteBuffer) async throws -> Void) async throws {

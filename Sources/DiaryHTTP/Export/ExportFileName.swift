@@ -8,9 +8,9 @@ enum ExportFileName {
     private static let refused = Set("/\\:*?\"<>|")
     static let maximumNameCharacters = 80
 
-    static func contentDisposition(name: String, date: Date, timeZone: TimeZone) -> String {
+    /// `day` is YYYYMMDD in the requester's zone.
+    static func contentDisposition(name: String, day: String) -> String {
         let stem = safeStem(name)
-        let day = dayStamp(date, timeZone: timeZone)
         let full = "\(stem)-\(day).zip"
         let asciiStem = stem.unicodeScalars.allSatisfy { $0.isASCII } ? stem : "diary"
         let encoded = full.addingPercentEncoding(withAllowedCharacters: rfc5987Allowed) ?? "diary-\(day).zip"
@@ -27,13 +27,6 @@ enum ExportFileName {
         }
         let trimmed = String(String(kept).prefix(maximumNameCharacters)).trimmingCharacters(in: CharacterSet(charactersIn: ". ").union(.whitespacesAndNewlines))
         return trimmed.isEmpty ? "diary" : trimmed
-    }
-
-    static func dayStamp(_ date: Date, timeZone: TimeZone) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone
-        let day = calendar.dateComponents([.year, .month, .day], from: date)
-        return String(format: "%04d%02d%02d", day.year ?? 0, day.month ?? 0, day.day ?? 0)
     }
 
     /// RFC 5987's attr-char.

@@ -10,30 +10,30 @@ import Metrics
 struct ExportRoutes {
     let store: any PhotoStore
     let configuration: ExportConfiguration
-    let gate: ExportGate
+    let streaming: InFlightLimit
 
     init(store: any PhotoStore, configuration: ExportConfiguration) {
         self.store = store
         self.configuration = configuration
-        self.gate = ExportGate(limit: configuration.concurrentExports)
+        self.streaming = InFlightLimit(limit: configuration.concurrentExports)
     }
 
     func register(on router: RouterGroup<AuthenticatedContext>) {
         router.get("diaries/:diaryId/export") { _, context -> Response in
             let diary = try Validation.id(context, "diaryId")
             let ticket = try enter(context)
-            let (name, zone) = try await DiaryExport.admit(scope: context.scope, diary: diary, exportsPerDay: configuration.exportsPerDay)
-            let export = DiaryExport(scope: context.scope, store: store, diaryID: diary, logger: context.logger)
-            return stream(kind: "diary", name: name, timeZone: zone, ticket: ticket, context: context) { sink, now in
+            let (name, days) = try await DiaryExport.admit(scope: context.scope, diary: diary, exportsPerDay: configuration.exportsPerDay)
+            let export = DiaryExport(scope: context.scope, store: store, diaryID: diary, days: days, logger: context.logger)
+            return stream(kind: "diary", name: name, days: days, ticket: ticket, context: context) { sink, now in
                 try await export.write(exportedAt: now, to: sink)
             }
         }
 
         router.get("me/export") { _, context -> Response in
             let ticket = try enter(context)
-            let zone = try await PersonalExport.admit(scope: context.scope, exportsPerDay: configuration.exportsPerDay)
+            let days = try await PersonalExport.admit(scope: context.scope, exportsPerDay: configuration.exportsPerDay)
             let export = PersonalExport(scope: context.scope, store: store, logger: context.logger)
-            return stream(kind: "personal", name: "zutto-nikki-personal", timeZone: zone, ticket: ticket, context: context) { sink, now in
+            return stream(kind: "personal", name: "zutto-nikki-personal", days: days, ticket: ticket, context: context) { sink, now in
                 try await export.write(exportedAt: now, to: sink)
             }
         }
@@ -43,9 +43,9 @@ struct ExportRoutes {
         }
     }
 
-    private func enter(_ context: AuthenticatedContext) throws -> ExportGate.Ticket {
-        guard let ticket = gate.enter() else {
-            context.logger.notice("export refused: the server is streaming its limit of exports", metadata: ["limit": "\(gate.limit)"])
+    private func enter(_ context: AuthenticatedContext) throws -> InFlightLimit.Ticket {
+        guard let ticket = streaming.ticket() else {
+            context.logger.notice("export refused: the server is streaming its limit of exports", metadata: ["limit": "\(streaming.limit)"])
             throw Problem.serviceUnavailable("too many exports are running; retry in a minute", code: "overloaded", retryAfterSeconds: 60)
         }
         return ticket
@@ -54,15 +54,14 @@ struct ExportRoutes {
     /// The 200 and its headers go out first; an error after that can only cut the archive
     /// short, which every unzip reports, so it is logged here.
     private func stream(
-        kind: String, name: String, timeZone: String, ticket: ExportGate.Ticket, context: AuthenticatedContext,
+        kind: String, name: String, days: LocalCalendar, ticket: InFlightLimit.Ticket, context: AuthenticatedContext,
         _ write: @escaping @Sendable (_ sink: (ByteBuffer) async throws -> Void, _ now: Date) async throws -> Void
     ) -> Response {
         let now = Date()
         let logger = context.logger
-        let zone = TimeZone(identifier: timeZone) ?? TimeZone(identifier: "Asia/Tokyo")!
         let headers: HTTPFields = [
             .contentType: "application/zip",
-            .contentDisposition: ExportFileName.contentDisposition(name: name, date: now, timeZone: zone),
+            .contentDisposition: ExportFileName.contentDisposition(name: name, day: days.day(of: now, separator: "")),
             .cacheControl: "no-store",
         ]
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in

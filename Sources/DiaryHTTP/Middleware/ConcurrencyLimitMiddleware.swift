@@ -1,6 +1,5 @@
 import Hummingbird
 import Logging
-import NIOConcurrencyHelpers
 
 /// Probes are never refused. A file constant: a generic type cannot store a static, and a
 /// computed one built the set on every request.
@@ -14,28 +13,22 @@ private let exemptPaths: Set<String> = ["/health", "/ready", "/metrics"]
 /// for. Refusing early keeps the accepted requests as fast as they are at capacity.
 /// Health and metrics are never refused, so an overloaded server is not taken for a dead one.
 struct ConcurrencyLimitMiddleware<Context: RequestContext>: RouterMiddleware {
-    let limit: Int
-    private let inFlight = NIOLockedValueBox(0)
+    private let inFlight: InFlightLimit
 
     init(limit: Int) {
-        self.limit = max(1, limit)
+        inFlight = InFlightLimit(limit: limit)
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if exemptPaths.contains(request.uri.path) {
             return try await next(request, context)
         }
-        let admitted = inFlight.withLockedValue { count -> Bool in
-            guard count < limit else { return false }
-            count += 1
-            return true
-        }
-        guard admitted else {
+        guard inFlight.tryEnter() else {
             AppMetrics.recordRateLimitRejection("concurrency")
-            context.logger.notice("request refused: concurrency limit reached", metadata: ["limit": "\(limit)", "path": "\(request.uri.path)"])
+            context.logger.notice("request refused: concurrency limit reached", metadata: ["limit": "\(inFlight.limit)", "path": "\(request.uri.path)"])
             throw Problem.serviceUnavailable("the server is at capacity; retry shortly", code: "overloaded")
         }
-        defer { inFlight.withLockedValue { $0 -= 1 } }
+        defer { inFlight.leave() }
         return try await next(request, context)
     }
 }

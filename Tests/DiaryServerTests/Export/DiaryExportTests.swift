@@ -29,9 +29,9 @@ struct DiaryExportTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let zip = folder.appendingPathComponent("export.zip")
         try reply.body.write(to: zip)
-        let test = try ZipArchiveWriterTests.run("/usr/bin/unzip", ["-t", zip.path])
+        let test = try Spawn.run("/usr/bin/unzip", ["-t", zip.path])
         #expect(test.status == 0, "unzip -t: \(test.output)")
-        let python = try ZipArchiveWriterTests.run("/usr/bin/env", ["python3", "-c", """
+        let python = try Spawn.run("/usr/bin/env", ["python3", "-c", """
             import sys, zipfile
             with zipfile.ZipFile(sys.argv[1]) as z:
                 assert z.testzip() is None
@@ -40,7 +40,7 @@ struct DiaryExportTests {
             """, zip.path])
         #expect(python.status == 0, "python zipfile: \(python.output)")
         let unpacked = folder.appendingPathComponent("unpacked")
-        let extract = try ZipArchiveWriterTests.run("/usr/bin/unzip", ["-q", zip.path, "-d", unpacked.path])
+        let extract = try Spawn.run("/usr/bin/unzip", ["-q", zip.path, "-d", unpacked.path])
         #expect(extract.status == 0, "unzip: \(extract.output)")
         return Unpacked(zip: zip, folder: unpacked)
     }

@@ -81,10 +81,6 @@ struct ZipArchiveWriterTests {
         return (folder, url, bytes)
     }
 
-    static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        try Spawn.run(executable, arguments)
-    }
-
     static let python = """
         import json, struct, sys, zipfile, zlib
         archive, manifest = sys.argv[1], json.load(open(sys.argv[2]))
@@ -124,10 +120,10 @@ struct ZipArchiveWriterTests {
         let manifestFile = folder.appendingPathComponent("manifest.json")
         try JSONSerialization.data(withJSONObject: manifest).write(to: manifestFile)
 
-        let unzip = try run("/usr/bin/unzip", ["-t", archive.path])
+        let unzip = try Spawn.run("/usr/bin/unzip", ["-t", archive.path])
         #expect(unzip.status == 0, "unzip -t: \(unzip.output)")
         #expect(unzip.output.contains("No errors detected"), "unzip -t: \(unzip.output)")
-        let python = try run("/usr/bin/env", ["python3", "-c", python, archive.path, manifestFile.path])
+        let python = try Spawn.run("/usr/bin/env", ["python3", "-c", python, archive.path, manifestFile.path])
         try #require(python.status == 0, "zipfile: \(python.output)")
         return (try JSONDecoder().decode([Seen].self, from: Data(python.output.utf8)), bytes)
     }
