@@ -63,6 +63,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Sign in with Apple's REST API: keys, code exchange, revocation. No domain knowledge.
+        .target(
+            name: "AppleIDClient",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The API's Codable types, with no server dependencies.
         .target(name: "DiaryModels", swiftSettings: swiftSettings),
         // The domain: policies, request scope, repositories, domain errors. Knows no HTTP.
@@ -70,8 +82,10 @@ let package = Package(
             name: "DiaryCore",
             dependencies: [
                 "APNSClient",
+                "AppleIDClient",
                 "DiaryModels",
                 "PostgresClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -89,9 +103,11 @@ let package = Package(
             name: "DiaryHTTP",
             dependencies: [
                 "APNSClient",
+                "AppleIDClient",
                 "DiaryCore",
                 "DiaryModels",
                 "PostgresClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -101,6 +117,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
@@ -110,6 +127,7 @@ let package = Package(
             name: "DiaryServer",
             dependencies: [
                 "APNSClient",
+                "AppleIDClient",
                 "DiaryCore",
                 "DiaryHTTP",
                 "DiaryModels",

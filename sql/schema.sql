@@ -59,6 +59,62 @@ CREATE FUNCTION public.app_visible_user_ids() RETURNS uuid[]
 $$;
 
 --
+-- Name: apple_revocation_counts(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.apple_revocation_counts() RETURNS TABLE(pending bigint, failed bigint)
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+    with pruned as (delete from apple_revocations where finished_at < now() - interval '90 days')
+    select count(*) filter (where state = 'pending'), count(*) filter (where state = 'failed') from apple_revocations
+$$;
+
+--
+-- Name: apply_apple_notification(text, text, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.apply_apple_notification(notification_id text, event_type text, subject text, new_email text) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    account uuid;
+    result text;
+begin
+    insert into apple_notifications (jti, type, outcome) values (notification_id, event_type, 'applying')
+    on conflict (jti) do nothing;
+    if not found then
+        return 'duplicate';
+    end if;
+    delete from apple_notifications n where n.received_at < now() - interval '90 days';
+    select u.id into account from users u where u.apple_sub = subject for update;
+    if account is null then
+        result := 'unknown_user';
+    elsif event_type = 'consent-revoked' then
+        update sessions s set revoked_at = now() where s.user_id = account and s.revoked_at is null;
+        delete from apple_tokens t where t.user_id = account;
+        result := 'sessions_revoked';
+    elsif event_type = 'account-delete' then
+        perform set_config('app.user_id', account::text, true);
+        perform delete_my_account();
+        perform set_config('app.user_id', '', true);
+        result := 'account_deleted';
+    elsif event_type = 'email-disabled' then
+        update users u set email = null where u.id = account;
+        result := 'email_updated';
+    elsif event_type = 'email-enabled' then
+        update users u set email = coalesce(new_email, u.email) where u.id = account;
+        result := 'email_updated';
+    else
+        result := 'ignored';
+    end if;
+    update apple_notifications n set outcome = result where n.jti = notification_id;
+    return result;
+end
+$$;
+
+--
 -- Name: apply_billing_event(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -221,6 +277,26 @@ begin
     end if;
     return null;
 end
+$$;
+
+--
+-- Name: claim_apple_revocations(integer, interval); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.claim_apple_revocations(max_rows integer, lease interval) RETURNS TABLE(token_id uuid, client_id text, sealed bytea, attempts integer, queued_at timestamp with time zone)
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+    with due as (
+        select r.token_id from apple_revocations r
+        where r.state = 'pending' and r.available_at <= now()
+        order by r.available_at, r.token_id
+        limit least(max_rows, 100)
+        for update skip locked
+    )
+    update apple_revocations r set available_at = now() + lease, attempts = r.attempts + 1
+    from due where r.token_id = due.token_id
+    returning r.token_id, r.client_id, r.sealed, r.attempts, r.queued_at
 $$;
 
 --
@@ -468,6 +544,37 @@ begin
     delete from photo_uploads u where u.created_at < now() - max_age;
     get diagnostics expired = row_count;
     return expired;
+end
+$$;
+
+--
+-- Name: finish_apple_revocation(uuid, text, integer, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.finish_apple_revocation(token uuid, outcome text, delay_ms integer, error text) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    result text;
+begin
+    if outcome = 'revoked' then
+        update apple_revocations r set state = 'revoked', sealed = null, finished_at = now(), last_error = null
+        where r.token_id = token and r.state = 'pending'
+        returning r.state into result;
+    elsif outcome = 'retry' then
+        update apple_revocations r set
+            last_error = left(error, 500),
+            available_at = now() + make_interval(secs => delay_ms / 1000.0),
+            state = case when r.queued_at < now() - interval '7 days' then 'failed' else 'pending' end,
+            sealed = case when r.queued_at < now() - interval '7 days' then null else r.sealed end,
+            finished_at = case when r.queued_at < now() - interval '7 days' then now() end
+        where r.token_id = token and r.state = 'pending'
+        returning r.state into result;
+    else
+        raise exception 'unknown outcome %', outcome using errcode = '22023';
+    end if;
+    return result;
 end
 $$;
 
@@ -915,6 +1022,25 @@ CREATE FUNCTION public.push_outbox_counts() RETURNS TABLE(pending bigint, dead b
     AS $$
     with pruned as (delete from push_outbox where dead_at < now() - interval '30 days')
     select count(*) filter (where dead_at is null), count(*) filter (where dead_at is not null) from push_outbox
+$$;
+
+--
+-- Name: queue_apple_revocation(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.queue_apple_revocation() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    insert into apple_revocations (token_id, client_id, sealed)
+    select t.token_id, t.client_id, t.sealed from apple_tokens t where t.user_id = old.id
+    on conflict (token_id) do nothing;
+    if found then
+        perform pg_notify('apple_revocations', '');
+    end if;
+    return old;
+end
 $$;
 
 --
@@ -1400,6 +1526,27 @@ end
 $$;
 
 --
+-- Name: store_apple_token(uuid, text, bytea); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.store_apple_token(token uuid, client text, sealed_token bytea) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    caller constant uuid := app_user_id();
+begin
+    if caller is null then
+        raise exception 'not signed in' using errcode = 'ZN401';
+    end if;
+    insert into apple_tokens as t (user_id, token_id, client_id, sealed)
+    values (caller, token, client, sealed_token)
+    on conflict (user_id) do update
+    set token_id = excluded.token_id, client_id = excluded.client_id, sealed = excluded.sealed, stored_at = now();
+end
+$$;
+
+--
 -- Name: unnamed_photo_files(text[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1443,6 +1590,57 @@ $$;
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
+
+--
+-- Name: apple_notifications; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.apple_notifications (
+    jti text NOT NULL,
+    type text NOT NULL,
+    outcome text NOT NULL,
+    received_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT apple_notifications_jti_check CHECK (((char_length(jti) >= 1) AND (char_length(jti) <= 255))),
+    CONSTRAINT apple_notifications_type_check CHECK ((char_length(type) <= 64))
+);
+
+ALTER TABLE ONLY public.apple_notifications FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: apple_revocations; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.apple_revocations (
+    token_id uuid NOT NULL,
+    client_id text NOT NULL,
+    sealed bytea,
+    queued_at timestamp with time zone DEFAULT now() NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    state text DEFAULT 'pending'::text NOT NULL,
+    last_error text,
+    finished_at timestamp with time zone,
+    CONSTRAINT apple_revocations_sealed_while_pending CHECK (((state = 'pending'::text) = (sealed IS NOT NULL))),
+    CONSTRAINT apple_revocations_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'revoked'::text, 'failed'::text])))
+);
+
+ALTER TABLE ONLY public.apple_revocations FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: apple_tokens; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.apple_tokens (
+    user_id uuid NOT NULL,
+    token_id uuid NOT NULL,
+    client_id text NOT NULL,
+    sealed bytea NOT NULL,
+    stored_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT apple_tokens_client_id_check CHECK (((char_length(client_id) >= 1) AND (char_length(client_id) <= 255))),
+    CONSTRAINT apple_tokens_sealed_check CHECK (((octet_length(sealed) >= 29) AND (octet_length(sealed) <= 4096)))
+);
+
+ALTER TABLE ONLY public.apple_tokens FORCE ROW LEVEL SECURITY;
 
 --
 -- Name: backup_runs; Type: TABLE; Schema: public; Owner: -
@@ -1912,6 +2110,34 @@ CREATE TABLE public.sessions (
 ALTER TABLE ONLY public.sessions FORCE ROW LEVEL SECURITY;
 
 --
+-- Name: apple_notifications apple_notifications_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.apple_notifications
+    ADD CONSTRAINT apple_notifications_pkey PRIMARY KEY (jti);
+
+--
+-- Name: apple_revocations apple_revocations_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.apple_revocations
+    ADD CONSTRAINT apple_revocations_pkey PRIMARY KEY (token_id);
+
+--
+-- Name: apple_tokens apple_tokens_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.apple_tokens
+    ADD CONSTRAINT apple_tokens_pkey PRIMARY KEY (user_id);
+
+--
+-- Name: apple_tokens apple_tokens_token_id_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.apple_tokens
+    ADD CONSTRAINT apple_tokens_token_id_key UNIQUE (token_id);
+
+--
 -- Name: backup_runs backup_runs_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2085,6 +2311,12 @@ ALTER TABLE ONLY public.users
 
 ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_pkey PRIMARY KEY (id);
+
+--
+-- Name: apple_revocations_due; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX apple_revocations_due ON public.apple_revocations USING btree (available_at) WHERE (state = 'pending'::text);
 
 --
 -- Name: backup_runs_latest; Type: INDEX; Schema: public; Owner: -
@@ -2393,6 +2625,12 @@ CREATE TRIGGER photo_uploads_queue_garbage AFTER DELETE ON public.photo_uploads 
 CREATE TRIGGER users_apply_waiting_billing_events AFTER INSERT ON public.users FOR EACH ROW EXECUTE FUNCTION public.apply_waiting_billing_events();
 
 --
+-- Name: users users_queue_apple_revocation; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER users_queue_apple_revocation BEFORE DELETE ON public.users FOR EACH ROW EXECUTE FUNCTION public.queue_apple_revocation();
+
+--
 -- Name: users users_schedule_reminder; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -2403,6 +2641,13 @@ CREATE TRIGGER users_schedule_reminder AFTER INSERT OR UPDATE OF settings, time_
 --
 
 CREATE TRIGGER users_set_updated_at BEFORE UPDATE ON public.users FOR EACH ROW EXECUTE FUNCTION public.set_updated_at();
+
+--
+-- Name: apple_tokens apple_tokens_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.apple_tokens
+    ADD CONSTRAINT apple_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 --
 -- Name: devices devices_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
@@ -2522,6 +2767,96 @@ ALTER TABLE ONLY public.reminder_schedule
 
 ALTER TABLE ONLY public.sessions
     ADD CONSTRAINT sessions_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: apple_notifications; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.apple_notifications ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: apple_notifications apple_notifications_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_notifications_delete ON public.apple_notifications FOR DELETE USING (false);
+
+--
+-- Name: apple_notifications apple_notifications_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_notifications_insert ON public.apple_notifications FOR INSERT WITH CHECK (false);
+
+--
+-- Name: apple_notifications apple_notifications_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_notifications_select ON public.apple_notifications FOR SELECT USING (false);
+
+--
+-- Name: apple_notifications apple_notifications_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_notifications_update ON public.apple_notifications FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: apple_revocations; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.apple_revocations ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: apple_revocations apple_revocations_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_revocations_delete ON public.apple_revocations FOR DELETE USING (false);
+
+--
+-- Name: apple_revocations apple_revocations_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_revocations_insert ON public.apple_revocations FOR INSERT WITH CHECK (false);
+
+--
+-- Name: apple_revocations apple_revocations_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_revocations_select ON public.apple_revocations FOR SELECT USING (false);
+
+--
+-- Name: apple_revocations apple_revocations_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_revocations_update ON public.apple_revocations FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: apple_tokens; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.apple_tokens ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: apple_tokens apple_tokens_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_tokens_delete ON public.apple_tokens FOR DELETE USING (false);
+
+--
+-- Name: apple_tokens apple_tokens_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_tokens_insert ON public.apple_tokens FOR INSERT WITH CHECK (false);
+
+--
+-- Name: apple_tokens apple_tokens_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_tokens_select ON public.apple_tokens FOR SELECT USING (false);
+
+--
+-- Name: apple_tokens apple_tokens_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_tokens_update ON public.apple_tokens FOR UPDATE USING (false) WITH CHECK (false);
 
 --
 -- Name: backup_runs; Type: ROW SECURITY; Schema: public; Owner: -
@@ -3175,6 +3510,20 @@ REVOKE ALL ON FUNCTION public.app_visible_user_ids() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.app_visible_user_ids() TO diary_app;
 
 --
+-- Name: FUNCTION apple_revocation_counts(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.apple_revocation_counts() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.apple_revocation_counts() TO diary_app;
+
+--
+-- Name: FUNCTION apply_apple_notification(notification_id text, event_type text, subject text, new_email text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.apply_apple_notification(notification_id text, event_type text, subject text, new_email text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.apply_apple_notification(notification_id text, event_type text, subject text, new_email text) TO diary_app;
+
+--
 -- Name: FUNCTION apply_billing_event(id text); Type: ACL; Schema: public; Owner: -
 --
 
@@ -3211,6 +3560,13 @@ GRANT ALL ON FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint, 
 --
 
 REVOKE ALL ON FUNCTION public.check_diary_has_one_owner() FROM PUBLIC;
+
+--
+-- Name: FUNCTION claim_apple_revocations(max_rows integer, lease interval); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.claim_apple_revocations(max_rows integer, lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.claim_apple_revocations(max_rows integer, lease interval) TO diary_app;
 
 --
 -- Name: FUNCTION claim_photo_garbage(max_hashes integer); Type: ACL; Schema: public; Owner: -
@@ -3277,6 +3633,13 @@ GRANT ALL ON FUNCTION public.diary_member_cap(diary_type text) TO diary_app;
 
 REVOKE ALL ON FUNCTION public.expire_photo_uploads(max_age interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.expire_photo_uploads(max_age interval) TO diary_app;
+
+--
+-- Name: FUNCTION finish_apple_revocation(token uuid, outcome text, delay_ms integer, error text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.finish_apple_revocation(token uuid, outcome text, delay_ms integer, error text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.finish_apple_revocation(token uuid, outcome text, delay_ms integer, error text) TO diary_app;
 
 --
 -- Name: FUNCTION finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]); Type: ACL; Schema: public; Owner: -
@@ -3443,6 +3806,12 @@ REVOKE ALL ON FUNCTION public.push_outbox_counts() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.push_outbox_counts() TO diary_app;
 
 --
+-- Name: FUNCTION queue_apple_revocation(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.queue_apple_revocation() FROM PUBLIC;
+
+--
 -- Name: FUNCTION queue_entry_notifications(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -3541,6 +3910,13 @@ GRANT ALL ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uui
 
 REVOKE ALL ON FUNCTION public.set_updated_at() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.set_updated_at() TO diary_app;
+
+--
+-- Name: FUNCTION store_apple_token(token uuid, client text, sealed_token bytea); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.store_apple_token(token uuid, client text, sealed_token bytea) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.store_apple_token(token uuid, client text, sealed_token bytea) TO diary_app;
 
 --
 -- Name: FUNCTION unnamed_photo_files(hashes text[]); Type: ACL; Schema: public; Owner: -

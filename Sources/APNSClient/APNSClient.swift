@@ -11,16 +11,13 @@ import NIOSSL
 public final class APNSClient: Sendable {
     public let configuration: APNSConfiguration
     private let http: HTTPClient
+    /// Whether `shutdown()` shuts `http` down: not when it is the process's shared client.
+    private let ownsHTTP: Bool
     private let providerToken: APNSProviderToken
     private let logger: Logger
 
-    /// Shut it down before letting it go: its HTTP client must be.
-    public init(configuration: APNSConfiguration, logger: Logger) throws {
-        self.configuration = configuration
-        self.logger = logger
-        providerToken = try APNSProviderToken(
-            privateKeyPEM: configuration.privateKeyPEM, keyID: configuration.keyID, teamID: configuration.teamID,
-            lifetime: configuration.providerTokenLifetime)
+    /// With a client of its own. Shut it down before letting it go: its HTTP client must be.
+    public convenience init(configuration: APNSConfiguration, logger: Logger) throws {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let file = configuration.extraTrustedCAFile {
             tls.additionalTrustRoots = [.file(file)]
@@ -28,7 +25,28 @@ public final class APNSClient: Sendable {
         var http = HTTPClient.Configuration(tlsConfiguration: tls)
         http.httpVersion = .automatic
         http.timeout = .init(connect: .seconds(5), read: .seconds(Int64(configuration.requestTimeout.components.seconds)))
-        self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
+        do {
+            try self.init(configuration: configuration, http: client, ownsHTTP: true, logger: logger)
+        } catch {
+            try? client.syncShutdown()
+            throw error
+        }
+    }
+
+    /// Over a shared client, which must trust `extraTrustedCAFile` if one is set; its owner shuts it down.
+    public convenience init(configuration: APNSConfiguration, http: HTTPClient, logger: Logger) throws {
+        try self.init(configuration: configuration, http: http, ownsHTTP: false, logger: logger)
+    }
+
+    private init(configuration: APNSConfiguration, http: HTTPClient, ownsHTTP: Bool, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        self.http = http
+        self.ownsHTTP = ownsHTTP
+        providerToken = try APNSProviderToken(
+            privateKeyPEM: configuration.privateKeyPEM, keyID: configuration.keyID, teamID: configuration.teamID,
+            lifetime: configuration.providerTokenLifetime)
     }
 
     /// Sends one notification. A refused provider token (403 ExpiredProviderToken or
@@ -75,7 +93,7 @@ public final class APNSClient: Sendable {
     }
 
     public func shutdown() async throws {
-        try await http.shutdown()
+        if ownsHTTP { try await http.shutdown() }
     }
 }
 

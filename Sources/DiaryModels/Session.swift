@@ -22,11 +22,15 @@ public struct AppleSignInRequest: Codable, Sendable {
     public var identityToken: String
     public var nonce: String?
     public var displayName: String?
+    /// The one-time code that came with the identity token; exchanged for Apple's refresh
+    /// token, which is kept to revoke it when the account is deleted.
+    public var authorizationCode: String?
 
-    public init(identityToken: String, nonce: String? = nil, displayName: String? = nil) {
+    public init(identityToken: String, nonce: String? = nil, displayName: String? = nil, authorizationCode: String? = nil) {
         self.identityToken = identityToken
         self.nonce = nonce
         self.displayName = displayName
+        self.authorizationCode = authorizationCode
     }
 }
 

@@ -16,16 +16,17 @@ struct LayeringTests {
     static let allowed: [String: Set<String>] = [
         "PostgresClient": ["CLibPQ", "Logging", "NIOConcurrencyHelpers", "NIOCore", "NIOPosix", "ServiceLifecycle"],
         "DiaryModels": [],
+        "AppleIDClient": ["AsyncHTTPClient", "JWTKit", "NIOCore", "NIOFoundationCompat", "NIOHTTP1"],
         "APNSClient": ["AsyncHTTPClient", "JWTKit", "Logging", "NIOConcurrencyHelpers", "NIOCore", "NIOFoundationCompat", "NIOHTTP1", "NIOSSL"],
-        "DiaryCore": ["DiaryModels", "PostgresClient", "APNSClient", "Logging", "Metrics", "NIOConcurrencyHelpers", "NIOCore", "NIOPosix", "_NIOFileSystem", "Crypto", "JWTKit", "CompressNIO"],
+        "DiaryCore": ["DiaryModels", "PostgresClient", "APNSClient", "AppleIDClient", "AsyncHTTPClient", "Logging", "Metrics", "NIOConcurrencyHelpers", "NIOCore", "NIOPosix", "_NIOFileSystem", "Crypto", "JWTKit", "CompressNIO"],
         "DiaryHTTP": [
-            "APNSClient", "DiaryCore", "DiaryModels", "PostgresClient", "Hummingbird", "HummingbirdCore", "HummingbirdWebSocket", "Logging", "Metrics",
-            "Prometheus", "NIOCore", "NIOConcurrencyHelpers", "NIOFoundationEssentialsCompat", "NIOWebSocket", "ServiceLifecycle",
+            "APNSClient", "AppleIDClient", "AsyncHTTPClient", "DiaryCore", "DiaryModels", "PostgresClient", "Hummingbird", "HummingbirdCore", "HummingbirdWebSocket",
+            "Logging", "Metrics", "Prometheus", "NIOCore", "NIOConcurrencyHelpers", "NIOFoundationEssentialsCompat", "NIOSSL", "NIOWebSocket", "ServiceLifecycle",
         ],
-        "DiaryServer": ["APNSClient", "DiaryCore", "DiaryHTTP", "DiaryModels", "PostgresClient", "Hummingbird", "ArgumentParser", "Logging", "ServiceLifecycle", "UnixSignals", "Crypto"],
+        "DiaryServer": ["APNSClient", "AppleIDClient", "DiaryCore", "DiaryHTTP", "DiaryModels", "PostgresClient", "Hummingbird", "ArgumentParser", "Logging", "ServiceLifecycle", "UnixSignals", "Crypto"],
     ]
 
-    @Test("each target imports only the layers beneath it", arguments: ["PostgresClient", "APNSClient", "DiaryModels", "DiaryCore", "DiaryHTTP", "DiaryServer"])
+    @Test("each target imports only the layers beneath it", arguments: ["PostgresClient", "APNSClient", "AppleIDClient", "DiaryModels", "DiaryCore", "DiaryHTTP", "DiaryServer"])
     func importsStayBeneath(target: String) throws {
         let allowed = try #require(Self.allowed[target]).union(Self.system)
         let imports = try Self.imports(of: target)

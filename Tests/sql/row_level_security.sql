@@ -8,7 +8,7 @@
 
 begin;
 set search_path = public, tap;
-select plan(77);
+select plan(80);
 
 -- Two users, each alone in their own diary with an entry and a read.
 insert into users (id, display_name) values
@@ -196,6 +196,9 @@ select throws_ok($$select set_entry_photos('bbbbbbbb-d1a2-0000-0000-000000000002
     'ZN004', null, 'attaching A''s upload to B''s entry: ZN004, as for a photo that does not exist');
 select throws_ok('select count(*) from photo_garbage', '42501', null, 'photo_garbage is not readable at all');
 select throws_ok('select count(*) from billing_events', '42501', null, 'billing_events is not readable at all: the webhook writes it through record_billing_event');
+select throws_ok('select count(*) from apple_tokens', '42501', null, 'apple_tokens is not readable at all: sign-in writes it through store_apple_token');
+select throws_ok('select count(*) from apple_revocations', '42501', null, 'apple_revocations is not readable at all: the revoker leases rows through claim_apple_revocations');
+select throws_ok('select count(*) from apple_notifications', '42501', null, 'apple_notifications is not readable at all');
 
 reset role;
 select * from finish();

@@ -12,9 +12,10 @@ package struct AccountRepository: Sendable {
         self.tokens = tokens
     }
 
-    /// Finds or creates the user for an Apple subject and opens a session for them.
-    package func signInWithApple(subject: String, email: String?, displayName: String) async throws -> Session {
-        try await openSession(appleSubject: subject, devAccount: nil, email: email, displayName: displayName)
+    /// Finds or creates the user for an Apple subject and opens a session for them, keeping
+    /// `appleToken` (replacing an earlier one) in the same transaction.
+    package func signInWithApple(subject: String, email: String?, displayName: String, appleToken: SealedAppleToken? = nil) async throws -> Session {
+        try await openSession(appleSubject: subject, devAccount: nil, email: email, displayName: displayName, appleToken: appleToken)
     }
 
     package func signInForDevelopment(name: String) async throws -> Session {
@@ -23,17 +24,21 @@ package struct AccountRepository: Sendable {
 
     /// `open_session` finds or makes the account, opens the session with its first refresh
     /// token, and makes the account this transaction's caller, so the row can be read back.
-    private func openSession(appleSubject: String?, devAccount: String?, email: String?, displayName: String) async throws -> Session {
+    private func openSession(appleSubject: String?, devAccount: String?, email: String?, displayName: String, appleToken: SealedAppleToken? = nil) async throws -> Session {
         let sessionID = UUID()
         let refreshToken = tokens.newRefreshToken()
-        let results = try await AppSQLState.translating { try await pool.transaction([
+        var statements: [PostgresQuery] = [
             """
             select open_session(\(appleSubject), \(devAccount), \(email), \(displayName), \(sessionID),
                 \(TokenService.hash(refreshToken)), make_interval(days => \(Int32(TokenService.refreshLifetimeDays))))
             """,
-            "select \(UserColumns.me), now() as issued_at from users where \(UserRepository.callersRow)",
-        ]) }
-        guard let row = results[1].first else { throw DomainError.inconsistent("the signed-in account cannot be read back") }
+        ]
+        if let appleToken {
+            statements.append("select store_apple_token(\(appleToken.sealed.tokenID), \(appleToken.clientID), \(appleToken.sealed.bytes))")
+        }
+        statements.append("select \(UserColumns.me), now() as issued_at from users where \(UserRepository.callersRow)")
+        let results = try await AppSQLState.translating { try await pool.transaction(statements) }
+        guard let row = results.last?.first else { throw DomainError.inconsistent("the signed-in account cannot be read back") }
         let me = try UserColumns.me(from: row)
         return try await session(me: me, sessionID: sessionID, refreshToken: refreshToken, issuedAt: try row.decode("issued_at"))
     }

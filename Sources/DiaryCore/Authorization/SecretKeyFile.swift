@@ -1,7 +1,7 @@
 package import Crypto
 import Foundation
 
-/// A server secret kept in a file: the JWT signing key, the photo URLs' key. Production
+/// A server secret kept in a file: the JWT signing key, the photo URLs' key, the secrets key. Production
 /// names each file; development creates a random one in the data folder on first use.
 package struct SecretKeyFile: Sendable {
     /// The setting that names the file, for the errors a misconfiguration gets.
@@ -13,6 +13,8 @@ package struct SecretKeyFile: Sendable {
 
     package static let jwt = SecretKeyFile(variable: "DIARY_JWT_KEY_FILE", developmentName: "jwt.key", purpose: "JWT key")
     package static let photoURLs = SecretKeyFile(variable: "DIARY_URL_KEY_FILE", developmentName: "url.key", purpose: "photo URL key")
+    /// Seals secrets the database keeps for us (Apple refresh tokens).
+    package static let secrets = SecretKeyFile(variable: "DIARY_SECRETS_KEY_FILE", developmentName: "secrets.key", purpose: "secrets key")
 
     package func load(path: String?, dataDirectory: String, production: Bool) throws -> SymmetricKey {
         let file = path ?? (dataDirectory as NSString).appendingPathComponent(developmentName)

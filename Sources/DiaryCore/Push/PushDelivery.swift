@@ -1,4 +1,5 @@
 package import APNSClient
+package import AsyncHTTPClient
 import Foundation
 package import Logging
 import Metrics
@@ -38,15 +39,20 @@ package final class PushDelivery: Sendable {
     package let pool: PostgresPool
     private let listenConfiguration: PostgresConfiguration
     private let apns: APNSConfiguration?
+    /// The process's shared client; nil gives APNs a client of its own.
+    private let http: HTTPClient?
     private let options: Options
     private let logger: Logger
     private let wakes: AsyncStream<Void>
     private let wakeContinuation: AsyncStream<Void>.Continuation
 
-    package init(pool: PostgresPool, listenConfiguration: PostgresConfiguration, apns: APNSConfiguration?, options: Options = Options(), logger: Logger) {
+    package init(
+        pool: PostgresPool, listenConfiguration: PostgresConfiguration, apns: APNSConfiguration?, http: HTTPClient? = nil, options: Options = Options(), logger: Logger
+    ) {
         self.pool = pool
         self.listenConfiguration = listenConfiguration
         self.apns = apns
+        self.http = http
         self.options = options
         self.logger = logger
         (wakes, wakeContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -74,7 +80,8 @@ package final class PushDelivery: Sendable {
     private func deliver(_ configuration: APNSConfiguration) async {
         let client: APNSClient
         do {
-            client = try APNSClient(configuration: configuration, logger: logger)
+            client = try http.map { try APNSClient(configuration: configuration, http: $0, logger: logger) }
+                ?? APNSClient(configuration: configuration, logger: logger)
         } catch {
             logger.error("push: the APNs key cannot be used; notifications stay pending", metadata: ["error": "\(error)"])
             return

@@ -7,7 +7,11 @@ import Logging
 struct AuthRoutes {
     let accounts: AccountRepository
     let apple: AppleIdentityVerifier
+    let appleTokens: AppleTokenExchanger
     let devSignInEnabled: Bool
+
+    /// Apple's authorization codes are short; anything longer is not one.
+    static let maximumAuthorizationCodeLength = 1024
 
     func register(public router: RouterGroup<AppRequestContext>) {
         router.post("auth/apple") { request, context -> Session in
@@ -15,6 +19,7 @@ struct AuthRoutes {
             let token = try Validation.text(body.identityToken, field: "identityToken", length: 1...TokenService.maximumTokenLength)
             let nonce = try Validation.optionalText(body.nonce, field: "nonce", length: 1...256)
             let displayName = try body.displayName.map { try Validation.displayName($0) } ?? "ユーザー"
+            let code = try Validation.optionalText(body.authorizationCode, field: "authorizationCode", length: 1...Self.maximumAuthorizationCodeLength)
             let identity: AppleIdentityVerifier.Identity
             do {
                 identity = try await apple.verify(token, rawNonce: nonce)
@@ -22,7 +27,9 @@ struct AuthRoutes {
                 context.logger.info("apple sign-in refused", metadata: ["reason": "\(failure)"])
                 throw Problem.unauthorized("the identity token is not valid")
             }
-            return try await accounts.signInWithApple(subject: identity.subject, email: identity.email, displayName: displayName)
+            var appleToken: SealedAppleToken?
+            if let code { appleToken = await appleTokens.sealedToken(forCode: code, logger: context.logger) }
+            return try await accounts.signInWithApple(subject: identity.subject, email: identity.email, displayName: displayName, appleToken: appleToken)
         }
 
         router.post("auth/dev") { request, context -> Session in
@@ -33,8 +40,10 @@ struct AuthRoutes {
 
         router.post("auth/refresh") { request, context -> Session in
             let body = try await request.decode(as: RefreshRequest.self, context: context)
-            let presented = try Validation.text(body.refreshToken, field: "refreshToken", length: 1...128)
-            guard let session = try await accounts.refresh(presented) else {
+            // A value that cannot be a refresh token is as invalid as a spent one: 401, which
+            // clients read as "sign in again". Only a missing or non-string field is a 400.
+            let presented = body.refreshToken
+            guard (1...128).contains(presented.utf8.count), let session = try await accounts.refresh(presented) else {
                 throw Problem.unauthorized("the refresh token is not valid")
             }
             return session

@@ -6,6 +6,8 @@ import Logging
 struct MeRoutes {
     /// Removes the files of the account's photos once their rows are gone.
     let photoSweeper: PhotoSweeper
+    /// Revokes the account's Apple token, queued by the deletion, once it has committed.
+    let appleRevoker: AppleTokenRevoker
 
     func register(on router: RouterGroup<AuthenticatedContext>) {
         router.get("me") { _, context -> Me in
@@ -25,6 +27,7 @@ struct MeRoutes {
         router.delete("me") { _, context -> HTTPResponse.Status in
             try await UserRepository(scope: context.scope).deleteAccount()
             photoSweeper.collectSoon()
+            appleRevoker.wake()
             context.logger.info("account deleted")
             return .noContent
         }

@@ -4,6 +4,8 @@ package import Hummingbird
 package import HummingbirdCore
 package import Logging
 package import PostgresClient
+import AppleIDClient
+import APNSClient
 
 /// Builds the HTTP application; `serve` runs it and the tests drive it. `feed` is the
 /// realtime feed, made here unless the caller needs it too (`serve` drains it on SIGTERM).
@@ -15,11 +17,16 @@ package func buildApplication(
     let tokens = TokenService(key: key)
     let readPlacement: PostgresPool.Placement = configuration.sharedReads ? .sharedConnection : .ownConnection
     let photos = try makePhotos(configuration: configuration, pool: pool, logger: logger)
+    let secretsKey = try SecretKeyFile.secrets.load(
+        path: configuration.apple.secretsKeyFile, dataDirectory: configuration.auth.dataDirectory, production: configuration.auth.production)
+    // Made last of what can fail: a client that is never run is never shut down.
+    let outbound = OutboundHTTP(trustRoots: [configuration.apple.caFile, configuration.push.apns?.extraTrustedCAFile].compactMap { $0 })
+    let apple = makeAppleAccounts(configuration: configuration, http: outbound, vault: AppleTokenVault(key: secretsKey), logger: logger)
     let router = buildRouter(
         pool: pool,
         maxConcurrentRequests: configuration.maxConcurrentRequests,
         tokens: tokens,
-        apple: AppleIdentityVerifier(configuration: configuration.auth.apple, logger: logger),
+        apple: apple,
         devSignIn: configuration.auth.devSignIn,
         photos: photos,
         billing: configuration.billing,
@@ -32,7 +39,7 @@ package func buildApplication(
         feed: feed, tokens: tokens, pool: pool, readPlacement: readPlacement, photoLinks: photos.links,
         options: RealtimeSocket.Options(slowConsumerGrace: configuration.slowConsumerGrace)
     )
-    let push = makePush(configuration: configuration, logger: logger)
+    let push = makePush(configuration: configuration, http: outbound, logger: logger)
     return Application(
         router: router,
         server: .eventLoopBoundHTTP1(configuration: http, realtime: realtime),
@@ -40,7 +47,11 @@ package func buildApplication(
             address: .hostname(configuration.host, port: configuration.port),
             serverName: "diary-server"
         ),
-        services: [pool, feed.pool, RealtimeService(feed: feed), push.pool, push.service, photos.sweeper.pool, PhotoService(sweeper: photos.sweeper)],
+        // Stopped in reverse order: the shared HTTP client after everything that calls out.
+        services: [
+            outbound, pool, feed.pool, RealtimeService(feed: feed), push.pool, push.service, photos.sweeper.pool, PhotoService(sweeper: photos.sweeper),
+            apple.revoker.pool, AppleRevocationService(revoker: apple.revoker),
+        ],
         logger: logger
     )
 }
@@ -53,15 +64,36 @@ package func makeChangeFeed(configuration: ServerConfiguration, logger: Logger) 
 }
 
 /// Push delivery and reminders share a small pool of their own, like the realtime feed's.
-func makePush(configuration: ServerConfiguration, logger: Logger) -> (pool: PostgresPool, service: PushService) {
+func makePush(configuration: ServerConfiguration, http: OutboundHTTP, logger: Logger) -> (pool: PostgresPool, service: PushService) {
     let (pool, listen) = backgroundConnections(configuration: configuration, applicationName: PushDelivery.applicationName, logger: logger)
     let push = configuration.push
     if push.apns == nil {
         logger.notice("push notifications are off; the outbox keeps them until APNs is configured", metadata: ["reason": "\(push.offReason)"])
     }
-    let delivery = PushDelivery(pool: pool, listenConfiguration: listen, apns: push.apns, options: push.delivery, logger: logger)
+    let delivery = PushDelivery(pool: pool, listenConfiguration: listen, apns: push.apns, http: http.client, options: push.delivery, logger: logger)
     let reminders = push.runsReminders ? ReminderScheduler(pool: pool, options: push.reminders, logger: logger) : nil
     return (pool, PushService(delivery: delivery, reminders: reminders))
+}
+
+/// Apple's keys through the shared client, the code exchange when Sign in with Apple's key
+/// is configured, and the revocation worker with a pool of its own.
+func makeAppleAccounts(configuration: ServerConfiguration, http: OutboundHTTP, vault: AppleTokenVault, logger: Logger) -> AppleAccounts {
+    let apple = configuration.apple
+    // The key was validated when the configuration was read; a key that still fails leaves
+    // codes ignored rather than the server down.
+    var client: AppleIDClient?
+    do {
+        client = try AppleIDClient(baseURL: apple.authURL, credentials: apple.credentials, http: http.client)
+    } catch {
+        logger.error("Sign in with Apple's key cannot be used; authorization codes are ignored", metadata: ["error": "\(error)"])
+        client = try? AppleIDClient(baseURL: apple.authURL, credentials: nil, http: http.client)
+    }
+    let jwksURL = configuration.auth.apple.jwksURL
+    let verifier = AppleIdentityVerifier(
+        configuration: configuration.auth.apple, fetchKeys: { [http] in try await AppleIDClient.keys(at: jwksURL, using: http.client) }, logger: logger)
+    let (pool, listen) = backgroundConnections(configuration: configuration, applicationName: AppleTokenRevoker.applicationName, logger: logger)
+    let revoker = AppleTokenRevoker(pool: pool, listenConfiguration: listen, client: client, vault: vault, options: apple.revocations, logger: logger)
+    return AppleAccounts(verifier: verifier, exchanger: AppleTokenExchanger(client: client, vault: vault), revoker: revoker)
 }
 
 /// The photo store, the URL key, and the sweeper with a pool of its own.
@@ -95,7 +127,7 @@ private func backgroundConnections(
 
 /// request → metrics → problem mapping → admission → auth → route (plan and query in a repository) → response.
 func buildRouter(
-    pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenService, apple: AppleIdentityVerifier, devSignIn: Bool, photos: Photos,
+    pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenService, apple: AppleAccounts, devSignIn: Bool, photos: Photos,
     billing: BillingConfiguration = BillingConfiguration(), serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
     export: ExportConfiguration = ExportConfiguration(), sharedReads: Bool = false
 ) -> Router<AppRequestContext> {
@@ -122,7 +154,7 @@ func buildRouter(
         throw Problem(status: .upgradeRequired, code: "bad_request", detail: "this is a WebSocket endpoint; send an upgrade request", headers: [.upgrade: "websocket"])
     }
 
-    let auth = AuthRoutes(accounts: AccountRepository(pool: pool, tokens: tokens), apple: apple, devSignInEnabled: devSignIn)
+    let auth = AuthRoutes(accounts: AccountRepository(pool: pool, tokens: tokens), apple: apple.verifier, appleTokens: apple.exchanger, devSignInEnabled: devSignIn)
     let api = router.group("v1").add(middleware: ServiceStatusMiddleware(configuration: serviceStatus))
     ServiceStatusRoutes(configuration: serviceStatus, notices: ServiceNoticeRepository(pool: pool)).register(on: api)
     auth.register(public: api)
@@ -130,11 +162,14 @@ func buildRouter(
     let photoRoutes = PhotoRoutes(store: photos.store, downloads: PhotoDownloads(pool: pool, store: photos.store, links: photos.links))
     photoRoutes.register(public: api)
     RevenueCatWebhookRoutes(configuration: billing, billing: BillingRepository(pool: pool)).register(on: api)
+    AppleWebhookRoutes(
+        verifier: apple.verifier, notifications: AppleNotificationRepository(pool: pool), revoker: apple.revoker, photoSweeper: photos.sweeper
+    ).register(on: api)
 
     let bearer = BearerAuthenticator(tokens: tokens, pool: pool, readPlacement: sharedReads ? .sharedConnection : .ownConnection, photoLinks: photos.links)
     let authenticated = api.add(middleware: bearer).group(context: AuthenticatedContext.self)
     auth.register(authenticated: authenticated)
-    MeRoutes(photoSweeper: photos.sweeper).register(on: authenticated)
+    MeRoutes(photoSweeper: photos.sweeper, appleRevoker: apple.revoker).register(on: authenticated)
     DiaryRoutes(joinLimiter: JoinAttemptLimiter(), freePlanDiaries: billing.freePlanDiaries).register(on: authenticated)
     EntryRoutes(photoSweeper: photos.sweeper).register(on: authenticated)
     photoRoutes.register(authenticated: authenticated)

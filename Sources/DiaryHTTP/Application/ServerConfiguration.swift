@@ -33,6 +33,8 @@ package struct ServerConfiguration: Sendable {
     package var serviceStatus = ServiceStatusConfiguration()
     /// Exports' limits, and whether backups run.
     package var export = ExportConfiguration()
+    /// Sign in with Apple's REST API: code exchange and token revocation.
+    package var apple = AppleConfiguration()
 
     package init(
         host: String, port: Int, database: PostgresConfiguration, listenDatabase: PostgresConfiguration? = nil,

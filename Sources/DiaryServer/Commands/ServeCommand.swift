@@ -47,8 +47,17 @@ struct ServeCommand: AsyncParsableCommand {
               BACKUP_SCRATCH_DATABASE_URL  where verification restores (default: a scratch
                                   database made through the owner's connection)
               APPLE_AUDIENCE      comma-separated bundle ids accepted in Apple identity tokens
-              APPLE_JWKS_URL      Apple's keys (default https://appleid.apple.com/auth/keys)
+                                  and Apple's notifications
+              APPLE_AUTH_URL      Apple's REST API (default https://appleid.apple.com)
+              APPLE_JWKS_URL      Apple's keys (default APPLE_AUTH_URL/auth/keys)
               APPLE_JWKS_FILE     read Apple's keys from a file instead
+              APPLE_TEAM_ID, APPLE_KEY_ID, APPLE_PRIVATE_KEY_FILE  the Sign in with Apple key
+                                  (.p8): with them, sign-in's authorization codes are exchanged
+                                  and a deleted account's Apple token is revoked
+              APPLE_CLIENT_ID     client_id at Apple (default the first APPLE_AUDIENCE)
+              APPLE_CA_FILE       an extra trusted CA in PEM for Apple's API (tests)
+              DIARY_SECRETS_KEY_FILE  key sealing Apple tokens at rest (development generates
+                                  one in DIARY_DATA_DIR)
               APNS_KEY_FILE       the APNs auth key (.p8); with APNS_KEY_ID, APNS_TEAM_ID and
                                   APNS_TOPIC (the bundle id) it turns push notifications on
               APNS_ENDPOINT       replaces Apple's hosts (tests, proxies)
@@ -103,6 +112,7 @@ struct ServeCommand: AsyncParsableCommand {
                 sharedReads: try Setting.integer(flag: nil, environment: "DB_SHARED_READS", default: 0, range: 0...1) == 1
             )
             configuration.push = push
+            configuration.apple = try AppleConfiguration.fromEnvironment(production: auth.production)
             configuration.billing = billing
             configuration.serviceStatus = try ServiceStatusConfiguration.fromEnvironment()
             configuration.export = try ExportConfiguration.fromEnvironment(poolSize: configuration.poolOptions.size)

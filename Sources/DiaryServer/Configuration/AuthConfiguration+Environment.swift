@@ -1,3 +1,4 @@
+import AppleIDClient
 import DiaryCore
 import DiaryHTTP
 import Foundation
@@ -10,12 +11,13 @@ extension AuthConfiguration {
         if production && devSignIn {
             throw ConfigurationError(description: "DIARY_DEV_AUTH=1 is refused when DIARY_ENV=production")
         }
+        let authURL = try Setting.url(environment: "APPLE_AUTH_URL", default: AppleIDClient.defaultBaseURL, production: production, in: environment)
         // Read raw: an empty APPLE_JWKS_URL is refused as no URL, not taken for the default.
-        let jwks = environment["APPLE_JWKS_URL"] ?? "https://appleid.apple.com/auth/keys"
+        let jwks = environment["APPLE_JWKS_URL"] ?? authURL.appendingPathComponent("auth/keys").absoluteString
         guard let jwksURL = URL(string: jwks), jwksURL.scheme == "https" || !production else {
             throw ConfigurationError(description: "APPLE_JWKS_URL must be an https URL")
         }
-        let audiences = Set((value("APPLE_AUDIENCE") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        let audiences = Set(audienceList(value("APPLE_AUDIENCE")))
         if production && audiences.isEmpty {
             throw ConfigurationError(description: "APPLE_AUDIENCE must list the app's bundle ids in production")
         }
@@ -26,5 +28,10 @@ extension AuthConfiguration {
             dataDirectory: environment["DIARY_DATA_DIR"] ?? ".data",
             apple: .init(audiences: audiences, jwksURL: jwksURL, jwksFile: value("APPLE_JWKS_FILE"))
         )
+    }
+
+    /// APPLE_AUDIENCE's bundle ids, in the order given.
+    static func audienceList(_ text: String?) -> [String] {
+        (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 }

@@ -24,9 +24,7 @@ extension PushConfiguration {
             return push
         }
         let keyFile = value("APNS_KEY_FILE")!
-        guard let key = FileManager.default.contents(atPath: keyFile).map({ String(decoding: $0, as: UTF8.self) }) else {
-            throw ConfigurationError(description: "APNS_KEY_FILE: cannot read \(keyFile)")
-        }
+        let key = try Setting.fileText(keyFile, variable: "APNS_KEY_FILE")
         var endpoint: URL?
         if let text = value("APNS_ENDPOINT") {
             guard let url = URL(string: text), url.scheme == "https", url.host != nil else {

@@ -31,6 +31,23 @@ enum Setting {
         return value
     }
 
+    /// The text of the file `path` names, for the error naming `variable` when it cannot be read.
+    static func fileText(_ path: String, variable: String) throws -> String {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError(description: "\(variable): cannot read \(path)")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// An https URL (any URL outside production) from `name`, or `defaultValue`.
+    static func url(environment name: String, default defaultValue: URL, production: Bool, in environment: [String: String] = Setting.environment) throws -> URL {
+        guard let text = string(flag: nil, environment: name, in: environment) else { return defaultValue }
+        guard let url = URL(string: text), url.host != nil, url.scheme == "https" || (!production && url.scheme == "http") else {
+            throw ConfigurationError(description: "\(name) must be an https URL, not \"\(text)\"")
+        }
+        return url
+    }
+
     static func databaseURL(flag: String?, environment name: String = "DATABASE_URL") throws -> PostgresConfiguration {
         try databaseURL(flag: flag, environment: [name])
     }

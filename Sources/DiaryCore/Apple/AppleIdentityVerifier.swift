@@ -1,16 +1,15 @@
 import Crypto
 package import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import JWTKit
 package import Logging
 import NIOConcurrencyHelpers
 
-/// Verifies Sign in with Apple identity tokens against Apple's published keys.
+/// Verifies what Apple signs, identity tokens and server-to-server notifications, against
+/// Apple's published keys.
 ///
-/// Keys come from `APPLE_JWKS_FILE` or are fetched from `APPLE_JWKS_URL` into a jwt-kit
-/// key collection, which checks the signature (RS256 only); the claims are checked here.
+/// Keys come from `APPLE_JWKS_FILE` or are fetched by `fetchKeys` (the process's HTTP
+/// client, from `APPLE_JWKS_URL`) into a jwt-kit key collection, which checks the
+/// signature (RS256 only); the claims are checked here.
 /// The keys are cached, and fetched again when a token names a key id the cache lacks
 /// (Apple rotates keys), at most once every `refetchInterval` so that junk kids cannot
 /// drive traffic.
@@ -69,36 +68,63 @@ package final class AppleIdentityVerifier: Sendable {
     package static let issuer = "https://appleid.apple.com"
 
     package let configuration: Configuration
+    private let fetchKeys: (@Sendable () async throws -> Data)?
     private let logger: Logger
     private let cache = NIOLockedValueBox(Cache())
 
-    package init(configuration: Configuration, logger: Logger) {
+    /// `fetchKeys` reads Apple's key set when `configuration.jwksFile` does not name one.
+    package init(configuration: Configuration, fetchKeys: (@Sendable () async throws -> Data)? = nil, logger: Logger) {
         self.configuration = configuration
+        self.fetchKeys = fetchKeys
         self.logger = logger
     }
 
+    /// An identity token from the app. The nonce binds it to this sign-in: when either side
+    /// has one, both must, and the token's must be hex(SHA-256(raw nonce)).
     package func verify(_ token: String, rawNonce: String?, now: Date = Date()) async throws -> Identity {
+        let claims = try await verified(token, as: Claims.self)
+        try checkIssuerAndAudience(iss: claims.iss, aud: claims.aud)
+        let moment = now.timeIntervalSince1970
+        guard claims.exp + configuration.leeway >= moment else { throw Failure.invalid("expired") }
+        guard claims.iat - configuration.leeway <= moment else { throw Failure.invalid("issued in the future") }
+        guard !claims.sub.isEmpty, claims.sub.count <= 255 else { throw Failure.invalid("bad subject") }
+        switch (claims.nonce, rawNonce) {
+        case (nil, nil):
+            break
+        case (let expected?, let rawNonce?):
+            let hashed = SHA256.hash(data: Data(rawNonce.utf8)).map { String(format: "%02x", $0) }.joined()
+            guard hashed == expected else { throw Failure.invalid("nonce mismatch") }
+        case (nil, _?):
+            throw Failure.invalid("the request has a nonce the token does not carry")
+        case (_?, nil):
+            throw Failure.invalid("nonce missing")
+        }
+        return Identity(subject: claims.sub, email: claims.email)
+    }
+
+    /// A server-to-server notification's `payload`: Apple's signature, issuer and one of our
+    /// audiences, then the event its `events` claim (a JSON string) describes.
+    package func verifyNotification(_ payload: String, now: Date = Date()) async throws -> AppleNotification {
+        let claims = try await verified(payload, as: AppleNotification.Claims.self)
+        try checkIssuerAndAudience(iss: claims.iss, aud: claims.aud)
+        guard claims.iat - configuration.leeway <= now.timeIntervalSince1970 else { throw Failure.invalid("issued in the future") }
+        return try AppleNotification(claims: claims)
+    }
+
+    /// The claims of a compact JWS whose RS256 signature one of Apple's keys verifies.
+    private func verified<Payload: JWTPayload>(_ token: String, as _: Payload.Type) async throws -> Payload {
         guard token.utf8.count <= TokenService.maximumTokenLength else { throw Failure.invalid("malformed token: too long") }
         let header: JWTHeader
         do { header = try AlgorithmPinningParser.unverifiedHeader(of: token) } catch { throw Failure.invalid("\(error)") }
         guard header.alg == "RS256" else { throw Failure.invalid("algorithm \(header.alg ?? "(none)") is not accepted") }
         guard let kid = header.kid else { throw Failure.invalid("no key id") }
         let keys = try await keys(holding: kid)
-        let claims: Claims
-        do { claims = try await keys.verify(token, as: Claims.self) } catch { throw Failure.invalid("\(error)") }
+        do { return try await keys.verify(token, as: Payload.self) } catch { throw Failure.invalid("\(error)") }
+    }
 
-        guard claims.iss == Self.issuer else { throw Failure.invalid("wrong issuer") }
-        guard claims.aud.value.contains(where: configuration.audiences.contains) else { throw Failure.invalid("wrong audience") }
-        let moment = now.timeIntervalSince1970
-        guard claims.exp + configuration.leeway >= moment else { throw Failure.invalid("expired") }
-        guard claims.iat - configuration.leeway <= moment else { throw Failure.invalid("issued in the future") }
-        guard !claims.sub.isEmpty, claims.sub.count <= 255 else { throw Failure.invalid("bad subject") }
-        if let expected = claims.nonce {
-            guard let rawNonce else { throw Failure.invalid("nonce missing") }
-            let hashed = SHA256.hash(data: Data(rawNonce.utf8)).map { String(format: "%02x", $0) }.joined()
-            guard hashed == expected else { throw Failure.invalid("nonce mismatch") }
-        }
-        return Identity(subject: claims.sub, email: claims.email)
+    private func checkIssuerAndAudience(iss: String, aud: AudienceClaim) throws {
+        guard iss == Self.issuer else { throw Failure.invalid("wrong issuer") }
+        guard aud.value.contains(where: configuration.audiences.contains) else { throw Failure.invalid("wrong audience") }
     }
 
     /// The cached keys if they hold `kid`, else freshly fetched ones if they may be.
@@ -109,23 +135,21 @@ package final class AppleIdentityVerifier: Sendable {
         }
         if let keys = cached.keys { return keys }
         guard cached.mayRefetch else { throw Failure.invalid("unknown key id") }
-        let (keys, kids) = try await fetchKeys()
+        let (keys, kids) = try await loadKeys()
         cache.withLockedValue { $0 = Cache(keys: keys, kids: kids, fetchedAt: Date()) }
         guard kids.contains(kid) else { throw Failure.invalid("unknown key id") }
         return keys
     }
 
-    private func fetchKeys() async throws -> (JWTKeyCollection, Set<String>) {
+    private func loadKeys() async throws -> (JWTKeyCollection, Set<String>) {
         let data: Data
         do {
             if let file = configuration.jwksFile {
                 data = try Data(contentsOf: URL(fileURLWithPath: file))
+            } else if let fetchKeys {
+                data = try await fetchKeys()
             } else {
-                var request = URLRequest(url: configuration.jwksURL)
-                request.timeoutInterval = 5
-                let (body, response) = try await URLSession.shared.data(for: request)
-                guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw Failure.invalid("key fetch answered \(response)") }
-                data = body
+                throw Failure.invalid("no way to read Apple's keys: neither a key file nor an HTTP client")
             }
         } catch {
             logger.error("cannot load Apple's keys", metadata: ["error": "\(error)"])

@@ -1,0 +1,179 @@
+package import AppleIDClient
+import Foundation
+package import Logging
+import Metrics
+package import PostgresClient
+
+/// One per server: revokes at Apple the tokens of deleted accounts.
+///
+/// The deletion queues the revocation in its own transaction (`apple_revocations`), so it
+/// never waits for Apple. Rows are leased in batches (`claim_apple_revocations`, FOR
+/// UPDATE SKIP LOCKED), revoked outside any transaction, and settled one by one
+/// (`finish_apple_revocation`). `wake()` and LISTEN apple_revocations start a round at
+/// once; a poll picks up rows whose backoff has ended. A row still failing 7 days after it
+/// was queued is recorded as failed.
+package final class AppleTokenRevoker: Sendable {
+    package struct Options: Sendable {
+        package var batchSize = 20
+        /// A claimed row is due again after this, should its server die mid-request.
+        package var lease: Duration = .seconds(60)
+        package var pollInterval: Duration = .seconds(30)
+        /// Retries wait base × 2^(attempt−1), with jitter, up to the cap.
+        package var backoffBase: Duration = .seconds(30)
+        package var backoffCap: Duration = .seconds(6 * 3600)
+        package var gaugeInterval: Duration = .seconds(15)
+        package init() {}
+    }
+
+    package static let applicationName = "diary-server apple"
+    /// The revoker's own connections; run it as a service beside the revoker.
+    package let pool: PostgresPool
+    private let listenConfiguration: PostgresConfiguration
+    private let client: AppleIDClient?
+    private let vault: AppleTokenVault
+    private let options: Options
+    private let logger: Logger
+    private let wakes: AsyncStream<Void>
+    private let wakeContinuation: AsyncStream<Void>.Continuation
+
+    package init(pool: PostgresPool, listenConfiguration: PostgresConfiguration, client: AppleIDClient?, vault: AppleTokenVault, options: Options = Options(), logger: Logger) {
+        self.pool = pool
+        self.listenConfiguration = listenConfiguration
+        self.client = client
+        self.vault = vault
+        self.options = options
+        self.logger = logger
+        (wakes, wakeContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Starts a round now: an account was just deleted.
+    package func wake() {
+        wakeContinuation.yield()
+    }
+
+    /// Runs until cancelled. Without credentials nothing is revoked: rows wait, and the
+    /// gauges report them.
+    package func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await repeating(every: self.options.gaugeInterval, startingAtOnce: true) { await self.recordGauges() } }
+            if let client, client.credentials != nil {
+                group.addTask { await self.revokeWhenWoken(client) }
+                group.addTask {
+                    let notifications = PostgresListener.notifications(
+                        configuration: self.listenConfiguration, channels: ["apple_revocations"], logger: self.logger)
+                    for await _ in notifications { self.wakeContinuation.yield() }
+                }
+                group.addTask { await repeating(every: self.options.pollInterval, startingAtOnce: true) { self.wakeContinuation.yield() } }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+        wakeContinuation.finish()
+    }
+
+    private func revokeWhenWoken(_ client: AppleIDClient) async {
+        for await _ in wakes {
+            while !Task.isCancelled {
+                do {
+                    let batch = try await claim()
+                    for row in batch { try await settle(row, await revoke(row, with: client)) }
+                    if batch.count < options.batchSize { break }
+                } catch {
+                    // Claimed rows come back when their lease ends.
+                    logger.warning("apple: the revocation queue cannot be read or settled", metadata: ["error": "\(error)"])
+                    break
+                }
+            }
+        }
+    }
+
+    struct Claimed: Sendable {
+        var sealed: SealedAppleToken
+        var attempts: Int
+    }
+
+    private func claim() async throws -> [Claimed] {
+        let rows = try await pool.query("""
+            select token_id, client_id, encode(sealed, 'base64') as sealed, attempts
+            from claim_apple_revocations(\(options.batchSize)::integer, make_interval(secs => \(Double(options.lease.components.seconds))))
+            """)
+        return try rows.map { row in
+            // PostgreSQL's base64 breaks lines every 76 characters.
+            let base64 = try row.decode("sealed", as: String.self).filter { !$0.isWhitespace }
+            return Claimed(
+                sealed: SealedAppleToken(
+                    sealed: AppleTokenVault.Sealed(tokenID: try row.decode("token_id"), bytes: Data(base64Encoded: base64) ?? Data()),
+                    clientID: try row.decode("client_id")),
+                attempts: try row.decode("attempts"))
+        }
+    }
+
+    enum Outcome: Equatable {
+        case revoked
+        /// Apple no longer knows the token (`invalid_grant`): nothing is left to revoke.
+        case alreadyInvalid
+        case retry(String)
+    }
+
+    private func revoke(_ row: Claimed, with client: AppleIDClient) async -> Outcome {
+        let token: String
+        do { token = try vault.open(row.sealed.sealed) } catch {
+            return .retry("the sealed token does not open with the secrets key: \(error)")
+        }
+        switch await client.revoke(refreshToken: token) {
+        case .ok: return .revoked
+        case .refused(400, "invalid_grant"): return .alreadyInvalid
+        case .refused(let status, let error): return .retry("Apple answered \(status) \(error)")
+        case .failed(let why): return .retry(why)
+        }
+    }
+
+    private func settle(_ row: Claimed, _ outcome: Outcome) async throws {
+        let tokenID = row.sealed.sealed.tokenID
+        let delay = backoff(attempt: row.attempts)
+        let name: String, error: String
+        switch outcome {
+        case .revoked, .alreadyInvalid: (name, error) = ("revoked", "")
+        case .retry(let why): (name, error) = ("retry", why)
+        }
+        let rows = try await pool.query(
+            "select finish_apple_revocation(\(tokenID), \(name), \(Int32(delay / .milliseconds(1)))::integer, \(error)) as state")
+        let state = try rows.first?.decode("state", as: String?.self) ?? "gone"
+        let result: String
+        switch (outcome, state) {
+        case (.revoked, _):
+            result = "revoked"
+            logger.info("apple: token revoked", metadata: ["token": "\(tokenID)", "attempt": "\(row.attempts)"])
+        case (.alreadyInvalid, _):
+            result = "already_invalid"
+            logger.info("apple: token already invalid at Apple; nothing to revoke", metadata: ["token": "\(tokenID)"])
+        case (.retry(let why), "failed"):
+            result = "failed"
+            logger.error("apple: revocation given up after 7 days", metadata: ["token": "\(tokenID)", "attempts": "\(row.attempts)", "error": "\(why)"])
+        case (.retry(let why), _):
+            result = "retry"
+            logger.notice("apple: revocation will be retried", metadata: ["token": "\(tokenID)", "attempt": "\(row.attempts)", "in": "\(delay)", "error": "\(why)"])
+        }
+        Counter(label: "apple_revocations_total", dimensions: [("result", result)]).increment()
+    }
+
+    /// base × 2^(attempt−1), capped, with up to a fifth more of jitter so that a queue that
+    /// failed together does not retry together.
+    func backoff(attempt: Int) -> Duration {
+        let exponent = min(max(attempt - 1, 0), 20)
+        let raw = options.backoffBase * (1 << exponent)
+        let capped = min(raw, options.backoffCap)
+        return capped + capped * Double.random(in: 0...0.2)
+    }
+
+    private func recordGauges() async {
+        do {
+            let rows = try await pool.query("select pending, failed from apple_revocation_counts()")
+            guard let row = rows.first else { return }
+            Gauge(label: "apple_revocations_pending", dimensions: []).record(try row.decode("pending", as: Int.self))
+            Gauge(label: "apple_revocations_failed", dimensions: []).record(try row.decode("failed", as: Int.self))
+        } catch {
+            logger.warning("apple: counting the revocation queue failed", metadata: ["error": "\(error)"])
+        }
+    }
+}
