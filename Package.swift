@@ -189,6 +189,8 @@ let package = Package(
                 "DiaryCore",
                 "TestSupport",
                 "APNSTestServer",
+                "AppleTestServer",
+                "AppleIDClient",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -206,12 +208,11 @@ let package = Package(
             dependencies: ["PostgresClient"],
             path: "Tests/TestSupport"
         ),
-        // The APNs stand-in (HTTP/2 over TLS, validating as Apple does): for the tests and
-        // Benchmarks/PushBenchmark.
+        // TLS + ALPN h2 + HTTP/2 plumbing shared by the Apple stand-ins.
         .target(
-            name: "APNSTestServer",
+            name: "StandInSupport",
             dependencies: [
-                .product(name: "Crypto", package: "swift-crypto"),
+                "TestSupport",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -220,7 +221,27 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
+            path: "Tests/StandInSupport"
+        ),
+        // The APNs stand-in (validating as Apple does): for the tests and Benchmarks/PushBenchmark.
+        .target(
+            name: "APNSTestServer",
+            dependencies: [
+                "StandInSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             path: "Tests/APNSTestServer"
+        ),
+        // The Sign in with Apple stand-in (appleid.apple.com: keys, token, revoke).
+        .target(
+            name: "AppleTestServer",
+            dependencies: [
+                "StandInSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            path: "Tests/AppleTestServer"
         ),
     ]
 )

@@ -1,12 +1,7 @@
 import Crypto
 import Foundation
 import NIOConcurrencyHelpers
-import NIOCore
-import NIOHPACK
-import NIOHTTP2
-import NIOPosix
-import NIOSSL
-import NIOTLS
+import StandInSupport
 
 /// A local stand-in for Apple's Push Notification service, speaking its real protocol: HTTP/2 over
 /// TLS (ALPN "h2" only), many concurrent streams on one connection, `POST /3/device/<token>`.
@@ -16,9 +11,9 @@ import NIOTLS
 /// would, without asking the responder; a request that passes is recorded in `requests` and then
 /// answered by the responder (`.ok` unless told otherwise with `respond(_:)`).
 ///
-/// The server certificate is self-signed (EC prime256v1, SAN `DNS:localhost,IP:127.0.0.1`), made
-/// once per process with `/usr/bin/openssl`; clients trust it through `caFile`. The `endpoint` is
-/// `https://127.0.0.1:<port>`: async-http-client verifies the IP SAN (checked by the self-test).
+/// TLS, ALPN, HTTP/2 and the self-signed certificate are `HTTP2StandInServer`'s; this type is only
+/// APNs' protocol. The `endpoint` is `https://127.0.0.1:<port>`: async-http-client verifies the IP
+/// SAN of the certificate in `caFile` (checked by the self-test).
 ///
 /// Deliberate strictness, so that a client passing here also passes at Apple:
 /// - the JWT's `iat` must be an integer number of seconds (jwt-kit's default serializer writes a
@@ -63,14 +58,14 @@ public final class APNSStandIn: Sendable {
     public let caFile: String
     public let port: Int
     private let core: Core
-    private let serverChannel: any Channel
+    private let server: HTTP2StandInServer
 
-    private init(endpoint: String, caFile: String, port: Int, core: Core, serverChannel: any Channel) {
-        self.endpoint = endpoint
-        self.caFile = caFile
-        self.port = port
+    private init(core: Core, server: HTTP2StandInServer) {
+        self.endpoint = server.endpoint
+        self.caFile = server.caFile
+        self.port = server.port
         self.core = core
-        self.serverChannel = serverChannel
+        self.server = server
     }
 
     /// - Parameters:
@@ -85,41 +80,11 @@ public final class APNSStandIn: Sendable {
         topic: String,
         maxConcurrentStreams: Int = 1000
     ) async throws -> APNSStandIn {
-        let certificate = try Self.certificate.get()
-        var tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(certificate.certificateFile).map { .certificate($0) },
-            privateKey: .privateKey(try NIOSSLPrivateKey(file: certificate.keyFile, format: .pem))
-        )
-        tls.applicationProtocols = ["h2"]
-        let sslContext = try NIOSSLContext(configuration: tls)
-
-        let core = Core(
-            teamID: teamID,
-            keyID: keyID,
-            publicKey: publicKey,
-            topic: topic,
-            maxConcurrentStreams: maxConcurrentStreams
-        )
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { channel in
-                core.initialize(connection: channel, sslContext: sslContext)
-            }
-            .bind(host: "127.0.0.1", port: 0)
-            .get()
-        guard let port = channel.localAddress?.port else {
-            try? await channel.close()
-            throw Failure(description: "APNSStandIn: the server channel has no local port")
+        let core = Core(teamID: teamID, keyID: keyID, publicKey: publicKey, topic: topic)
+        let server = try await HTTP2StandInServer.start(name: "APNSStandIn", maxConcurrentStreams: maxConcurrentStreams) {
+            core.answer($0)
         }
-        return APNSStandIn(
-            endpoint: "https://127.0.0.1:\(port)",
-            caFile: certificate.certificateFile,
-            port: port,
-            core: core,
-            serverChannel: channel
-        )
+        return APNSStandIn(core: core, server: server)
     }
 
     /// Decides each answer; the default answers `.ok`. Called (on an event loop) for requests that
@@ -130,21 +95,23 @@ public final class APNSStandIn: Sendable {
 
     /// Every request that passed validation and was handed to the responder, in arrival order.
     public var requests: [Request] { core.state.withLockedValue { $0.requests } }
-    /// Every request that failed validation, one entry each: method, path, status, reason, and why.
-    public var violations: [String] { core.state.withLockedValue { $0.violations } }
+    /// Every request that failed validation, one entry each: method, path, status, reason, and why;
+    /// and every connection that did not negotiate h2.
+    public var violations: [String] { server.violations }
     /// Distinct provider JWTs seen (valid or not), in first-seen order.
     public var providerTokens: [String] { core.state.withLockedValue { $0.providerTokens } }
     /// TCP connections accepted so far (a well-behaved client reuses one).
-    public var connectionsAccepted: Int { core.state.withLockedValue { $0.connectionsAccepted } }
+    public var connectionsAccepted: Int { server.connectionsAccepted }
 
     /// Polls until `requests.count >= count`; throws when `timeout` passes first.
     public func waitForRequests(count: Int, timeout: Duration) async throws -> [Request] {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
         while true {
-            let (current, violations) = core.state.withLockedValue { ($0.requests, $0.violations) }
+            let current = requests
             if current.count >= count { return current }
             if clock.now >= deadline {
+                let violations = self.violations
                 throw Failure(
                     description: "APNSStandIn: waited \(timeout) for \(count) accepted request(s), got \(current.count)"
                         + (violations.isEmpty ? "" : "; violations: \(violations)")
@@ -156,72 +123,19 @@ public final class APNSStandIn: Sendable {
 
     /// Stops listening and closes every open connection. Safe to call more than once.
     public func shutdown() async throws {
-        let connections = core.state.withLockedValue { state in
-            state.isShutDown = true
-            return Array(state.connections.values)
-        }
-        do {
-            try await serverChannel.close()
-        } catch ChannelError.alreadyClosed {}
-        for connection in connections {
-            try? await connection.close()
-        }
-    }
-
-    // MARK: - The certificate, made once per process
-
-    private struct Certificate: Sendable {
-        var certificateFile: String
-        var keyFile: String
-    }
-
-    private static let certificate: Result<Certificate, any Error> = Result { try makeCertificate() }
-
-    private static func makeCertificate() throws -> Certificate {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("apns-standin-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let certificateFile = directory.appendingPathComponent("cert.pem").path
-        let keyFile = directory.appendingPathComponent("key.pem").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = [
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-            "-keyout", keyFile, "-out", certificateFile, "-days", "2", "-subj", "/CN=localhost",
-            "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-            "-addext", "basicConstraints=critical,CA:TRUE",
-            "-addext", "extendedKeyUsage=serverAuth",
-        ]
-        let errors = Pipe()
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        try process.run()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failure(
-                description: "APNSStandIn: openssl exited \(process.terminationStatus): "
-                    + String(decoding: message, as: UTF8.self)
-            )
-        }
-        return Certificate(certificateFile: certificateFile, keyFile: keyFile)
+        try await server.shutdown()
     }
 }
 
-// MARK: - Server state and validation
+// MARK: - Validation
 
 extension APNSStandIn {
     fileprivate struct State {
         var responder: @Sendable (Request) -> Answer = { _ in .ok }
         var requests: [Request] = []
-        var violations: [String] = []
         var providerTokens: [String] = []
         var seenProviderTokens: Set<String> = []
         var verifiedProviderTokens: Set<String> = []
-        var connections: [ObjectIdentifier: any Channel] = [:]
-        var connectionsAccepted = 0
-        var isShutDown = false
     }
 
     fileprivate struct Problem {
@@ -235,72 +149,51 @@ extension APNSStandIn {
         let keyID: String
         let publicKey: P256.Signing.PublicKey
         let topic: String
-        let maxConcurrentStreams: Int
         let state = NIOLockedValueBox(State())
 
-        init(teamID: String, keyID: String, publicKey: P256.Signing.PublicKey, topic: String, maxConcurrentStreams: Int) {
+        init(teamID: String, keyID: String, publicKey: P256.Signing.PublicKey, topic: String) {
             self.teamID = teamID
             self.keyID = keyID
             self.publicKey = publicKey
             self.topic = topic
-            self.maxConcurrentStreams = maxConcurrentStreams
         }
 
-        func initialize(connection channel: any Channel, sslContext: NIOSSLContext) -> EventLoopFuture<Void> {
-            let id = ObjectIdentifier(channel)
-            let isShutDown = state.withLockedValue { state in
-                state.connectionsAccepted += 1
-                if !state.isShutDown { state.connections[id] = channel }
-                return state.isShutDown
-            }
-            if isShutDown { return channel.close() }
-            channel.closeFuture.whenComplete { [self] _ in
-                _ = state.withLockedValue { $0.connections.removeValue(forKey: id) }
-            }
-            let maxConcurrentStreams = self.maxConcurrentStreams
-            return channel.eventLoop.makeCompletedFuture {
-                let pipeline = channel.pipeline.syncOperations
-                try pipeline.addHandler(NIOSSLServerHandler(context: sslContext))
-                try pipeline.addHandler(
-                    ApplicationProtocolNegotiationHandler { [self] result, channel in
-                        guard case .negotiated("h2") = result else {
-                            state.withLockedValue {
-                                $0.violations.append("connection: the client did not negotiate h2 by ALPN (\(result))")
-                            }
-                            return channel.close()
-                        }
-                        return channel.eventLoop.makeCompletedFuture {
-                            var connection = NIOHTTP2Handler.ConnectionConfiguration()
-                            connection.initialSettings = [
-                                HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams),
-                                HTTP2Setting(parameter: .maxHeaderListSize, value: HPACKDecoder.defaultMaxHeaderListSize),
-                            ]
-                            _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-                                mode: .server,
-                                connectionConfiguration: connection,
-                                streamConfiguration: .init()
-                            ) { [self] stream in
-                                stream.eventLoop.makeCompletedFuture {
-                                    try stream.pipeline.syncOperations.addHandler(StreamHandler(core: self))
-                                }
-                            }
-                        }
-                    }
-                )
+        /// Answers one complete request: refused as Apple would (and described in the violation)
+        /// when it fails validation, else recorded and handed to the responder.
+        func answer(_ request: HTTP2StandInServer.Request) -> HTTP2StandInServer.Response {
+            let apnsID = request.headers["apns-id"] ?? UUID().uuidString.lowercased()
+            let (answer, violation) = evaluate(request)
+            var response = Self.response(for: answer, apnsID: apnsID)
+            response.violation = violation
+            return response
+        }
+
+        /// `.ok` is 200 with `apns-id` and no body; a refusal carries `{"reason": ...}`.
+        private static func response(for answer: Answer, apnsID: String) -> HTTP2StandInServer.Response {
+            switch answer {
+            case .ok:
+                return HTTP2StandInServer.Response(status: 200, headers: [("apns-id", apnsID)])
+            case .refuse(let status, let reason, let retryAfter):
+                var headers: [(name: String, value: String)] = [("apns-id", apnsID), ("content-type", "application/json")]
+                if let retryAfter { headers.append(("retry-after", "\(retryAfter)")) }
+                var json: [String: Any] = ["reason": reason]
+                if status == 410 { json["timestamp"] = Int(Date().timeIntervalSince1970 * 1000) }
+                let data = (try? JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])) ?? Data()
+                return HTTP2StandInServer.Response(status: status, headers: headers, body: data)
+            case .delayed(let milliseconds, let inner):
+                var response = response(for: inner, apnsID: apnsID)
+                response.delay = (response.delay ?? 0) + milliseconds
+                return response
             }
         }
 
         /// Validates one complete request; records it and asks the responder when it passes.
-        func evaluate(head: HPACKHeaders, body: ByteBuffer, receivedAt: Date) -> Answer {
-            var headers: [String: String] = [:]
-            for (name, value, _) in head {
-                let name = name.lowercased()
-                if name.hasPrefix(":") { continue }
-                headers[name] = headers[name].map { "\($0), \(value)" } ?? value
-            }
-            let method = head.first(name: ":method") ?? ""
-            let path = head.first(name: ":path") ?? ""
-            let bodyData = Data(body.readableBytesView)
+        private func evaluate(_ request: HTTP2StandInServer.Request) -> (Answer, violation: String?) {
+            let headers = request.headers
+            let method = request.method
+            let path = request.path
+            let bodyData = request.body
+            let receivedAt = request.receivedAt
             var problems: [Problem] = []
 
             // The path.
@@ -422,11 +315,10 @@ extension APNSStandIn {
 
             if let first = problems.first {
                 let described = problems.map { "\($0.status) \($0.reason): \($0.detail)" }.joined(separator: "; also ")
-                state.withLockedValue { $0.violations.append("\(method) \(path): \(described)") }
-                return .refuse(status: first.status, reason: first.reason)
+                return (.refuse(status: first.status, reason: first.reason), "\(method) \(path): \(described)")
             }
 
-            let request = Request(
+            let accepted = Request(
                 deviceToken: deviceToken,
                 headers: headers,
                 body: bodyData,
@@ -434,10 +326,10 @@ extension APNSStandIn {
                 receivedAt: receivedAt
             )
             let responder = state.withLockedValue { state in
-                state.requests.append(request)
+                state.requests.append(accepted)
                 return state.responder
             }
-            return responder(request)
+            return (responder(accepted), nil)
         }
 
         private func describe(_ value: String?) -> String {
@@ -514,80 +406,6 @@ extension APNSStandIn {
             if base64.contains("=") { return nil }  // JWS forbids padding
             base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
             return Data(base64Encoded: base64)
-        }
-    }
-
-    /// One HTTP/2 stream: gathers HEADERS and DATA until END_STREAM, then answers.
-    fileprivate final class StreamHandler: ChannelInboundHandler {
-        typealias InboundIn = HTTP2Frame.FramePayload
-        typealias OutboundOut = HTTP2Frame.FramePayload
-
-        private let core: Core
-        private var head: HPACKHeaders?
-        private var body = ByteBuffer()
-        private var finished = false
-        private var isActive = true
-
-        init(core: Core) {
-            self.core = core
-        }
-
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            switch unwrapInboundIn(data) {
-            case .headers(let headers):
-                if head == nil { head = headers.headers }  // later HEADERS are trailers: ignored
-                if headers.endStream { finish(context: context) }
-            case .data(let frame):
-                if case .byteBuffer(var buffer) = frame.data { body.writeBuffer(&buffer) }
-                if frame.endStream { finish(context: context) }
-            default:
-                break
-            }
-        }
-
-        func channelInactive(context: ChannelHandlerContext) {
-            isActive = false
-            context.fireChannelInactive()
-        }
-
-        func handlerRemoved(context: ChannelHandlerContext) {
-            isActive = false
-        }
-
-        func errorCaught(context: ChannelHandlerContext, error: any Error) {
-            context.close(promise: nil)
-        }
-
-        private func finish(context: ChannelHandlerContext) {
-            guard !finished else { return }
-            finished = true
-            let head = self.head ?? [:]
-            let answer = core.evaluate(head: head, body: body, receivedAt: Date())
-            send(answer, apnsID: head.first(name: "apns-id") ?? UUID().uuidString.lowercased(), context: context)
-        }
-
-        private func send(_ answer: Answer, apnsID: String, context: ChannelHandlerContext) {
-            guard isActive else { return }
-            switch answer {
-            case .delayed(let milliseconds, let inner):
-                context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(milliseconds))) {
-                    self.send(inner, apnsID: apnsID, context: context)
-                }
-            case .ok:
-                let headers: HPACKHeaders = [":status": "200", "apns-id": apnsID]
-                context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: headers, endStream: true))), promise: nil)
-            case .refuse(let status, let reason, let retryAfter):
-                var headers: HPACKHeaders = [
-                    ":status": "\(status)", "apns-id": apnsID, "content-type": "application/json",
-                ]
-                if let retryAfter { headers.add(name: "retry-after", value: "\(retryAfter)") }
-                var json: [String: Any] = ["reason": reason]
-                if status == 410 { json["timestamp"] = Int(Date().timeIntervalSince1970 * 1000) }
-                let data = (try? JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])) ?? Data()
-                context.write(wrapOutboundOut(.headers(.init(headers: headers, endStream: false))), promise: nil)
-                let buffer = context.channel.allocator.buffer(bytes: data)
-                context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
-            }
         }
     }
 }

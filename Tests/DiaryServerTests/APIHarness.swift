@@ -38,6 +38,11 @@ struct AppleTestKeys: Sendable {
         let now = Date().timeIntervalSince1970
         var claims: [String: Any] = ["iss": issuer, "aud": audience, "sub": subject, "iat": Int(now), "exp": Int(now + expiresIn), "email": "\(subject)@privaterelay.example"]
         if let nonce { claims["nonce"] = SHA256.hash(data: Data(nonce.utf8)).map { String(format: "%02x", $0) }.joined() }
+        return try signed(claims, alg: alg, kid: kid, signWith: other)
+    }
+
+    /// `claims` as a compact JWS signed with Apple's test key (or another, or none).
+    func signed(_ claims: [String: Any], alg: String = "RS256", kid: String = AppleTestKeys.kid, signWith other: Bool = false) throws -> String {
         let header = Base64URL.encode(try JSONSerialization.data(withJSONObject: ["alg": alg, "kid": kid, "typ": "JWT"]))
         let body = Base64URL.encode(try JSONSerialization.data(withJSONObject: claims))
         let input = header + "." + body
@@ -100,7 +105,7 @@ struct APIHarness: Sendable {
         route: DatabaseRoute = .direct, slowConsumerGrace: Duration = .seconds(10),
         push: PushConfiguration = PushConfiguration(), pushDelivery: PushDelivery.Options = PushDelivery.Options(),
         billing: BillingConfiguration = APIHarness.billing, serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
-        export: ExportConfiguration = ExportConfiguration(),
+        export: ExportConfiguration = ExportConfiguration(), apple: AppleConfiguration = AppleConfiguration(), jwksURL: URL? = nil,
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         try await MigratedTemplate.withDatabase { database in
@@ -108,7 +113,7 @@ struct APIHarness: Sendable {
                 on: database, poolSize: poolSize, acquireTimeout: acquireTimeout, statementTimeout: statementTimeout,
                 maxConcurrentRequests: maxConcurrentRequests, sharedReads: sharedReads, testing: testing, route: route,
                 slowConsumerGrace: slowConsumerGrace, push: push, pushDelivery: pushDelivery, billing: billing,
-                serviceStatus: serviceStatus, export: export, body
+                serviceStatus: serviceStatus, export: export, apple: apple, jwksURL: jwksURL, body
             )
         }
     }
@@ -120,7 +125,7 @@ struct APIHarness: Sendable {
         route: DatabaseRoute = .direct, slowConsumerGrace: Duration = .seconds(10),
         push: PushConfiguration = PushConfiguration(), pushDelivery: PushDelivery.Options = PushDelivery.Options(),
         billing: BillingConfiguration = APIHarness.billing, serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
-        export: ExportConfiguration = ExportConfiguration(),
+        export: ExportConfiguration = ExportConfiguration(), apple: AppleConfiguration = AppleConfiguration(), jwksURL: URL? = nil,
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         // The server's own role: no ownership, no BYPASSRLS, so every policy applies.
@@ -133,7 +138,8 @@ struct APIHarness: Sendable {
             host: "127.0.0.1", port: 0, database: serverDatabase, poolOptions: .init(size: poolSize), databaseWait: .seconds(1),
             auth: AuthConfiguration(
                 production: false, devSignIn: true, jwtKeyFile: nil, dataDirectory: dataDirectory,
-                apple: .init(audiences: [AppleTestKeys.audience], jwksURL: URL(string: "https://keys.invalid/")!, jwksFile: AppleTestKeys.shared.jwksPath)
+                // `jwksURL` reads Apple's keys over HTTPS (the stand-in's), else from a file.
+                apple: .init(audiences: [AppleTestKeys.audience], jwksURL: jwksURL ?? URL(string: "https://keys.invalid/")!, jwksFile: jwksURL == nil ? AppleTestKeys.shared.jwksPath : nil)
             ),
             maxConcurrentRequests: maxConcurrentRequests,
             sharedReads: sharedReads
@@ -146,6 +152,7 @@ struct APIHarness: Sendable {
         configuration.billing = billing
         configuration.serviceStatus = serviceStatus
         configuration.export = export
+        configuration.apple = apple
         let app = try buildApplication(configuration: configuration, pool: pool, logger: TestDatabase.logger)
         do {
             try await app.test(testing) { client in

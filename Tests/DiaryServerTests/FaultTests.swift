@@ -180,7 +180,7 @@ extension APIHarness {
         let rows = try await asSuperuser("""
             select pid::int8 as pid from pg_stat_activity
             where datname = current_database() and usename = \(TestDatabase.appRole) and application_name <> \(ChangeFeed.applicationName) and application_name <> \(PushDelivery.applicationName)
-              and application_name <> \(PhotoSweeper.applicationName)
+              and application_name <> \(PhotoSweeper.applicationName) and application_name <> \(AppleTokenRevoker.applicationName)
             order by pid
             """)
         return try rows.map { try $0.decode("pid", as: Int.self) }
