@@ -14,7 +14,7 @@ enum AllowedMethods {
         ("/v1/diaries/:id/entries", [.get, .post]), ("/v1/diaries/:id/entries/:id", [.get, .patch, .delete]),
         ("/v1/diaries/:id/entries/:id/read", [.post]), ("/v1/diaries/:id/entries/:id/reads", [.get]),
         ("/v1/diaries/:id/changes", [.get]), ("/v1/realtime", [.get]),
-        ("/v1/photos", [.post]), ("/v1/photos/:id", [.get]), ("/v1/webhooks/revenuecat", [.post]),
+        ("/v1/photos", [.post]), ("/v1/photos/:id", [.get]), ("/v1/webhooks/revenuecat", [.post]), ("/v1/webhooks/apple", [.post]),
         ("/v1/diaries/:id/calendar", [.get]), ("/v1/diaries/:id/export", [.get]), ("/v1/me/export", [.get]),
         ("/v1/data-safety", [.get]), ("/v1/service-status", [.get]),
     ].map { (template: $0.0.split(separator: "/"), methods: $0.1) }

@@ -6,8 +6,9 @@ import Logging
 /// asked to upgrade, and maintenance refuses writes.
 ///
 /// What must always work does: the status itself, so an app can say why; exports, so users
-/// can always take their data out, whatever their app's version; and in maintenance, reads
-/// and sign-in.
+/// can always take their data out, whatever their app's version; and in maintenance, reads,
+/// sign-in, and the webhooks (Apple and RevenueCat are not apps that can wait it out: Apple
+/// sends each notification once).
 struct ServiceStatusMiddleware<Context: RequestContext>: RouterMiddleware {
     let configuration: ServiceStatusConfiguration
 
@@ -40,6 +41,7 @@ struct ServiceStatusRoute {
     let isStatus: Bool
     let isExport: Bool
     let isSignIn: Bool
+    let isWebhook: Bool
 
     init(path: String) {
         let segments = path.split(separator: "/")
@@ -47,11 +49,12 @@ struct ServiceStatusRoute {
         isExport = segments.last == "export"
             && (segments.count == 3 && segments[1] == "me" || segments.count == 4 && segments[1] == "diaries")
         isSignIn = segments.count == 3 && segments[1] == "auth"
+        isWebhook = segments.count == 3 && segments[1] == "webhooks"
     }
 
     var ignoresVersion: Bool { isStatus || isExport }
 
     func allowedInMaintenance(_ method: HTTPRequest.Method) -> Bool {
-        method == .get || method == .head || method == .options || isSignIn
+        method == .get || method == .head || method == .options || isSignIn || isWebhook
     }
 }

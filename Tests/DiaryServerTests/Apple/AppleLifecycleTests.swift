@@ -163,4 +163,16 @@ struct AppleLifecycleTests {
             #expect(try recorded.first?.decode("n", as: Int.self) == 0)
         }
     }
+
+    @Test("in maintenance Apple's notifications are still applied: Apple sends each one once")
+    func notificationsDuringMaintenance() async throws {
+        try await APIHarness.run(serviceStatus: ServiceStatusConfiguration(maintenance: true)) { api in
+            let session = try await AuthenticationTests.appleSignIn(api, token: try AppleTestKeys.shared.identityToken(subject: "apple-m-1")).decode(Session.self)
+            #expect(try await api.call(.patch, "/v1/me", token: session.accessToken, body: UpdateMeRequest(displayName: "x")).status == .serviceUnavailable)
+            let payload = try AppleFixture.notification(type: "consent-revoked", subject: "apple-m-1")
+            let reply = try await api.call(.post, "/v1/webhooks/apple", json: String(decoding: try JSONSerialization.data(withJSONObject: ["payload": payload]), as: UTF8.self))
+            #expect(reply.status == .ok)
+            #expect(try await api.call(.get, "/v1/me", token: session.accessToken).status == .unauthorized)
+        }
+    }
 }
