@@ -47,11 +47,19 @@ ensure_installed() {
 prepare_owner() {
     [ "$(id -u)" -eq 0 ] || return 0
     ensure_service_user
-    # The service user must be able to reach the data folder through every parent.
+    # The service user must be able to reach the data folder through every parent. This
+    # changes the machine (a checkout under /root makes /root traversable by everyone), so
+    # each change is said, and DIARY_PG_NO_CHMOD=1 refuses instead.
     local dir="$data_root"
     while [ "$dir" != "/" ]; do
         dir=$(dirname "$dir")
-        runuser -u "$service_user" -- test -x "$dir" 2>/dev/null || chmod o+x "$dir"
+        runuser -u "$service_user" -- test -x "$dir" 2>/dev/null && continue
+        if [ "${DIARY_PG_NO_CHMOD:-0}" = 1 ]; then
+            log "$service_user cannot reach $cluster through $dir; give it search permission (chmod o+x $dir) or move the checkout"
+            exit 1
+        fi
+        log "chmod o+x $dir: PostgreSQL runs as $service_user (it refuses root), which must pass through $dir to reach $cluster"
+        chmod o+x "$dir"
     done
     # Only what is not the service user's yet: a running cluster creates and drops files
     # under this folder all the time (tests' databases), and a recursive chown over them
@@ -84,6 +92,12 @@ start() {
         as_owner "$bin/initdb" -D "$pgdata" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >/dev/null
     fi
     port=$(chosen_port)
+    # A running cluster listens where the port file says; a new PGPORT restarts it there,
+    # so the file never names a port nobody listens on.
+    if as_owner "$bin/pg_ctl" -D "$pgdata" status >/dev/null 2>&1 && [ -f "$port_file" ] && [ "$(cat "$port_file")" != "$port" ]; then
+        log "PGPORT=$port, but the cluster listens on $(cat "$port_file"): restarting it on $port"
+        as_owner "$bin/pg_ctl" -D "$pgdata" -m fast -w stop >/dev/null
+    fi
     echo "$port" > "$port_file"
     if ! as_owner "$bin/pg_ctl" -D "$pgdata" status >/dev/null 2>&1; then
         log "starting on port $port"

@@ -88,7 +88,9 @@ begin
         return 'duplicate';
     end if;
     delete from apple_notifications n where n.received_at < now() - interval '90 days';
-    select u.id into account from users u where u.apple_sub = subject for update;
+    -- No row lock here: delete_my_account takes its locks (diaries first) in the same order
+    -- as DELETE /v1/me, so the two cannot deadlock.
+    select u.id into account from users u where u.apple_sub = subject;
     if account is null then
         result := 'unknown_user';
     elsif event_type = 'consent-revoked' then
@@ -560,6 +562,10 @@ declare
 begin
     if outcome = 'revoked' then
         update apple_revocations r set state = 'revoked', sealed = null, finished_at = now(), last_error = null
+        where r.token_id = token and r.state = 'pending'
+        returning r.state into result;
+    elsif outcome = 'failed' then
+        update apple_revocations r set state = 'failed', sealed = null, finished_at = now(), last_error = left(error, 500)
         where r.token_id = token and r.state = 'pending'
         returning r.state into result;
     elsif outcome = 'retry' then
@@ -1758,7 +1764,7 @@ CREATE TABLE public.diaries (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     entry_count integer DEFAULT 0 NOT NULL,
     CONSTRAINT diaries_invite_code_check CHECK ((invite_code ~ '^[0-9A-HJKMNP-TV-Z]{10}$'::text)),
-    CONSTRAINT diaries_name_check CHECK (((char_length(name) >= 1) AND (char_length(name) <= 50))),
+    CONSTRAINT diaries_name_check CHECK (((char_length(name) >= 1) AND (char_length(name) <= 500))),
     CONSTRAINT diaries_settings_check CHECK ((jsonb_typeof(settings) = 'object'::text)),
     CONSTRAINT diaries_type_check CHECK ((type = ANY (ARRAY['couple'::text, 'family'::text, 'friends'::text, 'anonymous'::text])))
 )
@@ -1796,9 +1802,9 @@ CREATE TABLE public.entries (
     images text[] DEFAULT '{}'::text[] NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT entries_content_check CHECK (((char_length(content) >= 1) AND (char_length(content) <= 10000))),
+    CONSTRAINT entries_content_check CHECK (((char_length(content) >= 1) AND (char_length(content) <= 100000))),
     CONSTRAINT entries_images_check CHECK ((cardinality(images) <= 10)),
-    CONSTRAINT entries_question_check CHECK ((char_length(question) <= 500))
+    CONSTRAINT entries_question_check CHECK ((char_length(question) <= 5000))
 );
 
 ALTER TABLE ONLY public.entries FORCE ROW LEVEL SECURITY;
@@ -1920,8 +1926,8 @@ CREATE TABLE public.users (
     premium_couple boolean DEFAULT false NOT NULL,
     premium_event_at timestamp with time zone,
     CONSTRAINT users_apple_sub_check CHECK (((char_length(apple_sub) >= 1) AND (char_length(apple_sub) <= 255))),
-    CONSTRAINT users_dev_name_check CHECK (((char_length(dev_name) >= 1) AND (char_length(dev_name) <= 50))),
-    CONSTRAINT users_display_name_check CHECK (((char_length(display_name) >= 1) AND (char_length(display_name) <= 50))),
+    CONSTRAINT users_dev_name_check CHECK (((char_length(dev_name) >= 1) AND (char_length(dev_name) <= 500))),
+    CONSTRAINT users_display_name_check CHECK (((char_length(display_name) >= 1) AND (char_length(display_name) <= 500))),
     CONSTRAINT users_email_check CHECK ((char_length(email) <= 320)),
     CONSTRAINT users_profile_image_url_check CHECK ((char_length(profile_image_url) <= 2048)),
     CONSTRAINT users_settings_check CHECK ((jsonb_typeof(settings) = 'object'::text)),

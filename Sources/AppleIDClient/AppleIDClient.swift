@@ -17,7 +17,7 @@ public final class AppleIDClient: Sendable {
 
     public static let defaultBaseURL = URL(string: "https://appleid.apple.com")!
 
-    public init(baseURL: URL = AppleIDClient.defaultBaseURL, credentials: AppleIDCredentials?, http: HTTPClient, requestTimeout: Duration = .seconds(10)) throws {
+    public init(baseURL: URL = AppleIDClient.defaultBaseURL, credentials: AppleIDCredentials?, http: HTTPClient, requestTimeout: Duration = .seconds(5)) throws {
         self.baseURL = baseURL
         self.credentials = credentials
         clientSecret = try credentials.map { try AppleClientSecret(credentials: $0) }
@@ -51,43 +51,65 @@ public final class AppleIDClient: Sendable {
 
     /// The outcome of exchanging an authorization code.
     public enum Exchange: Sendable, Equatable {
-        case refreshToken(String)
+        /// Apple's refresh token, and the `sub` of the ID token that came with it.
+        case refreshToken(String, subject: String?)
         case refused(status: Int, error: String)
         case failed(String)
     }
 
-    /// POST /auth/token with `grant_type=authorization_code`: the refresh token Apple issues for the code.
-    public func exchange(code: String) async -> Exchange {
-        switch await post("auth/token", ["code": code, "grant_type": "authorization_code"]) {
+    /// Apple's refresh tokens are short; a longer one is not kept.
+    public static let maximumRefreshTokenBytes = 2048
+
+    /// POST /auth/token with `grant_type=authorization_code`, as `clientID` (the bundle id
+    /// the code was issued to): the refresh token Apple issues for the code.
+    public func exchange(code: String, clientID: String) async -> Exchange {
+        switch await post("auth/token", ["code": code, "grant_type": "authorization_code"], clientID: clientID) {
         case .ok(let body):
             guard let tokens = try? JSONDecoder().decode(TokenResponse.self, from: body), let refresh = tokens.refresh_token, !refresh.isEmpty else {
                 return .failed("the token response has no refresh_token")
             }
-            return .refreshToken(refresh)
+            guard refresh.utf8.count <= Self.maximumRefreshTokenBytes else { return .failed("the refresh token is longer than \(Self.maximumRefreshTokenBytes) bytes") }
+            return .refreshToken(refresh, subject: tokens.id_token.flatMap(Self.subject(ofIDToken:)))
         case .refused(let status, let error): return .refused(status: status, error: error)
         case .failed(let why): return .failed(why)
         }
     }
 
-    /// POST /auth/revoke with `token_type_hint=refresh_token`.
-    public func revoke(refreshToken: String) async -> Answer {
-        await post("auth/revoke", ["token": refreshToken, "token_type_hint": "refresh_token"])
+    /// POST /auth/revoke with `token_type_hint=refresh_token`, as the client the token was issued to.
+    public func revoke(refreshToken: String, clientID: String) async -> Answer {
+        await post("auth/revoke", ["token": refreshToken, "token_type_hint": "refresh_token"], clientID: clientID)
     }
 
     private struct TokenResponse: Decodable {
         var refresh_token: String?
+        var id_token: String?
+    }
+
+    private struct IDTokenClaims: Decodable {
+        var sub: String
+    }
+
+    /// The `sub` of the ID token Apple returned over this TLS connection: read, not verified
+    /// again, to tell whose code it was.
+    static func subject(ofIDToken token: String) -> String? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return nil }
+        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64) else { return nil }
+        return (try? JSONDecoder().decode(IDTokenClaims.self, from: data))?.sub
     }
 
     private struct OAuthError: Decodable {
         var error: String
     }
 
-    private func post(_ path: String, _ fields: [String: String]) async -> Answer {
-        guard let credentials, let clientSecret else { return .failed("Sign in with Apple's key is not configured") }
+    private func post(_ path: String, _ fields: [String: String], clientID: String) async -> Answer {
+        guard let clientSecret else { return .failed("Sign in with Apple's key is not configured") }
         do {
             var form = fields
-            form["client_id"] = credentials.clientID
-            form["client_secret"] = try await clientSecret.secret()
+            form["client_id"] = clientID
+            form["client_secret"] = try await clientSecret.secret(for: clientID)
             var request = HTTPClientRequest(url: baseURL.appendingPathComponent(path).absoluteString)
             request.method = .POST
             request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")

@@ -115,8 +115,9 @@ as $$
     returning r.token_id, r.client_id, r.sealed, r.attempts, r.queued_at
 $$;
 
--- Settles one claimed revocation: 'revoked' finishes it; 'retry' makes it due again after
--- delay_ms, or failed once it was queued more than 7 days ago. Returns the row's state.
+-- Settles one claimed revocation: 'revoked' finishes it; 'failed' records that Apple
+-- refuses it for good; 'retry' makes it due again after delay_ms, or failed once it was
+-- queued more than 7 days ago. Returns the row's state.
 create function finish_apple_revocation(token uuid, outcome text, delay_ms integer, error text) returns text
 language plpgsql security definer
 set search_path = pg_catalog, public
@@ -126,6 +127,10 @@ declare
 begin
     if outcome = 'revoked' then
         update apple_revocations r set state = 'revoked', sealed = null, finished_at = now(), last_error = null
+        where r.token_id = token and r.state = 'pending'
+        returning r.state into result;
+    elsif outcome = 'failed' then
+        update apple_revocations r set state = 'failed', sealed = null, finished_at = now(), last_error = left(error, 500)
         where r.token_id = token and r.state = 'pending'
         returning r.state into result;
     elsif outcome = 'retry' then
@@ -169,7 +174,9 @@ begin
         return 'duplicate';
     end if;
     delete from apple_notifications n where n.received_at < now() - interval '90 days';
-    select u.id into account from users u where u.apple_sub = subject for update;
+    -- No row lock here: delete_my_account takes its locks (diaries first) in the same order
+    -- as DELETE /v1/me, so the two cannot deadlock.
+    select u.id into account from users u where u.apple_sub = subject;
     if account is null then
         result := 'unknown_user';
     elsif event_type = 'consent-revoked' then

@@ -31,6 +31,8 @@ package final class AppleIdentityVerifier: Sendable {
     package struct Identity: Equatable, Sendable {
         package var subject: String
         package var email: String?
+        /// The bundle id the token was issued to: the client id its code is exchanged as.
+        package var audience: String = ""
     }
 
     package enum Failure: Error, CustomStringConvertible {
@@ -66,6 +68,8 @@ package final class AppleIdentityVerifier: Sendable {
     }
 
     package static let issuer = "https://appleid.apple.com"
+    /// Notifications older than this are refused: well inside the 90 days their jtis are kept.
+    package static let notificationMaximumAge: TimeInterval = 30 * 24 * 3600
 
     package let configuration: Configuration
     private let fetchKeys: (@Sendable () async throws -> Data)?
@@ -99,7 +103,7 @@ package final class AppleIdentityVerifier: Sendable {
         case (_?, nil):
             throw Failure.invalid("nonce missing")
         }
-        return Identity(subject: claims.sub, email: claims.email)
+        return Identity(subject: claims.sub, email: claims.email, audience: claims.aud.value.first(where: configuration.audiences.contains) ?? "")
     }
 
     /// A server-to-server notification's `payload`: Apple's signature, issuer and one of our
@@ -108,6 +112,9 @@ package final class AppleIdentityVerifier: Sendable {
         let claims = try await verified(payload, as: AppleNotification.Claims.self)
         try checkIssuerAndAudience(iss: claims.iss, aud: claims.aud)
         guard claims.iat - configuration.leeway <= now.timeIntervalSince1970 else { throw Failure.invalid("issued in the future") }
+        // Applied jtis are kept 90 days (apple_notifications); an older notification could be
+        // a replay the table no longer remembers.
+        guard claims.iat >= now.timeIntervalSince1970 - Self.notificationMaximumAge else { throw Failure.invalid("issued more than 30 days ago") }
         return try AppleNotification(claims: claims)
     }
 

@@ -20,9 +20,9 @@ package final class AppleTokenExchanger: Sendable {
     }
 
     /// Apple's token for `code`, sealed, with the client id it was issued to; nil when codes
-    /// cannot be exchanged here or Apple did not give one.
-    package func sealedToken(forCode code: String, logger: Logger) async -> SealedAppleToken? {
-        guard let client, let credentials = client.credentials else {
+    /// cannot be exchanged here, Apple did not give one, or it is another user's.
+    package func sealedToken(forCode code: String, identity: AppleIdentityVerifier.Identity, logger: Logger) async -> SealedAppleToken? {
+        guard let client, client.credentials != nil else {
             let first = saidUnconfigured.withLockedValue { said in defer { said = true }; return !said }
             if first {
                 logger.notice("an authorization code arrived, but Sign in with Apple's key is not configured (APPLE_TEAM_ID, APPLE_KEY_ID, APPLE_PRIVATE_KEY_FILE): codes are ignored, and deleted accounts' Apple tokens cannot be revoked")
@@ -31,12 +31,17 @@ package final class AppleTokenExchanger: Sendable {
         }
         let outcome: String
         defer { Counter(label: "apple_token_exchanges_total", dimensions: [("result", outcome)]).increment() }
-        switch await client.exchange(code: code) {
-        case .refreshToken(let token):
+        // The code belongs to the app the identity token was issued to.
+        switch await client.exchange(code: code, clientID: identity.audience) {
+        case .refreshToken(_, let subject?) where subject != identity.subject:
+            outcome = "refused"
+            logger.warning("apple: the authorization code belongs to another Apple user; not kept")
+            return nil
+        case .refreshToken(let token, _):
             do {
                 let sealed = try vault.seal(token)
                 outcome = "stored"
-                return SealedAppleToken(sealed: sealed, clientID: credentials.clientID)
+                return SealedAppleToken(sealed: sealed, clientID: identity.audience)
             } catch {
                 outcome = "failed"
                 logger.error("apple: cannot seal the refresh token", metadata: ["error": "\(error)"])

@@ -2,6 +2,7 @@ package import AppleIDClient
 import Foundation
 package import Logging
 import Metrics
+import NIOConcurrencyHelpers
 package import PostgresClient
 
 /// One per server: revokes at Apple the tokens of deleted accounts.
@@ -14,9 +15,11 @@ package import PostgresClient
 /// was queued is recorded as failed.
 package final class AppleTokenRevoker: Sendable {
     package struct Options: Sendable {
-        package var batchSize = 20
+        /// Revoked one after another: a batch takes at most batchSize × 5 s (the request
+        /// timeout), well inside the lease.
+        package var batchSize = 5
         /// A claimed row is due again after this, should its server die mid-request.
-        package var lease: Duration = .seconds(60)
+        package var lease: Duration = .seconds(120)
         package var pollInterval: Duration = .seconds(30)
         /// Retries wait base × 2^(attempt−1), with jitter, up to the cap.
         package var backoffBase: Duration = .seconds(30)
@@ -33,6 +36,7 @@ package final class AppleTokenRevoker: Sendable {
     private let vault: AppleTokenVault
     private let options: Options
     private let logger: Logger
+    private let warnedWithoutKey = NIOLockedValueBox(false)
     private let wakes: AsyncStream<Void>
     private let wakeContinuation: AsyncStream<Void>.Continuation
 
@@ -110,8 +114,8 @@ package final class AppleTokenRevoker: Sendable {
 
     enum Outcome: Equatable {
         case revoked
-        /// Apple no longer knows the token (`invalid_grant`): nothing is left to revoke.
-        case alreadyInvalid
+        /// Apple refuses the token itself (`invalid_grant`): asking again cannot help.
+        case refused(String)
         case retry(String)
     }
 
@@ -120,9 +124,9 @@ package final class AppleTokenRevoker: Sendable {
         do { token = try vault.open(row.sealed.sealed) } catch {
             return .retry("the sealed token does not open with the secrets key: \(error)")
         }
-        switch await client.revoke(refreshToken: token) {
+        switch await client.revoke(refreshToken: token, clientID: row.sealed.clientID) {
         case .ok: return .revoked
-        case .refused(400, "invalid_grant"): return .alreadyInvalid
+        case .refused(400, "invalid_grant"): return .refused("Apple answered 400 invalid_grant")
         case .refused(let status, let error): return .retry("Apple answered \(status) \(error)")
         case .failed(let why): return .retry(why)
         }
@@ -133,7 +137,8 @@ package final class AppleTokenRevoker: Sendable {
         let delay = backoff(attempt: row.attempts)
         let name: String, error: String
         switch outcome {
-        case .revoked, .alreadyInvalid: (name, error) = ("revoked", "")
+        case .revoked: (name, error) = ("revoked", "")
+        case .refused(let why): (name, error) = ("failed", why)
         case .retry(let why): (name, error) = ("retry", why)
         }
         let rows = try await pool.query(
@@ -144,9 +149,9 @@ package final class AppleTokenRevoker: Sendable {
         case (.revoked, _):
             result = "revoked"
             logger.info("apple: token revoked", metadata: ["token": "\(tokenID)", "attempt": "\(row.attempts)"])
-        case (.alreadyInvalid, _):
-            result = "already_invalid"
-            logger.info("apple: token already invalid at Apple; nothing to revoke", metadata: ["token": "\(tokenID)"])
+        case (.refused(let why), _):
+            result = "failed"
+            logger.error("apple: Apple refuses to revoke the token; recorded as failed", metadata: ["token": "\(tokenID)", "error": "\(why)"])
         case (.retry(let why), "failed"):
             result = "failed"
             logger.error("apple: revocation given up after 7 days", metadata: ["token": "\(tokenID)", "attempts": "\(row.attempts)", "error": "\(why)"])
@@ -172,6 +177,10 @@ package final class AppleTokenRevoker: Sendable {
             guard let row = rows.first else { return }
             Gauge(label: "apple_revocations_pending", dimensions: []).record(try row.decode("pending", as: Int.self))
             Gauge(label: "apple_revocations_failed", dimensions: []).record(try row.decode("failed", as: Int.self))
+            let pending = try row.decode("pending", as: Int.self)
+            if pending > 0, client?.credentials == nil, warnedWithoutKey.withLockedValue({ warned in defer { warned = true }; return !warned }) {
+                logger.warning("apple: revocations are waiting, but Sign in with Apple's key is not configured; they stay queued until it is", metadata: ["pending": "\(pending)"])
+            }
         } catch {
             logger.warning("apple: counting the revocation queue failed", metadata: ["error": "\(error)"])
         }

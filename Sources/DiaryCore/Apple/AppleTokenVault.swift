@@ -12,6 +12,12 @@ package struct AppleTokenVault: Sendable {
         keyBytes = key.withUnsafeBytes { Data($0.prefix(32)) }
     }
 
+    /// A vault under a random key that is never kept: for a server that seals nothing
+    /// (no Sign in with Apple key), so that it needs no secrets key file.
+    package static func ephemeral() -> AppleTokenVault {
+        AppleTokenVault(key: SymmetricKey(size: .bits256))
+    }
+
     package struct Sealed: Sendable, Equatable {
         package var tokenID: UUID
         /// nonce ‖ ciphertext ‖ tag.

@@ -28,7 +28,7 @@ struct AuthRoutes {
                 throw Problem.unauthorized("the identity token is not valid")
             }
             var appleToken: SealedAppleToken?
-            if let code { appleToken = await appleTokens.sealedToken(forCode: code, logger: context.logger) }
+            if let code { appleToken = await appleTokens.sealedToken(forCode: code, identity: identity, logger: context.logger) }
             return try await accounts.signInWithApple(subject: identity.subject, email: identity.email, displayName: displayName, appleToken: appleToken)
         }
 

@@ -11,8 +11,6 @@ import Metrics
 /// do not know, an event type we do not act on): the outcome is in the answer and the log.
 /// One that does not verify gets 400 and changes nothing.
 struct AppleWebhookRoutes {
-    static let maximumBytes = 16 * 1024
-
     let verifier: AppleIdentityVerifier
     let notifications: AppleNotificationRepository
     let revoker: AppleTokenRevoker
@@ -37,7 +35,7 @@ struct AppleWebhookRoutes {
             } catch let failure as AppleIdentityVerifier.Failure {
                 context.logger.warning("apple notification refused", metadata: ["reason": "\(failure)"])
                 Counter(label: "apple_notifications_total", dimensions: [("type", "unknown"), ("outcome", "refused")]).increment()
-                throw Problem(status: .badRequest, code: "bad_request", detail: "the notification is not signed by Apple for this app")
+                throw Problem(status: .badRequest, code: .badRequest, detail: "the notification is not signed by Apple for this app")
             }
             let outcome = try await notifications.apply(notification)
             if outcome == "account_deleted" {

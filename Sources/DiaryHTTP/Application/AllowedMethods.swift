@@ -4,7 +4,7 @@ import Hummingbird
 /// is a 405 with `Allow`, not a 404. Mirrors the paths of openapi.yaml.
 enum AllowedMethods {
     static let routes: [(template: [Substring], methods: [HTTPRequest.Method])] = [
-        ("/health", [.get]), ("/ready", [.get]), ("/metrics", [.get]), ("/openapi.yaml", [.get]),
+        ("/health", [.get, .head]), ("/ready", [.get, .head]), ("/metrics", [.get]), ("/openapi.yaml", [.get]),
         ("/v1/auth/apple", [.post]), ("/v1/auth/dev", [.post]), ("/v1/auth/refresh", [.post]), ("/v1/auth/logout", [.post]),
         ("/v1/me", [.get, .patch, .delete]), ("/v1/questions/today", [.get]),
         ("/v1/me/devices", [.get]), ("/v1/me/devices/:id", [.put, .delete]),

@@ -17,11 +17,13 @@ package func buildApplication(
     let tokens = TokenService(key: key)
     let readPlacement: PostgresPool.Placement = configuration.sharedReads ? .sharedConnection : .ownConnection
     let photos = try makePhotos(configuration: configuration, pool: pool, logger: logger)
-    let secretsKey = try SecretKeyFile.secrets.load(
-        path: configuration.apple.secretsKeyFile, dataDirectory: configuration.auth.dataDirectory, production: configuration.auth.production)
+    // Only Sign in with Apple's key makes tokens to seal: without it nothing is sealed or
+    // opened, and production needs no secrets key file.
+    let vault = configuration.apple.credentials == nil ? AppleTokenVault.ephemeral() : AppleTokenVault(key: try SecretKeyFile.secrets.load(
+        path: configuration.apple.secretsKeyFile, dataDirectory: configuration.auth.dataDirectory, production: configuration.auth.production))
     // Made last of what can fail: a client that is never run is never shut down.
     let outbound = OutboundHTTP(trustRoots: [configuration.apple.caFile, configuration.push.apns?.extraTrustedCAFile].compactMap { $0 })
-    let apple = makeAppleAccounts(configuration: configuration, http: outbound, vault: AppleTokenVault(key: secretsKey), logger: logger)
+    let apple = makeAppleAccounts(configuration: configuration, http: outbound, vault: vault, logger: logger)
     let router = buildRouter(
         pool: pool,
         maxConcurrentRequests: configuration.maxConcurrentRequests,
@@ -151,7 +153,7 @@ func buildRouter(
             throw Problem.validation(field: "since", "is at most \(ChangeCursor.maximumLength) characters")
         }
         if (query.get("access_token")?.utf8.count ?? 0) > 4096 { throw Problem.validation(field: "access_token", "is at most 4096 characters") }
-        throw Problem(status: .upgradeRequired, code: "bad_request", detail: "this is a WebSocket endpoint; send an upgrade request", headers: [.upgrade: "websocket"])
+        throw Problem(status: .upgradeRequired, code: .badRequest, detail: "this is a WebSocket endpoint; send an upgrade request", headers: [.upgrade: "websocket"])
     }
 
     let auth = AuthRoutes(accounts: AccountRepository(pool: pool, tokens: tokens), apple: apple.verifier, appleTokens: apple.exchanger, devSignInEnabled: devSignIn)

@@ -24,7 +24,7 @@ struct DiaryRoutes {
             let code = try Validation.text(body.inviteCode, field: "inviteCode", length: 1...32)
             if let wait = joinLimiter.retryAfter(for: context.userID) {
                 AppMetrics.recordRateLimitRejection("join_attempts")
-                throw Problem(status: .tooManyRequests, code: "rate_limited", detail: "too many wrong invite codes; try again later", headers: [.retryAfter: String(wait)])
+                throw Problem(status: .tooManyRequests, code: .rateLimited, detail: "too many wrong invite codes; try again later", headers: [.retryAfter: String(wait)])
             }
             do {
                 return try await DiaryRepository(scope: context.scope).join(inviteCode: code)

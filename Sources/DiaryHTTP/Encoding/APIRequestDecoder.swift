@@ -25,19 +25,22 @@ struct APIRequestDecoder: RequestDecoder {
     ]
 
     func decode<T: Decodable>(_ type: T.Type, from request: Request, context: some RequestContext) async throws -> T {
+        guard Self.isJSON(request.headers[.contentType]) else {
+            throw Problem(status: .unsupportedMediaType, code: .unsupportedMediaType, detail: "send the body as application/json")
+        }
         let data = Data(buffer: try await request.collectBody(upTo: context.maxUploadSize))
         let object: Any
         do {
             object = try JSONSerialization.jsonObject(with: data)
         } catch {
-            throw Problem(status: .badRequest, code: "validation_failed", detail: "the body is not valid JSON: \((error as NSError).userInfo[NSDebugDescriptionErrorKey] ?? "malformed")")
+            throw Problem(status: .badRequest, code: .validationFailed, detail: "the body is not valid JSON: \((error as NSError).userInfo[NSDebugDescriptionErrorKey] ?? "malformed")")
         }
         guard let fields = object as? [String: Any] else {
-            throw Problem(status: .badRequest, code: "validation_failed", detail: "the body must be a JSON object")
+            throw Problem(status: .badRequest, code: .validationFailed, detail: "the body must be a JSON object")
         }
         let allowed = (T.self as? AllowsServerFields.Type)?.allowedServerFields ?? []
         if let field = fields.keys.sorted().first(where: { Self.readOnlyFields.contains($0) && !allowed.contains($0) }) {
-            throw Problem(status: .badRequest, code: "read_only_field", detail: "\(field) is set by the server and cannot be sent")
+            throw Problem(status: .badRequest, code: .readOnlyField, detail: "\(field) is set by the server and cannot be sent")
         }
         do {
             return try Self.jsonDecoder.decode(T.self, from: data)
@@ -48,6 +51,13 @@ struct APIRequestDecoder: RequestDecoder {
         } catch let DecodingError.dataCorrupted(context) {
             throw Problem.validation(field: Self.path(context.codingPath), "is not valid: \(context.debugDescription)")
         }
+    }
+
+    /// `application/json` or a `+json` type, with any parameters (`; charset=utf-8`).
+    static func isJSON(_ contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let type = contentType.split(separator: ";", maxSplits: 1)[0].trimmingCharacters(in: .whitespaces).lowercased()
+        return type == "application/json" || (type.hasPrefix("application/") && type.hasSuffix("+json"))
     }
 
     static func path(_ codingPath: [any CodingKey]) -> String {

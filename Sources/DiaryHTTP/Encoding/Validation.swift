@@ -6,9 +6,14 @@ import PostgresClient
 enum Validation {
     static func text(_ value: String, field: String, length: ClosedRange<Int>) throws -> String {
         let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
-        // Counted in code points, as PostgreSQL's char_length and JSON Schema count them.
-        guard length.contains(trimmed.unicodeScalars.count) else {
+        // Counted as a person counts: user-perceived characters (extended grapheme clusters),
+        // as Swift's String.count does on the phone. "👨‍👩‍👧" is one, so is "é" however encoded.
+        guard length.contains(trimmed.count) else {
             throw Problem.validation(field: field, "must be \(length.lowerBound) to \(length.upperBound) characters")
+        }
+        // The database's backstop: at most ten code points a character (0014), said here as a 400.
+        guard trimmed.unicodeScalars.count <= length.upperBound * Self.codePointsPerCharacter else {
+            throw Problem.validation(field: field, "has characters too long to store (over \(Self.codePointsPerCharacter) code points each)")
         }
         guard !trimmed.unicodeScalars.contains(where: { $0.value == 0 }) else {
             throw Problem.validation(field: field, "must not contain NUL characters")
@@ -20,8 +25,25 @@ enum Validation {
         try value.map { try text($0, field: field, length: length) }
     }
 
+    /// The database's CHECKs allow this many code points per character of a limit.
+    static let codePointsPerCharacter = 10
+
+    /// A name shown to others: no control characters (C0, C1) and no bidirectional overrides
+    /// or isolates, which could make a name read as something else.
     static func displayName(_ value: String, field: String = "displayName") throws -> String {
-        try text(value, field: field, length: 1...50)
+        let name = try text(value, field: field, length: 1...50)
+        if let bad = name.unicodeScalars.first(where: Self.isForbiddenInNames) {
+            throw Problem.validation(field: field, "must not contain control or text-direction characters (U+\(String(bad.value, radix: 16, uppercase: true)))")
+        }
+        return name
+    }
+
+    static func isForbiddenInNames(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00...0x1F, 0x7F...0x9F: true
+        case 0x202A...0x202E, 0x2066...0x2069: true
+        default: false
+        }
     }
 
     static func imageURL(_ value: String?) throws -> String? {

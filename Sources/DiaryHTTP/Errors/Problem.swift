@@ -4,7 +4,7 @@ import Hummingbird
 /// An RFC 9457 problem: every error the API returns has this shape and a stable `code`.
 struct Problem: HTTPResponseError, Sendable {
     var status: HTTPResponse.Status
-    var code: String
+    var code: ProblemCode
     var detail: String
     var headers: HTTPFields = [:]
 
@@ -25,11 +25,11 @@ struct Problem: HTTPResponseError, Sendable {
 
     func body(requestID: String?) throws -> Data {
         let body = Body(
-            type: "https://zutto-nikki.app/problems/\(code)",
+            type: "https://zutto-nikki.app/problems/\(code.rawValue)",
             title: status.reasonPhrase,
             status: status.code,
             detail: detail,
-            code: code,
+            code: code.rawValue,
             requestId: status.code >= 500 ? requestID : nil
         )
         let encoder = JSONEncoder()
@@ -49,31 +49,31 @@ struct Problem: HTTPResponseError, Sendable {
         return buffer
     }
 
-    static func serviceUnavailable(_ detail: String, code: String = "service_unavailable", retryAfterSeconds: Int = 1) -> Problem {
+    static func serviceUnavailable(_ detail: String, code: ProblemCode = .serviceUnavailable, retryAfterSeconds: Int = 1) -> Problem {
         Problem(status: .serviceUnavailable, code: code, detail: detail, headers: [.retryAfter: String(retryAfterSeconds)])
     }
 
     static func unauthorized(_ detail: String) -> Problem {
-        Problem(status: .unauthorized, code: "unauthorized", detail: detail, headers: [.wwwAuthenticate: #"Bearer realm="zutto-nikki""#])
+        Problem(status: .unauthorized, code: .unauthorized, detail: detail, headers: [.wwwAuthenticate: #"Bearer realm="zutto-nikki""#])
     }
 
     static func notFound(_ detail: String = "no such resource") -> Problem {
-        Problem(status: .notFound, code: "not_found", detail: detail)
+        Problem(status: .notFound, code: .notFound, detail: detail)
     }
 
     static func forbidden(_ detail: String) -> Problem {
-        Problem(status: .forbidden, code: "forbidden", detail: detail)
+        Problem(status: .forbidden, code: .forbidden, detail: detail)
     }
 
     static func validation(field: String, _ problem: String) -> Problem {
-        Problem(status: .badRequest, code: "validation_failed", detail: field.isEmpty ? problem : "\(field) \(problem)")
+        Problem(status: .badRequest, code: .validationFailed, detail: field.isEmpty ? problem : "\(field) \(problem)")
     }
 
     static func payloadTooLarge(limit: Int = APIRequestDecoder.maximumBytes) -> Problem {
-        Problem(status: .contentTooLarge, code: "payload_too_large", detail: "the body is larger than \(limit) bytes")
+        Problem(status: .contentTooLarge, code: .payloadTooLarge, detail: "the body is larger than \(limit) bytes")
     }
 
     static func internalError() -> Problem {
-        Problem(status: .internalServerError, code: "internal", detail: "an unexpected error occurred; quote the request id when reporting it")
+        Problem(status: .internalServerError, code: .internal, detail: "an unexpected error occurred; quote the request id when reporting it")
     }
 }

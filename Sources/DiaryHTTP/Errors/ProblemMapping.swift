@@ -12,16 +12,16 @@ enum ProblemMapping {
         case .notFound: Problem.notFound(error.detail)
         case .forbidden: Problem.forbidden(error.detail)
         case .unauthenticated: Problem.unauthorized(error.detail)
-        case .inviteCodeInvalid: Problem(status: .notFound, code: "invite_code_invalid", detail: error.detail)
-        case .diaryFull: Problem(status: .conflict, code: "diary_full", detail: error.detail)
-        case .entryIDConflict: Problem(status: .conflict, code: "entry_id_conflict", detail: error.detail)
-        case .resyncRequired: Problem(status: .gone, code: "resync_required", detail: error.detail)
-        case .photoInUse: Problem(status: .conflict, code: "photo_in_use", detail: error.detail)
-        case .premiumRequired: Problem(status: .forbidden, code: "premium_required", detail: error.detail)
-        case .rateLimited: Problem(status: .tooManyRequests, code: "rate_limited", detail: error.detail)
-        case .unsupportedMediaType: Problem(status: .unsupportedMediaType, code: "unsupported_media_type", detail: error.detail)
-        case .invalidImage: Problem(status: .unprocessableContent, code: "invalid_image", detail: error.detail)
-        case .urlExpired: Problem(status: .forbidden, code: "url_expired", detail: error.detail)
+        case .inviteCodeInvalid: Problem(status: .notFound, code: .inviteCodeInvalid, detail: error.detail)
+        case .diaryFull: Problem(status: .conflict, code: .diaryFull, detail: error.detail)
+        case .entryIDConflict: Problem(status: .conflict, code: .entryIDConflict, detail: error.detail)
+        case .resyncRequired: Problem(status: .gone, code: .resyncRequired, detail: error.detail)
+        case .photoInUse: Problem(status: .conflict, code: .photoInUse, detail: error.detail)
+        case .premiumRequired: Problem(status: .forbidden, code: .premiumRequired, detail: error.detail)
+        case .rateLimited: Problem(status: .tooManyRequests, code: .rateLimited, detail: error.detail)
+        case .unsupportedMediaType: Problem(status: .unsupportedMediaType, code: .unsupportedMediaType, detail: error.detail)
+        case .invalidImage: Problem(status: .unprocessableContent, code: .invalidImage, detail: error.detail)
+        case .urlExpired: Problem(status: .forbidden, code: .urlExpired, detail: error.detail)
         case .inconsistent: Problem.internalError()
         }
     }
@@ -29,20 +29,20 @@ enum ProblemMapping {
     static func problem(for error: PostgresError) -> Problem {
         switch error.sqlState {
         case SQLState.insufficientPrivilege: return Problem.forbidden("this change is not allowed for you")
-        case SQLState.queryCanceled: return Problem(status: .gatewayTimeout, code: "timeout", detail: "the database took too long")
+        case SQLState.queryCanceled: return Problem(status: .gatewayTimeout, code: .timeout, detail: "the database took too long")
         default: break
         }
         switch error.kind {
         case .poolExhausted:
-            return Problem.serviceUnavailable("the server is busy", code: "pool_exhausted")
+            return Problem.serviceUnavailable("the server is busy", code: .poolExhausted)
         case .connectionFailure, .poolClosed:
             return Problem.serviceUnavailable("the database is unavailable")
         case .serializationFailure, .deadlock, .lockNotAvailable:
-            return Problem.serviceUnavailable("a conflicting change is in progress; retry", code: "conflict_retry")
+            return Problem.serviceUnavailable("a conflicting change is in progress; retry", code: .conflictRetry)
         case .checkViolation, .notNullViolation, .invalidInput:
-            return Problem(status: .badRequest, code: "validation_failed", detail: "a value is outside what this field accepts" + (error.constraint.map { " (\($0))" } ?? ""))
+            return Problem(status: .badRequest, code: .validationFailed, detail: "a value is outside what this field accepts" + (error.constraint.map { " (\($0))" } ?? ""))
         case .uniqueViolation, .foreignKeyViolation:
-            return Problem(status: .conflict, code: "conflict", detail: "this conflicts with existing data")
+            return Problem(status: .conflict, code: .conflict, detail: "this conflicts with existing data")
         default:
             return Problem.internalError()
         }
@@ -53,9 +53,9 @@ enum ProblemMapping {
         case .notFound: Problem.notFound(error.body ?? "no such route")
         case .contentTooLarge: Problem.payloadTooLarge()
         case .unauthorized: Problem.unauthorized(error.body ?? "authentication is required")
-        case .methodNotAllowed: Problem(status: .methodNotAllowed, code: "method_not_allowed", detail: "this route does not accept that method")
-        case .badRequest: Problem(status: .badRequest, code: "validation_failed", detail: error.body ?? "the request is not valid")
-        default: Problem(status: error.status, code: error.status.code >= 500 ? "internal" : "bad_request", detail: error.body ?? error.status.reasonPhrase)
+        case .methodNotAllowed: Problem(status: .methodNotAllowed, code: .methodNotAllowed, detail: "this route does not accept that method")
+        case .badRequest: Problem(status: .badRequest, code: .validationFailed, detail: error.body ?? "the request is not valid")
+        default: Problem(status: error.status, code: error.status.code >= 500 ? .internal : .badRequest, detail: error.body ?? error.status.reasonPhrase)
         }
     }
 

@@ -46,7 +46,7 @@ struct ExportRoutes {
     private func enter(_ context: AuthenticatedContext) throws -> InFlightLimit.Ticket {
         guard let ticket = streaming.ticket() else {
             context.logger.notice("export refused: the server is streaming its limit of exports", metadata: ["limit": "\(streaming.limit)"])
-            throw Problem.serviceUnavailable("too many exports are running; retry in a minute", code: "overloaded", retryAfterSeconds: 60)
+            throw Problem.serviceUnavailable("too many exports are running; retry in a minute", code: .overloaded, retryAfterSeconds: 60)
         }
         return ticket
     }

@@ -26,7 +26,7 @@ struct ConcurrencyLimitMiddleware<Context: RequestContext>: RouterMiddleware {
         guard inFlight.tryEnter() else {
             AppMetrics.recordRateLimitRejection("concurrency")
             context.logger.notice("request refused: concurrency limit reached", metadata: ["limit": "\(inFlight.limit)", "path": "\(request.uri.path)"])
-            throw Problem.serviceUnavailable("the server is at capacity; retry shortly", code: "overloaded")
+            throw Problem.serviceUnavailable("the server is at capacity; retry shortly", code: .overloaded)
         }
         defer { inFlight.leave() }
         return try await next(request, context)

@@ -42,7 +42,7 @@ struct RealtimeGateway: Sendable {
         guard let subscription = feed.subscribe(identity) else {
             AppMetrics.recordRateLimitRejection("realtime_sockets")
             return try await refuse(
-                Problem(status: .tooManyRequests, code: "rate_limited", detail: "at most \(feed.options.maxSocketsPerUser) realtime sockets per user", headers: [.retryAfter: "5"]),
+                Problem(status: .tooManyRequests, code: .rateLimited, detail: "at most \(feed.options.maxSocketsPerUser) realtime sockets per user", headers: [.retryAfter: "5"]),
                 channel: channel
             )
         }

@@ -2,7 +2,7 @@ package import DiaryCore
 
 /// What `GET /v1/service-status` reports and the door enforces.
 package struct ServiceStatusConfiguration: Sendable {
-    /// `MAINTENANCE_MODE=1`: writes get 503 `maintenance`; reads, exports and sign-in go on.
+    /// `MAINTENANCE_MODE=1`: writes get 503 `maintenance`; reads, exports, sign-in and webhooks go on.
     package var maintenance = false
     /// How long clients are told to wait during maintenance (`Retry-After`).
     package var maintenanceRetryAfterSeconds = 300

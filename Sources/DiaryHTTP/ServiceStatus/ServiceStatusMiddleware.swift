@@ -23,13 +23,13 @@ struct ServiceStatusMiddleware<Context: RequestContext>: RouterMiddleware {
             }
             if version < minimum {
                 context.logger.info("request refused: app too old", metadata: ["app_version": "\(version)", "minimum": "\(minimum)"])
-                throw Problem(status: .upgradeRequired, code: "upgrade_required",
+                throw Problem(status: .upgradeRequired, code: .upgradeRequired,
                               detail: "this version of the app is no longer supported; update to \(minimum) or later")
             }
         }
         if configuration.maintenance, !route.allowedInMaintenance(request.method) {
             throw Problem.serviceUnavailable(
-                "the service is under maintenance; reading and exporting still work", code: "maintenance",
+                "the service is under maintenance; reading and exporting still work", code: .maintenance,
                 retryAfterSeconds: configuration.maintenanceRetryAfterSeconds)
         }
         return try await next(request, context)

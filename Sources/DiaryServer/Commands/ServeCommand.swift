@@ -34,7 +34,8 @@ struct ServeCommand: AsyncParsableCommand {
               REVENUECAT_ACCEPT_SANDBOX   1 applies SANDBOX events (default 1, 0 in production)
               PREMIUM_COUPLE_PRODUCT_IDS  comma-separated products that make the partner premium too
               FREE_PLAN_DIARIES           diaries a free user may create (default 1)
-              MAINTENANCE_MODE    1 refuses writes with 503 maintenance; reads, exports and sign-in go on
+              MAINTENANCE_MODE    1 refuses writes with 503 maintenance; reads, exports, sign-in
+                                  and webhooks go on
               MINIMUM_APP_VERSION an X-App-Version below it gets 426 upgrade_required (x.y.z)
               EXPORTS_PER_DAY     exports one user may start per UTC day (default 10)
               CONCURRENT_EXPORTS  exports streaming at once; each holds a database connection
@@ -136,20 +137,22 @@ struct ServeCommand: AsyncParsableCommand {
             "address": "\(configuration.host):\(configuration.port)", "database": "\(configuration.database)",
             "poolSize": "\(configuration.poolOptions.size)", "preparedStatements": "\(configuration.database.preparedStatements)",
         ])
+        let backups: BackupService?
+        do {
+            backups = try BackupService.fromEnvironment(database: database, logger: logger)
+        } catch {
+            logger.critical("cannot start: automatic backups are misconfigured", metadata: ["reason": "\(error)"])
+            try? await pool.close()
+            throw ExitCode.failure
+        }
+        // Last of what can fail: the application holds the shared HTTP client, which only
+        // running it shuts down.
         let app: any ApplicationProtocol
         let feed = makeChangeFeed(configuration: configuration, logger: logger)
         do {
             app = try buildApplication(configuration: configuration, pool: pool, logger: logger, feed: feed)
         } catch {
             logger.critical("cannot start", metadata: ["reason": "\(error)"])
-            try? await pool.close()
-            throw ExitCode.failure
-        }
-        let backups: BackupService?
-        do {
-            backups = try BackupService.fromEnvironment(database: database, logger: logger)
-        } catch {
-            logger.critical("cannot start: automatic backups are misconfigured", metadata: ["reason": "\(error)"])
             try? await pool.close()
             throw ExitCode.failure
         }

@@ -68,13 +68,13 @@ struct AppleFixture: Sendable {
     /// A server-to-server notification as Apple signs it; `events` is JSON text.
     static func notification(
         type: String, subject: String, email: String? = nil, jti: String = UUID().uuidString, audience: String = AppleTestKeys.audience,
-        signWith other: Bool = false
+        issuedAt: Date = Date(), signWith other: Bool = false
     ) throws -> String {
         var event: [String: Any] = ["type": type, "sub": subject, "event_time": Int(Date().timeIntervalSince1970 * 1000)]
         if let email { event["email"] = email; event["is_private_email"] = "true" }
         let events = String(decoding: try JSONSerialization.data(withJSONObject: event), as: UTF8.self)
         let claims: [String: Any] = [
-            "iss": AppleIdentityVerifier.issuer, "aud": audience, "iat": Int(Date().timeIntervalSince1970), "jti": jti, "events": events,
+            "iss": AppleIdentityVerifier.issuer, "aud": audience, "iat": Int(issuedAt.timeIntervalSince1970), "jti": jti, "events": events,
         ]
         return try AppleTestKeys.shared.signed(claims, signWith: other)
     }

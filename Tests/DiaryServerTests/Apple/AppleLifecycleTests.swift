@@ -28,6 +28,8 @@ struct AppleLifecycleTests {
             #expect(revokes.first?.form["token"] == issued)
             #expect(revokes.first?.form["token_type_hint"] == "refresh_token")
             #expect(apple.standIn.revokedTokens == [issued])
+            // One client secret served the exchange and the revocation.
+            #expect(Set(apple.standIn.clientSecrets).count == 1)
             try await waitUntil { try await apple.revocation(tokenID)?.state == "revoked" }
             // Once revoked, the sealed token is gone too.
             #expect(try await apple.revocation(tokenID)?.sealed == false)
@@ -158,8 +160,12 @@ struct AppleLifecycleTests {
             #expect(foreign.status == .badRequest)
             let garbage = try await apple.notify("not.a.jws")
             #expect(garbage.status == .badRequest)
+            // Older than the jtis are remembered: a replay could no longer be told apart.
+            let stale = try await apple.notify(try AppleFixture.notification(
+                type: "account-delete", subject: "apple-n-4", jti: "jti-stale", issuedAt: Date().addingTimeInterval(-31 * 24 * 3600)))
+            #expect(stale.status == .badRequest)
             #expect(try await apple.api.call(.get, "/v1/me", token: session.accessToken).status == .ok)
-            let recorded = try await apple.api.asSuperuser("select count(*)::int as n from apple_notifications where jti in ('jti-forged', 'jti-foreign')")
+            let recorded = try await apple.api.asSuperuser("select count(*)::int as n from apple_notifications where jti in ('jti-forged', 'jti-foreign', 'jti-stale')")
             #expect(try recorded.first?.decode("n", as: Int.self) == 0)
         }
     }

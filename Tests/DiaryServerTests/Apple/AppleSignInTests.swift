@@ -98,6 +98,9 @@ struct AppleSignInTests {
             let before = apple.standIn.calls.filter { $0.path == "/auth/token" }.count
             #expect(try await apple.signIn("apple-ex-2").status == .ok)
             #expect(apple.standIn.calls.filter { $0.path == "/auth/token" }.count == before)
+            // A code Apple issued for someone else is not kept under this account.
+            #expect(try await apple.signIn("apple-ex-2", code: apple.standIn.issueCode(subject: "someone-else")).status == .ok)
+            #expect(try await apple.storedToken(of: user) == nil)
             #expect(try await apple.signIn("apple-ex-2", code: apple.standIn.issueCode(subject: "apple-ex-2")).status == .ok)
             #expect(try await apple.storedToken(of: user) != nil)
         }

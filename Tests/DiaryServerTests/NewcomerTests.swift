@@ -1,0 +1,86 @@
+import DiaryModels
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// What someone new to the API meets first: lengths as the phone counts them, names that
+/// cannot hide control characters, bodies that must say they are JSON, and HEAD on probes.
+@Suite("Newcomer's rough edges")
+struct NewcomerTests {
+    static let family = "👨‍👩‍👧"
+    static let decomposedE = "e\u{301}"
+
+    @Test("limits count user-perceived characters: ten family emoji and fifty decomposed é fit in 50")
+    func graphemeLimits() async throws {
+        try await APIHarness.run { api in
+            let session = try await api.signIn("alice")
+            for name in [String(repeating: Self.family, count: 10), String(repeating: Self.decomposedE, count: 50)] {
+                let me = try await api.call(.patch, "/v1/me", token: session.accessToken, body: UpdateMeRequest(displayName: name))
+                #expect(me.status == .ok, "\(name.unicodeScalars.count) code points answered \(me.status): \(me.text)")
+                #expect(try me.decode(Me.self).displayName == name)
+                let diary = try await api.call(.post, "/v1/diaries", token: session.accessToken, body: CreateDiaryRequest(name: name, type: .family))
+                #expect(diary.status == .created, "diary name: \(diary.text)")
+            }
+            let tooLong = try await api.call(.patch, "/v1/me", token: session.accessToken, body: UpdateMeRequest(displayName: String(repeating: Self.family, count: 51)))
+            #expect(tooLong.status == .badRequest)
+            #expect(tooLong.code == "validation_failed")
+            // One "character" of 60 combining marks is more than any script needs: refused, not a 500.
+            let zalgo = "a" + String(repeating: "\u{301}", count: 600)
+            #expect(try await api.call(.patch, "/v1/me", token: session.accessToken, body: UpdateMeRequest(displayName: zalgo)).status == .badRequest)
+            let diary = try await api.createDiary("日記", type: .family, token: session.accessToken)
+            let long = String(repeating: Self.decomposedE, count: 10_000)
+            #expect(try await api.post(long, in: diary.id, token: session.accessToken).status == .created)
+            #expect(try await api.post(long + "e", in: diary.id, token: session.accessToken).status == .badRequest)
+        }
+    }
+
+    @Test("names refuse C0 and C1 control characters and text-direction overrides")
+    func controlCharactersInNames() async throws {
+        try await APIHarness.run { api in
+            for name in ["bell\u{7}", "evil\u{202E}txt.exe", "iso\u{2066}late", "c1\u{85}x"] {
+                let dev = try await api.call(.post, "/v1/auth/dev", body: DevSignInRequest(name: name))
+                #expect(dev.status == .badRequest, "\(name.debugDescription) answered \(dev.status)")
+                #expect(dev.code == "validation_failed")
+            }
+            let session = try await api.signIn("carol")
+            let patch = try await api.call(.patch, "/v1/me", token: session.accessToken, body: UpdateMeRequest(displayName: "a\u{202D}b"))
+            #expect(patch.status == .badRequest)
+            // Joiners and ordinary marks in names stay allowed.
+            #expect(try await api.call(.patch, "/v1/me", token: session.accessToken, body: UpdateMeRequest(displayName: "ママ\(Self.family)")).status == .ok)
+        }
+    }
+
+    @Test("a JSON body without a JSON content type is 415 unsupported_media_type")
+    func contentType() async throws {
+        try await APIHarness.run { api in
+            let session = try await api.signIn("dave")
+            let body = ByteBuffer(string: #"{"name":"日記","type":"family"}"#)
+            func post(_ type: String?) async throws -> (HTTPResponse.Status, String) {
+                var headers: HTTPFields = [.authorization: "Bearer \(session.accessToken)"]
+                if let type { headers[.contentType] = type }
+                return try await api.client.execute(uri: "/v1/diaries", method: .post, headers: headers, body: body) { response in
+                    (response.status, String(buffer: response.body))
+                }
+            }
+            for type in ["text/plain", nil, "application/x-www-form-urlencoded"] as [String?] {
+                let (status, text) = try await post(type)
+                #expect(status == .unsupportedMediaType, "\(type ?? "no type") answered \(status)")
+                #expect(text.contains("unsupported_media_type"))
+            }
+            #expect(try await post("application/json; charset=utf-8").0 == .created)
+        }
+    }
+
+    @Test("HEAD /health and /ready answer as GET does, without a body")
+    func headOnProbes() async throws {
+        try await APIHarness.run { api in
+            for path in ["/health", "/ready"] {
+                let head = try await api.call(.head, path)
+                #expect(head.status == .ok, "\(path)")
+                #expect(head.body.isEmpty)
+                #expect(try await api.call(.get, path).status == .ok)
+            }
+        }
+    }
+}
