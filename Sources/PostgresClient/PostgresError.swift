@@ -80,6 +80,7 @@ public struct SQLState: Sendable, Hashable, CustomStringConvertible {
     public static let deadlockDetected = SQLState("40P01")
     public static let queryCanceled = SQLState("57014")
     public static let lockNotAvailable = SQLState("55P03")
+    public static let objectInUse = SQLState("55006")
     public static let adminShutdown = SQLState("57P01")
     public static let crashShutdown = SQLState("57P02")
     public static let cannotConnectNow = SQLState("57P03")

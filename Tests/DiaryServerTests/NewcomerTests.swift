@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Testing
+@testable import DiaryCore
 
 /// What someone new to the API meets first: lengths as the phone counts them, names that
 /// cannot hide control characters, bodies that must say they are JSON, and HEAD on probes.
@@ -81,6 +82,30 @@ struct NewcomerTests {
                 #expect(head.body.isEmpty)
                 #expect(try await api.call(.get, path).status == .ok)
             }
+        }
+    }
+
+    @Test("an expired access token is 401 token_expired, an invalid one 401 unauthorized; both say invalid_token")
+    func expiredToken() async throws {
+        try await APIHarness.run { api in
+            let session = try await api.signIn("erin")
+            let server = TokenService(key: try TokenService.loadKey(path: nil, dataDirectory: api.dataDirectory, production: false))
+            let identity = try await server.verifyAccessToken(session.accessToken)
+            let old = Date().addingTimeInterval(-TokenService.accessLifetime - 10)
+            let expired = try await api.call(.get, "/v1/me", token: try await server.accessToken(for: identity, issuedAt: old))
+            #expect(expired.status == .unauthorized)
+            #expect(expired.code == "token_expired")
+            #expect(expired.headers[.wwwAuthenticate]?.contains(#"error="invalid_token""#) == true)
+            // Expired and signed by someone else: not ours, so not merely expired.
+            let otherKey = try TokenService.loadKey(path: nil, dataDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("other-\(UUID())").path, production: false)
+            let forged = try await api.call(.get, "/v1/me", token: try await TokenService(key: otherKey).accessToken(for: identity, issuedAt: old))
+            #expect(forged.status == .unauthorized)
+            #expect(forged.code == "unauthorized")
+            #expect(forged.headers[.wwwAuthenticate]?.contains(#"error="invalid_token""#) == true)
+            // No token at all is not an invalid one.
+            let none = try await api.call(.get, "/v1/me")
+            #expect(none.code == "unauthorized")
+            #expect(none.headers[.wwwAuthenticate]?.contains("error=") == false)
         }
     }
 }

@@ -138,8 +138,10 @@ package struct TokenService: Sendable {
         }
     }
 
-    enum Failure: Error {
+    package enum Failure: Error {
         case invalid
+        /// Signed by us, but past its `exp`: the client should refresh, not sign in again.
+        case expired
     }
 
     func accessToken(for identity: Identity, issuedAt: Date) async throws -> String {
@@ -159,6 +161,9 @@ package struct TokenService: Sendable {
             claims = try await AccessClaims.$verificationDate.withValue(now) {
                 try await keys.verify(token, as: AccessClaims.self)
             }
+        } catch let error as JWTError where error.errorType == .claimVerificationFailure {
+            // The signature held (jwt-kit verifies it before the claims): only expiry is left.
+            throw Failure.expired
         } catch {
             throw Failure.invalid
         }

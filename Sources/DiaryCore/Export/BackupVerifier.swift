@@ -162,8 +162,15 @@ package struct BackupVerifier: Sendable {
         try await dropScratch(database)
     }
 
+    /// A plain DROP first: it stops an autovacuum worker analysing the fresh restore itself,
+    /// where FORCE, run by a role that is not a superuser, fails with 42501 on that superuser
+    /// process. FORCE only for a connection of ours that has not gone yet.
     func dropScratch(_ database: String) async throws {
-        try await withAdminPool { try await $0.query(PostgresQuery(unsafeSQL: "drop database if exists \(database) with (force)")) }
+        do {
+            try await withAdminPool { try await $0.query(PostgresQuery(unsafeSQL: "drop database if exists \(database)")) }
+        } catch let error as PostgresError where error.sqlState == .objectInUse {
+            try await withAdminPool { try await $0.query(PostgresQuery(unsafeSQL: "drop database if exists \(database) with (force)")) }
+        }
     }
 
     func withAdminPool(_ body: (PostgresPool) async throws -> Void) async throws {

@@ -18,8 +18,16 @@ struct BearerAuthenticator: RouterMiddleware {
         guard let header = request.headers[.authorization] else {
             throw Problem.unauthorized("an access token is required")
         }
-        guard let token = Self.token(fromAuthorization: header), let identity = try? await tokens.verifyAccessToken(token) else {
+        guard let token = Self.token(fromAuthorization: header) else {
             throw Problem.unauthorized("the access token is not valid")
+        }
+        let identity: TokenService.Identity
+        do {
+            identity = try await tokens.verifyAccessToken(token)
+        } catch TokenService.Failure.expired {
+            throw Problem.tokenExpired()
+        } catch {
+            throw Problem.unauthorized("the access token is not valid", invalidToken: true)
         }
         var context = context
         context.scope = RequestScope(identity: identity, pool: pool, photoLinks: photoLinks, readPlacement: readPlacement)

@@ -53,8 +53,17 @@ struct Problem: HTTPResponseError, Sendable {
         Problem(status: .serviceUnavailable, code: code, detail: detail, headers: [.retryAfter: String(retryAfterSeconds)])
     }
 
-    static func unauthorized(_ detail: String) -> Problem {
-        Problem(status: .unauthorized, code: .unauthorized, detail: detail, headers: [.wwwAuthenticate: #"Bearer realm="zutto-nikki""#])
+    /// `invalidToken`: a token was presented and refused, which RFC 6750 names `invalid_token`.
+    static func unauthorized(_ detail: String, invalidToken: Bool = false) -> Problem {
+        let challenge = invalidToken ? #"Bearer realm="zutto-nikki", error="invalid_token""# : #"Bearer realm="zutto-nikki""#
+        return Problem(status: .unauthorized, code: .unauthorized, detail: detail, headers: [.wwwAuthenticate: challenge])
+    }
+
+    /// A genuine access token past its expiry: refresh, rather than sign in again.
+    static func tokenExpired() -> Problem {
+        Problem(
+            status: .unauthorized, code: .tokenExpired, detail: "the access token has expired; refresh it",
+            headers: [.wwwAuthenticate: #"Bearer realm="zutto-nikki", error="invalid_token", error_description="the access token expired""#])
     }
 
     static func notFound(_ detail: String = "no such resource") -> Problem {

@@ -29,4 +29,5 @@ enum ProblemCode: String, CaseIterable, Sendable {
     case overloaded
     case maintenance
     case upgradeRequired = "upgrade_required"
+    case tokenExpired = "token_expired"
 }
