@@ -1526,7 +1526,9 @@ CREATE FUNCTION public.set_updated_at() RETURNS trigger
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 begin
-    new.updated_at := now();
+    if new is distinct from old then
+        new.updated_at := now();
+    end if;
     return new;
 end
 $$;

@@ -33,6 +33,10 @@ struct MetricsTests {
             #expect(text.contains("db_pool_waiting"))
             #expect(text.contains("db_pool_shared_pipelines"))
             #expect(text.contains(#"db_errors_total{class="23"}"#))
+            // Wrong invite codes are refusals by design, counted apart; every error label is a SQLSTATE class.
+            #expect(text.contains(#"db_refusals_total{code="invite_code_invalid"}"#), "\(text)")
+            let classes = text.split(separator: "\n").filter { $0.hasPrefix("db_errors_total{") }.compactMap { $0.firstMatch(of: /class="([^"]*)"/).map { String($0.1) } }
+            #expect(classes.allSatisfy { $0.count == 2 && $0.allSatisfy { $0.isNumber || $0.isUppercase } && !$0.hasPrefix("ZN") }, "\(classes)")
             #expect(text.contains(#"rate_limit_rejections_total{limit="join_attempts"}"#))
         }
     }

@@ -109,3 +109,67 @@ struct NewcomerTests {
         }
     }
 }
+
+extension NewcomerTests {
+    @Test("a key repeated in one object is 400; errors name the field and the allowed values in the API's words")
+    func duplicateKeysAndPlainMessages() async throws {
+        try await APIHarness.run { api in
+            let session = try await api.signIn("frank")
+            let repeated = try await api.call(.post, "/v1/diaries", token: session.accessToken, json: #"{"name":"a","type":"family","name":"b"}"#)
+            #expect(repeated.status == .badRequest)
+            #expect(repeated.text.contains("name"))
+            let nested = try await api.call(.patch, "/v1/me", token: session.accessToken, json: #"{"settings":{"notificationReminder":true,"notificationReminder":false}}"#)
+            #expect(nested.status == .badRequest)
+            // A value spelled like a key is no key.
+            #expect(try await api.call(.post, "/v1/diaries", token: session.accessToken, json: #"{"name":"type","type":"family"}"#).status == .created)
+            let escaped = try await api.call(.post, "/v1/diaries", token: session.accessToken, json: #"{"name":"a","type":"family","n\u0061me":"b"}"#)
+            #expect(escaped.status == .badRequest, "an escaped spelling is the same key")
+
+            let badType = try await api.call(.post, "/v1/diaries", token: session.accessToken, json: #"{"name":"a","type":"group"}"#)
+            #expect(badType.status == .badRequest)
+            #expect(badType.text.contains("must be one of couple, family, friends, anonymous"), "\(badType.text)")
+            #expect(!badType.text.contains("Cannot initialize"))
+            let diary = try await api.createDiary("日記", type: .family, token: session.accessToken)
+            let badID = try await api.call(.post, "/v1/diaries/\(diary.id)/entries", token: session.accessToken, json: #"{"id":"not-a-uuid","content":"x"}"#)
+            #expect(badID.status == .badRequest)
+            #expect(badID.text.contains("must be a UUID"), "\(badID.text)")
+            #expect(!badID.text.contains("Attempted to decode"))
+        }
+    }
+}
+
+extension NewcomerTests {
+    @Test("a PATCH that changes nothing leaves updatedAt alone; one that changes something moves it")
+    func emptyPatch() async throws {
+        try await APIHarness.run { api in
+            let session = try await api.signIn("gina")
+            let diary = try await api.createDiary("日記", type: .family, token: session.accessToken)
+            let posted = try await api.post("はじめ", in: diary.id, token: session.accessToken).decode(Entry.self)
+            try await Task.sleep(for: .milliseconds(20))
+            let path = "/v1/diaries/\(diary.id)/entries/\(posted.id)"
+            for body in ["{}", #"{"content":null,"question":null}"#, #"{"content":"はじめ"}"#] {
+                let reply = try await api.call(.patch, path, token: session.accessToken, json: body)
+                #expect(reply.status == .ok, "\(body): \(reply.text)")
+                #expect(try reply.decode(Entry.self).updatedAt == posted.updatedAt, "\(body) moved updatedAt")
+            }
+            let changed = try await api.call(.patch, path, token: session.accessToken, json: #"{"content":"つぎ"}"#).decode(Entry.self)
+            #expect(changed.updatedAt > posted.updatedAt)
+        }
+    }
+}
+
+extension NewcomerTests {
+    @Test("a since that cannot be a cursor is 400; a well-formed one the server does not know is 410 resync_required")
+    func malformedCursor() async throws {
+        try await APIHarness.run { api in
+            let session = try await api.signIn("hana")
+            let diary = try await api.createDiary("日記", type: .family, token: session.accessToken)
+            let malformed = try await api.call(.get, "/v1/diaries/\(diary.id)/changes?since=%C3%97%C3%B8", token: session.accessToken)
+            #expect(malformed.status == .badRequest)
+            #expect(malformed.code == "validation_failed")
+            let unknown = try await api.call(.get, "/v1/diaries/\(diary.id)/changes?since=not-a-cursor", token: session.accessToken)
+            #expect(unknown.status == .gone)
+            #expect(try await api.call(.get, "/v1/realtime?since=%C3%97", token: session.accessToken).status == .badRequest)
+        }
+    }
+}

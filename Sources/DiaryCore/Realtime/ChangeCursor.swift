@@ -20,6 +20,14 @@ package struct ChangeCursor: Sendable, Hashable, Comparable, CustomStringConvert
     /// The longest text a cursor may be; longer input is refused before it is parsed.
     package static let maximumLength = 64
 
+    /// Whether `text` could be a cursor at all (base64url, at most 64 characters): what is not
+    /// is a malformed request (400), while a well-formed one we do not know, empty included,
+    /// asks for a resync (410).
+    package static func isWellFormed(_ text: some StringProtocol) -> Bool {
+        text.utf8.count <= maximumLength
+            && text.utf8.allSatisfy { $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
+    }
+
     package init?(_ text: String) {
         guard text.utf8.count <= Self.maximumLength, let data = Base64URL.decode(text), let plain = String(data: data, encoding: .utf8) else { return nil }
         let parts = plain.split(separator: ".", omittingEmptySubsequences: false)

@@ -149,8 +149,8 @@ func buildRouter(
     // Reached only without the upgrade headers: the socket itself never gets here.
     router.get("/v1/realtime") { request, _ -> Response in
         let query = request.uri.queryParameters
-        if (query.get("since")?.utf8.count ?? 0) > ChangeCursor.maximumLength {
-            throw Problem.validation(field: "since", "is at most \(ChangeCursor.maximumLength) characters")
+        if let since = query.get("since"), !ChangeCursor.isWellFormed(since) {
+            throw Problem.validation(field: "since", "is not a cursor: at most \(ChangeCursor.maximumLength) base64url characters")
         }
         if (query.get("access_token")?.utf8.count ?? 0) > 4096 { throw Problem.validation(field: "access_token", "is at most 4096 characters") }
         throw Problem(status: .upgradeRequired, code: .badRequest, detail: "this is a WebSocket endpoint; send an upgrade request", headers: [.upgrade: "websocket"])

@@ -38,6 +38,9 @@ struct APIRequestDecoder: RequestDecoder {
         guard let fields = object as? [String: Any] else {
             throw Problem(status: .badRequest, code: .validationFailed, detail: "the body must be a JSON object")
         }
+        if let repeated = JSONDuplicateKeys.first(in: data) {
+            throw Problem.validation(field: repeated, "appears more than once in one object")
+        }
         let allowed = (T.self as? AllowsServerFields.Type)?.allowedServerFields ?? []
         if let field = fields.keys.sorted().first(where: { Self.readOnlyFields.contains($0) && !allowed.contains($0) }) {
             throw Problem(status: .badRequest, code: .readOnlyField, detail: "\(field) is set by the server and cannot be sent")
@@ -49,8 +52,23 @@ struct APIRequestDecoder: RequestDecoder {
         } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
             throw Problem.validation(field: Self.path(context.codingPath), "has the wrong type")
         } catch let DecodingError.dataCorrupted(context) {
-            throw Problem.validation(field: Self.path(context.codingPath), "is not valid: \(context.debugDescription)")
+            throw Problem.validation(field: Self.path(context.codingPath), Self.explain(context.debugDescription))
         }
+    }
+
+    /// The values each request enum takes, by type name, for the API's own words.
+    static let enumValues: [String: [String]] = [
+        "DiaryType": DiaryType.allCases.map(\.rawValue),
+    ]
+
+    /// A decoder's complaint about a value, said in the API's words rather than Swift's.
+    static func explain(_ debugDescription: String) -> String {
+        if let match = debugDescription.firstMatch(of: /Cannot initialize (\w+) from invalid/), let values = enumValues[String(match.1)] {
+            return "must be one of \(values.joined(separator: ", "))"
+        }
+        if debugDescription.contains("UUID") { return "must be a UUID" }
+        if debugDescription.localizedCaseInsensitiveContains("date") { return "must be an RFC 3339 time" }
+        return "is not a valid value"
     }
 
     /// `application/json` or a `+json` type, with any parameters (`; charset=utf-8`).

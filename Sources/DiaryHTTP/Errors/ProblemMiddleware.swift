@@ -12,14 +12,14 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let problem as Problem {
             return try problem.response(from: request, context: context)
         } catch let error as DomainError {
-            if let sqlState = error.sqlState { AppMetrics.recordDatabaseError(class: sqlState.errorClass) }
             let problem = ProblemMapping.problem(for: error)
+            if error.sqlState != nil { AppMetrics.recordDatabaseRefusal(problem.code) }
             if problem.status == .internalServerError {
                 context.logger.error("inconsistent state", metadata: ["error": "\(error)", "detail": "\(error.detail)", "path": "\(request.uri.path)"])
             }
             return try problem.response(from: request, context: context)
         } catch let error as PostgresError {
-            AppMetrics.recordDatabaseError(class: error.sqlState?.errorClass ?? "\(error.kind)")
+            AppMetrics.recordDatabaseError(error)
             let problem = ProblemMapping.problem(for: error)
             if problem.status == .internalServerError {
                 context.logger.error("database error", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])

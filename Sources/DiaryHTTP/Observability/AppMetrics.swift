@@ -49,10 +49,28 @@ enum AppMetrics {
         _ = registry
     }
 
-    /// `errorClass` is the SQLSTATE's class (its first two characters), which keeps the
-    /// label set small, or for errors without a SQLSTATE (lost connection, full pool) the kind.
-    static func recordDatabaseError(class errorClass: String) {
+    /// A database error, labelled by its SQLSTATE class (the first two characters), which
+    /// keeps the label set small. Errors the client library raises without a SQLSTATE take
+    /// the class that names them: a lost or refused connection 08 (connection exception), a
+    /// full pool 53 (insufficient resources), anything else XX (internal error).
+    static func recordDatabaseError(_ error: PostgresError) {
+        let errorClass: String
+        if let sqlState = error.sqlState {
+            errorClass = sqlState.errorClass
+        } else {
+            switch error.kind {
+            case .connectionFailure, .poolClosed: errorClass = "08"
+            case .poolExhausted: errorClass = "53"
+            default: errorClass = "XX"
+            }
+        }
         Counter(label: "db_errors_total", dimensions: [("class", errorClass)]).increment()
+    }
+
+    /// A refusal the database gives by design (a wrong invite code, a full diary: the app's
+    /// own ZN SQLSTATEs), by problem code: expected answers, not errors.
+    static func recordDatabaseRefusal(_ code: ProblemCode) {
+        Counter(label: "db_refusals_total", dimensions: [("code", code.rawValue)]).increment()
     }
 
     static func recordRateLimitRejection(_ limit: String) {

@@ -17,8 +17,8 @@ struct ChangeRoutes {
                 }
                 limit = value
             }
-            guard let since = request.uri.queryParameters.get("since"), since.utf8.count <= ChangeCursor.maximumLength else {
-                throw Problem.validation(field: "since", "is required, at most \(ChangeCursor.maximumLength) characters: a changesCursor, nextCursor or event id")
+            guard let since = request.uri.queryParameters.get("since"), ChangeCursor.isWellFormed(since) else {
+                throw Problem.validation(field: "since", "is required: a changesCursor, nextCursor or event id (at most \(ChangeCursor.maximumLength) base64url characters)")
             }
             let repository = ChangeLogRepository(scope: context.scope)
             guard let cursor = ChangeCursor(String(since)),
