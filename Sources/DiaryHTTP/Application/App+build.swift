@@ -139,6 +139,7 @@ func buildRouter(
     router.middlewares.add(RequestLogMiddleware())
     router.middlewares.add(RequestIDMiddleware())
     router.middlewares.add(ProblemMiddleware())
+    router.middlewares.add(DeclaredLengthMiddleware())
     router.middlewares.add(ConcurrencyLimitMiddleware(limit: maxConcurrentRequests))
     HealthRoutes(pool: pool).register(on: router)
     MetricsRoutes(pool: pool).register(on: router)
