@@ -1,5 +1,6 @@
 public import AsyncHTTPClient
 public import Foundation
+import JWTKit
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
@@ -85,19 +86,16 @@ public final class AppleIDClient: Sendable {
         var id_token: String?
     }
 
-    private struct IDTokenClaims: Decodable {
+    private struct IDTokenClaims: JWTPayload {
         var sub: String
+
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 
-    /// The `sub` of the ID token Apple returned over this TLS connection: read, not verified
-    /// again, to tell whose code it was.
+    /// The `sub` of the ID token Apple returned over this TLS connection: parsed by jwt-kit,
+    /// not verified again, to tell whose code it was.
     static func subject(ofIDToken token: String) -> String? {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { return nil }
-        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64) else { return nil }
-        return (try? JSONDecoder().decode(IDTokenClaims.self, from: data))?.sub
+        (try? DefaultJWTParser().parse(Array(token.utf8), as: IDTokenClaims.self))?.payload.sub
     }
 
     private struct OAuthError: Decodable {

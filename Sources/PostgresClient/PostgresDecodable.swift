@@ -42,6 +42,35 @@ extension String: PostgresDecodable {
     public init(postgresText text: String) throws { self = text }
 }
 
+/// bytea in its text form, `\x` and two hex digits a byte (bytea_output = hex, the default).
+extension Data: PostgresDecodable {
+    public init(postgresText text: String) throws {
+        var text = text
+        self = try text.withUTF8 { try Data(postgresBytes: $0) }
+    }
+
+    public init(postgresBytes bytes: UnsafeBufferPointer<UInt8>) throws {
+        guard bytes.count >= 2, bytes[0] == UInt8(ascii: "\\"), bytes[1] == UInt8(ascii: "x"), bytes.count % 2 == 0 else {
+            throw PostgresDecodingFailure.malformed("not bytea in hex form")
+        }
+        func nibble(_ byte: UInt8) throws -> UInt8 {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+            default: throw PostgresDecodingFailure.malformed("not a hex digit in bytea")
+            }
+        }
+        var data = Data(capacity: (bytes.count - 2) / 2)
+        var index = 2
+        while index < bytes.count {
+            data.append(try nibble(bytes[index]) << 4 | nibble(bytes[index + 1]))
+            index += 2
+        }
+        self = data
+    }
+}
+
 extension Int: PostgresDecodable {
     public init(postgresText text: String) throws {
         guard let value = Int(text) else { throw PostgresDecodingFailure.malformed("not an integer") }

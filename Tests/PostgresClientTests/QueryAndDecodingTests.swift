@@ -98,7 +98,8 @@ struct QueryAndDecodingTests {
                     select \(id) as id, \(Int.max) as big, \(Int32(-7)) as small, \(Int64.min) as min64,
                            \(true) as yes, \(1.5) as ratio, \(when) as at, \(settings) as settings,
                            \(["a", "b,c", "d\"e", "NULL", "", "ひ"]) as tags, \(ids) as ids, \([when, when + 86_400]) as times,
-                           null::uuid as nothing, '{}'::text[] as empty, array['a', null, 'NULL'] as gaps, 'infinity'::timestamptz as forever
+                           null::uuid as nothing, '{}'::text[] as empty, array['a', null, 'NULL'] as gaps, 'infinity'::timestamptz as forever,
+                           \(Data([0, 1, 0xAB, 0xFF])) as bytes, ''::bytea as no_bytes
                     """)
                 let row = try #require(rows.first)
                 #expect(try row.decode("id", as: UUID.self) == id)
@@ -115,6 +116,9 @@ struct QueryAndDecodingTests {
                 let times = try row.decode("times", as: [Date].self)
                 #expect(times.count == 2 && abs(times[0].timeIntervalSince(when)) < 0.000_001 && abs(times[1].timeIntervalSince(when + 86_400)) < 0.000_001)
                 #expect(try row.decode("nothing", as: UUID?.self) == nil)
+                #expect(try row.decode("bytes", as: Data.self) == Data([0, 1, 0xAB, 0xFF]))
+                #expect(try row.decode("no_bytes", as: Data.self) == Data())
+                #expect(throws: PostgresDecodingError.self) { try row.decode("small", as: Data.self) }
                 #expect(try row.decode("empty", as: [String].self) == [])
                 #expect(try row.decode("gaps", as: [String?].self) == ["a", nil, "NULL"])
                 #expect(throws: PostgresDecodingError.self) { try row.decode("gaps", as: [String].self) }

@@ -27,6 +27,12 @@ package enum Base64URL {
         return String(decoding: output, as: UTF8.self)
     }
 
+    /// Whether every character is of the alphabet (no padding): the shape of a token or
+    /// cursor, before decoding says whether it is one.
+    package static func usesAlphabetOnly(_ text: some StringProtocol) -> Bool {
+        text.utf8.allSatisfy { values[Int($0)] != 0xFF }
+    }
+
     /// Only the canonical spelling: no padding, no other characters, unused bits zero.
     package static func decode(_ text: some StringProtocol) -> Data? {
         decode(text.utf8)

@@ -37,8 +37,7 @@ package final class AppleTokenRevoker: Sendable {
     private let options: Options
     private let logger: Logger
     private let warnedWithoutKey = NIOLockedValueBox(false)
-    private let wakes: AsyncStream<Void>
-    private let wakeContinuation: AsyncStream<Void>.Continuation
+    private let wakeups = Wakeups()
 
     package init(pool: PostgresPool, listenConfiguration: PostgresConfiguration, client: AppleIDClient?, vault: AppleTokenVault, options: Options = Options(), logger: Logger) {
         self.pool = pool
@@ -47,12 +46,11 @@ package final class AppleTokenRevoker: Sendable {
         self.vault = vault
         self.options = options
         self.logger = logger
-        (wakes, wakeContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Starts a round now: an account was just deleted.
     package func wake() {
-        wakeContinuation.yield()
+        wakeups.wake()
     }
 
     /// Runs until cancelled. Without credentials nothing is revoked: rows wait, and the
@@ -62,21 +60,17 @@ package final class AppleTokenRevoker: Sendable {
             group.addTask { await repeating(every: self.options.gaugeInterval, startingAtOnce: true) { await self.recordGauges() } }
             if let client, client.credentials != nil {
                 group.addTask { await self.revokeWhenWoken(client) }
-                group.addTask {
-                    let notifications = PostgresListener.notifications(
-                        configuration: self.listenConfiguration, channels: ["apple_revocations"], logger: self.logger)
-                    for await _ in notifications { self.wakeContinuation.yield() }
-                }
-                group.addTask { await repeating(every: self.options.pollInterval, startingAtOnce: true) { self.wakeContinuation.yield() } }
+                group.addTask { await self.wakeups.wakeOnNotify("apple_revocations", configuration: self.listenConfiguration, logger: self.logger) }
+                group.addTask { await repeating(every: self.options.pollInterval, startingAtOnce: true) { self.wakeups.wake() } }
             }
             await group.next()
             group.cancelAll()
         }
-        wakeContinuation.finish()
+        wakeups.finish()
     }
 
     private func revokeWhenWoken(_ client: AppleIDClient) async {
-        for await _ in wakes {
+        for await _ in wakeups.rounds {
             while !Task.isCancelled {
                 do {
                     let batch = try await claim()
@@ -98,15 +92,13 @@ package final class AppleTokenRevoker: Sendable {
 
     private func claim() async throws -> [Claimed] {
         let rows = try await pool.query("""
-            select token_id, client_id, encode(sealed, 'base64') as sealed, attempts
+            select token_id, client_id, sealed, attempts
             from claim_apple_revocations(\(options.batchSize)::integer, make_interval(secs => \(Double(options.lease.components.seconds))))
             """)
         return try rows.map { row in
-            // PostgreSQL's base64 breaks lines every 76 characters.
-            let base64 = try row.decode("sealed", as: String.self).filter { !$0.isWhitespace }
-            return Claimed(
+            Claimed(
                 sealed: SealedAppleToken(
-                    sealed: AppleTokenVault.Sealed(tokenID: try row.decode("token_id"), bytes: Data(base64Encoded: base64) ?? Data()),
+                    sealed: AppleTokenVault.Sealed(tokenID: try row.decode("token_id"), bytes: try row.decode("sealed")),
                     clientID: try row.decode("client_id")),
                 attempts: try row.decode("attempts"))
         }

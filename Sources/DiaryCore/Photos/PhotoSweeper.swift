@@ -30,20 +30,18 @@ package final class PhotoSweeper: Sendable {
     let store: any PhotoStore
     let options: Options
     let logger: Logger
-    private let wakes: AsyncStream<Void>
-    private let wakeContinuation: AsyncStream<Void>.Continuation
+    private let wakeups = Wakeups()
 
     package init(pool: PostgresPool, store: any PhotoStore, options: Options = Options(), logger: Logger) {
         self.pool = pool
         self.store = store
         self.options = options
         self.logger = logger
-        (wakes, wakeContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// After a commit that deleted photos: their files go now, not at the next sweep.
     package func collectSoon() {
-        wakeContinuation.yield()
+        wakeups.wake()
     }
 
     /// Runs until cancelled.
@@ -54,12 +52,12 @@ package final class PhotoSweeper: Sendable {
                 await repeating(every: self.options.interval, startingAtOnce: true) { await self.logged("sweep") { try await self.sweep() } }
             }
             group.addTask {
-                for await _ in self.wakes { await self.logged("collection") { _ = try await self.collect() } }
+                for await _ in self.wakeups.rounds { await self.logged("collection") { _ = try await self.collect() } }
             }
             await group.next()
             group.cancelAll()
         }
-        wakeContinuation.finish()
+        wakeups.finish()
     }
 
     /// Removes the files of queued hashes that no row names; returns how many.

@@ -43,8 +43,7 @@ package final class PushDelivery: Sendable {
     private let http: HTTPClient?
     private let options: Options
     private let logger: Logger
-    private let wakes: AsyncStream<Void>
-    private let wakeContinuation: AsyncStream<Void>.Continuation
+    private let wakeups = Wakeups()
 
     package init(
         pool: PostgresPool, listenConfiguration: PostgresConfiguration, apns: APNSConfiguration?, http: HTTPClient? = nil, options: Options = Options(), logger: Logger
@@ -55,7 +54,6 @@ package final class PushDelivery: Sendable {
         self.http = http
         self.options = options
         self.logger = logger
-        (wakes, wakeContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Runs until cancelled.
@@ -64,17 +62,13 @@ package final class PushDelivery: Sendable {
             group.addTask { await repeating(every: self.options.gaugeInterval, startingAtOnce: true) { await self.recordGauges() } }
             if let apns {
                 group.addTask { await self.deliver(apns) }
-                group.addTask {
-                    let notifications = PostgresListener.notifications(
-                        configuration: self.listenConfiguration, channels: ["push_outbox"], logger: self.logger)
-                    for await _ in notifications { self.wakeContinuation.yield() }
-                }
-                group.addTask { await repeating(every: self.options.pollInterval) { self.wakeContinuation.yield() } }
+                group.addTask { await self.wakeups.wakeOnNotify("push_outbox", configuration: self.listenConfiguration, logger: self.logger) }
+                group.addTask { await repeating(every: self.options.pollInterval) { self.wakeups.wake() } }
             }
             await group.next()
             group.cancelAll()
         }
-        wakeContinuation.finish()
+        wakeups.finish()
     }
 
     private func deliver(_ configuration: APNSConfiguration) async {
@@ -86,7 +80,7 @@ package final class PushDelivery: Sendable {
             logger.error("push: the APNs key cannot be used; notifications stay pending", metadata: ["error": "\(error)"])
             return
         }
-        for await _ in wakes {
+        for await _ in wakeups.rounds {
             while !Task.isCancelled {
                 do {
                     let batch = try await claim()

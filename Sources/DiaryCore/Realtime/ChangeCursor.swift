@@ -24,8 +24,7 @@ package struct ChangeCursor: Sendable, Hashable, Comparable, CustomStringConvert
     /// is a malformed request (400), while a well-formed one we do not know, empty included,
     /// asks for a resync (410).
     package static func isWellFormed(_ text: some StringProtocol) -> Bool {
-        text.utf8.count <= maximumLength
-            && text.utf8.allSatisfy { $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
+        text.utf8.count <= maximumLength && Base64URL.usesAlphabetOnly(text)
     }
 
     package init?(_ text: String) {

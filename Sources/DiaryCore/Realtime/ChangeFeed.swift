@@ -31,8 +31,8 @@ package final class ChangeFeed: Sendable {
     private let listenConfiguration: PostgresConfiguration
     private let logger: Logger
     private let state = NIOLockedValueBox(State())
-    private let tailRequests: AsyncStream<Void>
-    private let tailContinuation: AsyncStream<Void>.Continuation
+    /// Requests to read the log's tail: NOTIFY, the poll.
+    private let tailRequests = Wakeups()
 
     private struct State {
         var subscriptions: [Int: ChangeSubscription] = [:]
@@ -45,7 +45,6 @@ package final class ChangeFeed: Sendable {
         self.listenConfiguration = listenConfiguration
         self.options = options
         self.logger = logger
-        (tailRequests, tailContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     package var subscriptionCount: Int { state.withLockedValue { $0.subscriptions.count } }
@@ -92,24 +91,20 @@ package final class ChangeFeed: Sendable {
     package func run() async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.followTail() }
-            group.addTask {
-                let notifications = PostgresListener.notifications(
-                    configuration: self.listenConfiguration, channels: ["diary_changes"], logger: self.logger)
-                for await _ in notifications { self.tailContinuation.yield() }
-            }
-            group.addTask { await repeating(every: self.options.pollInterval) { self.tailContinuation.yield() } }
+            group.addTask { await self.tailRequests.wakeOnNotify("diary_changes", configuration: self.listenConfiguration, logger: self.logger) }
+            group.addTask { await repeating(every: self.options.pollInterval) { self.tailRequests.wake() } }
             group.addTask { await repeating(every: self.options.sessionCheckInterval) { await self.closeEndedSessions() } }
             group.addTask { await repeating(every: self.options.pruneInterval) { await self.prune() } }
             await group.next()
             group.cancelAll()
         }
-        tailContinuation.finish()
+        tailRequests.finish()
     }
 
     /// Reads the log's tail after each wake-up and wakes whom it concerns.
     private func followTail() async {
         var cursor: ChangeCursor?
-        for await _ in tailRequests {
+        for await _ in tailRequests.rounds {
             do {
                 if cursor == nil {
                     let rows = try await pool.query(ChangeLogRepository.positionStatement)
@@ -183,15 +178,14 @@ package final class ChangeSubscription: Sendable {
     private let feed: ChangeFeed
     private let current: NIOLockedValueBox<(identity: TokenService.Identity, ending: Ending?)>
     /// Wake-ups fold into one: the socket reads everything after its cursor anyway.
-    package let wakes: AsyncStream<Void>
-    private let continuation: AsyncStream<Void>.Continuation
+    private let wakeups = Wakeups()
+    package var wakes: AsyncStream<Void> { wakeups.rounds }
 
     init(id: Int, identity: TokenService.Identity, feed: ChangeFeed) {
         self.id = id
         self.userID = identity.userID
         self.feed = feed
         self.current = NIOLockedValueBox((identity, nil))
-        (wakes, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Why the socket must close, once it must.
@@ -212,16 +206,16 @@ package final class ChangeSubscription: Sendable {
         current.withLockedValue { $0.identity = identity }
     }
 
-    func wake() { continuation.yield() }
+    func wake() { wakeups.wake() }
 
     func end(_ ending: Ending) {
         current.withLockedValue { if $0.ending == nil { $0.ending = ending } }
-        continuation.yield()
+        wakeups.wake()
     }
 
     /// Ends the wake-ups and frees the user's place. Idempotent.
     package func cancel() {
-        continuation.finish()
+        wakeups.finish()
         feed.unsubscribe(self)
     }
 }

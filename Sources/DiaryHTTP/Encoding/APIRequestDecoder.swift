@@ -73,8 +73,7 @@ struct APIRequestDecoder: RequestDecoder {
 
     /// `application/json` or a `+json` type, with any parameters (`; charset=utf-8`).
     static func isJSON(_ contentType: String?) -> Bool {
-        guard let contentType else { return false }
-        let type = contentType.split(separator: ";", maxSplits: 1)[0].trimmingCharacters(in: .whitespaces).lowercased()
+        let type = MediaType.essence(of: contentType)
         return type == "application/json" || (type.hasPrefix("application/") && type.hasSuffix("+json"))
     }
 

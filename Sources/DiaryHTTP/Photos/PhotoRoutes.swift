@@ -39,8 +39,7 @@ struct PhotoRoutes {
 
     /// The media type, parameters and case aside; only the three we keep.
     static func declaredType(_ header: String?) throws -> PhotoContentType {
-        let mediaType = header?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
-        guard let type = PhotoContentType(rawValue: mediaType) else {
+        guard let type = PhotoContentType(rawValue: MediaType.essence(of: header)) else {
             throw DomainError(.unsupportedMediaType, "Content-Type must be image/jpeg, image/png or image/webp (convert HEIC to JPEG first)")
         }
         return type

@@ -10,10 +10,15 @@ extension AppleConfiguration {
     /// From APPLE_*: Apple's REST API needs the team, the key id and the key file, and a
     /// client id (APPLE_CLIENT_ID, else the first APPLE_AUDIENCE). Without the key settings
     /// codes are ignored; in production a partial set refuses to start, naming what is missing.
+    /// APPLE_AUTH_URL: Apple's REST API, where the keys are too unless APPLE_JWKS_URL says otherwise.
+    static func authURL(production: Bool, _ environment: [String: String]) throws -> URL {
+        try Setting.url(environment: "APPLE_AUTH_URL", default: AppleIDClient.defaultBaseURL, production: production, in: environment)
+    }
+
     static func fromEnvironment(production: Bool, _ environment: [String: String] = Setting.environment) throws -> AppleConfiguration {
         func value(_ name: String) -> String? { Setting.string(flag: nil, environment: name, in: environment) }
         var apple = AppleConfiguration(
-            authURL: try Setting.url(environment: "APPLE_AUTH_URL", default: AppleIDClient.defaultBaseURL, production: production, in: environment),
+            authURL: try authURL(production: production, environment),
             caFile: value("APPLE_CA_FILE"),
             secretsKeyFile: value("DIARY_SECRETS_KEY_FILE")
         )

@@ -1,4 +1,3 @@
-import AppleIDClient
 import DiaryCore
 import DiaryHTTP
 import Foundation
@@ -11,7 +10,7 @@ extension AuthConfiguration {
         if production && devSignIn {
             throw ConfigurationError(description: "DIARY_DEV_AUTH=1 is refused when DIARY_ENV=production")
         }
-        let authURL = try Setting.url(environment: "APPLE_AUTH_URL", default: AppleIDClient.defaultBaseURL, production: production, in: environment)
+        let authURL = try AppleConfiguration.authURL(production: production, environment)
         // Read raw: an empty APPLE_JWKS_URL is refused as no URL, not taken for the default.
         let jwks = environment["APPLE_JWKS_URL"] ?? authURL.appendingPathComponent("auth/keys").absoluteString
         guard let jwksURL = URL(string: jwks), jwksURL.scheme == "https" || !production else {

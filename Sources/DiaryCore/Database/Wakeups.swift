@@ -1,0 +1,29 @@
+import Logging
+import PostgresClient
+
+/// A background worker's (or a socket's) wake-ups: asked for any number of times, they fold
+/// into one round pending, because a round does everything that is due anyway.
+struct Wakeups: Sendable {
+    /// One element per round to run; ends with `finish()`.
+    let rounds: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+
+    init() {
+        (rounds, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    func wake() {
+        continuation.yield()
+    }
+
+    /// Ends `rounds`, so that a loop over them returns.
+    func finish() {
+        continuation.finish()
+    }
+
+    /// Wakes on every NOTIFY on `channel` until cancelled; the listener reconnects by itself,
+    /// and the worker's poll covers what is missed meanwhile.
+    func wakeOnNotify(_ channel: String, configuration: PostgresConfiguration, logger: Logger) async {
+        for await _ in PostgresListener.notifications(configuration: configuration, channels: [channel], logger: logger) { wake() }
+    }
+}
