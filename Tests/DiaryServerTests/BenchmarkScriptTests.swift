@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import PostgresClient
 import Testing
+import TestSupport
 
 @testable import DiaryCore
 @testable import DiaryHTTP
@@ -48,13 +49,11 @@ struct BenchmarkScriptTests {
         defer { try? FileManager.default.removeItem(at: work) }
         let keyBytes = Data((0..<32).map { UInt8($0) })
         try keyBytes.write(to: work.appendingPathComponent("jwt.key"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.scripts.appendingPathComponent("tokens.py").path,
-                             work.appendingPathComponent("jwt.key").path, work.appendingPathComponent("users.tsv").path]
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0)
+        let tokens = try await Spawn.run("/usr/bin/env", [
+            "python3", Self.scripts.appendingPathComponent("tokens.py").path,
+            work.appendingPathComponent("jwt.key").path, work.appendingPathComponent("users.tsv").path,
+        ])
+        try #require(tokens.status == 0, "\(tokens.output)")
         let firstLine = try #require(try String(contentsOf: work.appendingPathComponent("users.tsv"), encoding: .utf8).split(separator: "\n").first)
         let token = String(firstLine.split(separator: "\t")[1])
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)

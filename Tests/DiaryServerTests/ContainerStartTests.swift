@@ -66,7 +66,7 @@ struct ContainerStartTests {
         var environment = imageEnvironment.mapValues { $0.replacingOccurrences(of: "/app", with: app.path) }
         if let data = environment["DIARY_DATA_DIR"] {
             try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
-            #expect(try Spawn.run("/bin/chown", [Self.serviceUser, data]).status == 0)
+            #expect(try await Spawn.run("/bin/chown", [Self.serviceUser, data]).status == 0)
         }
         try await MigratedTemplate.withDatabase { database in
             // As compose's database: owned by the role that migrates.

@@ -144,7 +144,7 @@ struct FaultTests {
             for _ in 0..<5 {
                 let id = UUID()
                 let body = #"{"id":"\#(id)","content":"届いたかな"}"#
-                try RawHTTP.sendAndHangUp(port: port, request: """
+                try await RawHTTP.sendAndHangUp(port: port, request: """
                     POST /v1/diaries/\(diary.id)/entries HTTP/1.1\r
                     Host: 127.0.0.1\r
                     Authorization: Bearer \(aiko.accessToken)\r

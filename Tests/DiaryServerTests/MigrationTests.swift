@@ -101,16 +101,13 @@ struct MigrationTests {
         let configuration = try await TestDatabase.create()
         defer { Task { try? await TestDatabase.drop(configuration.database!) } }
         for file in try Self.files() {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["psql", "-X", "-q", "-1", "-v", "ON_ERROR_STOP=1", "-d", configuration.database!, "-f",
-                                 MigratedTemplate.migrationsDirectory.appendingPathComponent(file.fileName).path]
             var environment = ProcessInfo.processInfo.environment
             environment["PGUSER"] = configuration.user
-            process.environment = environment
-            try process.run()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "psql failed on \(file.fileName)")
+            let psql = try await Spawn.run("/usr/bin/env", [
+                "psql", "-X", "-q", "-1", "-v", "ON_ERROR_STOP=1", "-d", configuration.database!, "-f",
+                MigratedTemplate.migrationsDirectory.appendingPathComponent(file.fileName).path,
+            ], environment: environment)
+            #expect(psql.status == 0, "psql failed on \(file.fileName): \(psql.output)")
         }
     }
 }

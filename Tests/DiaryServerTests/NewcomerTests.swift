@@ -180,7 +180,7 @@ extension NewcomerTests {
         try await APIHarness.run(testing: .live) { api in
             let port = try #require(api.client.port)
             let session = try await api.signIn("ichiro")
-            let answer = try RawHTTP.exchange(port: port, sending: Array(
+            let answer = try await RawHTTP.exchange(port: port, sending: Array(
                 "POST /v1/auth/logout HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(session.accessToken)\r\nContent-Length: 100000000\r\n\r\n".utf8))
             #expect(answer.hasPrefix("HTTP/1.1 413"), "\(answer.prefix(80))")
             // Nothing ran: the session is still live.

@@ -198,7 +198,7 @@ final class ServerProcess: Sendable {
             throw HarnessError("\(binary.path) is missing: build it first (`make test` runs `swift build --product diary-server`)")
         }
         let path = binary.path
-        return try await Task.detached { try Spawn.run(path, arguments) }.value
+        return try await Spawn.run(path, arguments)
     }
 
     /// DATABASE_URL for `database`, on the test cluster's socket as TEST_DATABASE_URL gives it.

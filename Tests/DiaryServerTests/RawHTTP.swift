@@ -1,19 +1,29 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import TestSupport
 
 /// HTTP/1.1 over a plain socket, for requests a client library would not send: one that
-/// hangs up before the answer, or a Content-Length that the body does not match.
+/// hangs up before the answer, or a Content-Length that the body does not match. The
+/// socket's blocking calls run off the cooperative pool (`OffPool`), which the server
+/// under test shares.
 enum RawHTTP {
     /// Sends the bytes and closes the socket without reading the answer.
-    static func sendAndHangUp(port: Int, request: String) throws {
-        let descriptor = try connected(port: port)
-        defer { close(descriptor) }
-        try send(Array(request.utf8), on: descriptor)
+    static func sendAndHangUp(port: Int, request: String) async throws {
+        try await OffPool.run {
+            let descriptor = try connected(port: port)
+            defer { close(descriptor) }
+            try send(Array(request.utf8), on: descriptor)
+        }
     }
 
-    /// Sends the bytes and reads the answer: its head, and as much body as it announces.
-    static func exchange(port: Int, sending bytes: [UInt8], timeoutSeconds: Int = 10) throws -> String {
+    /// Sends the bytes and reads the answer: its head, and as much body as it announces,
+    /// or what came before the server closed, or before `timeoutSeconds` of silence.
+    static func exchange(port: Int, sending bytes: [UInt8], timeoutSeconds: Int = 30) async throws -> String {
+        try await OffPool.run { try exchangeBlocking(port: port, sending: bytes, timeoutSeconds: timeoutSeconds) }
+    }
+
+    private static func exchangeBlocking(port: Int, sending bytes: [UInt8], timeoutSeconds: Int) throws -> String {
         let descriptor = try connected(port: port)
         defer { close(descriptor) }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)

@@ -1,6 +1,7 @@
 import Foundation
 import PostgresClient
 import Testing
+import TestSupport
 
 /// sql/schema.sql is the schema sql/migrations build, printed by `scripts/schema.sh dump` for
 /// reading; `make schema` writes it. This holds it to the migrations: a migration added or
@@ -15,7 +16,7 @@ struct SchemaFileTests {
         let file = Self.root.appendingPathComponent("sql/schema.sql")
         let expected = try #require(try? String(contentsOf: file, encoding: .utf8), "sql/schema.sql is missing: run `make schema`")
         let dumped = try await MigratedTemplate.withDatabase { database in
-            try Self.dump(database)
+            try await Self.dump(database)
         }
         let difference = Self.firstDifference(expected, dumped)
         #expect(difference == nil, "sql/schema.sql is not the schema sql/migrations build: run `make schema` (\(difference ?? ""))")
@@ -23,21 +24,16 @@ struct SchemaFileTests {
 
     /// `scripts/schema.sh dump` of `database`, reached through the PG* variables: the
     /// configuration cannot give its URL back.
-    static func dump(_ database: PostgresConfiguration) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["bash", root.appendingPathComponent("scripts/schema.sh").path, "dump"]
-        process.environment = environment(for: database)
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let dumped = output.fileHandleForReading.readDataToEndOfFile()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "scripts/schema.sh dump failed: \(String(decoding: message, as: UTF8.self))")
-        return String(decoding: dumped, as: UTF8.self)
+    static func dump(_ database: PostgresConfiguration) async throws -> String {
+        let errors = FileManager.default.temporaryDirectory.appendingPathComponent("schema-dump-\(UUID().uuidString).log").path
+        defer { try? FileManager.default.removeItem(atPath: errors) }
+        let (status, dumped) = try await Spawn.run(
+            "/usr/bin/env", ["bash", root.appendingPathComponent("scripts/schema.sh").path, "dump"],
+            environment: environment(for: database), errorsPath: errors
+        )
+        let message = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+        try #require(status == 0, "scripts/schema.sh dump failed: \(message)")
+        return dumped
     }
 
     /// This process's environment with libpq's variables naming `database`, and no others, so

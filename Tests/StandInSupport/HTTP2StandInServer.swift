@@ -106,7 +106,7 @@ public final class HTTP2StandInServer: Sendable {
     ) async throws -> HTTP2StandInServer {
         let certificate: Certificate
         do {
-            certificate = try Self.certificate.get()
+            certificate = try await Self.certificate.value
         } catch {
             throw Failure(description: "\(name): \(error)")
         }
@@ -174,15 +174,15 @@ public final class HTTP2StandInServer: Sendable {
         var keyFile: String
     }
 
-    private static let certificate: Result<Certificate, any Error> = Result { try makeCertificate() }
+    private static let certificate = Task<Certificate, any Error> { try await makeCertificate() }
 
-    private static func makeCertificate() throws -> Certificate {
+    private static func makeCertificate() async throws -> Certificate {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("http2-standin-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let certificateFile = directory.appendingPathComponent("cert.pem").path
         let keyFile = directory.appendingPathComponent("key.pem").path
-        let (status, output) = try Spawn.run(
+        let (status, output) = try await Spawn.run(
             "/usr/bin/openssl",
             [
                 "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",

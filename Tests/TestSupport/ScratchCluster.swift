@@ -86,29 +86,19 @@ public final class ScratchCluster: Sendable {
         }
     }
 
-    /// Runs a tool to its end. Not Foundation's Process: on Linux it learns of an exit
-    /// from a descriptor every descendant inherits, so after `pg_ctl start` it would wait
-    /// for the postmaster to exit too.
+    /// Runs a tool to its end, its output in a file (`Spawn.start`: after `pg_ctl start` the
+    /// postmaster keeps whatever descriptors it was given).
     private static func run(_ executable: String, _ arguments: [String]) async throws {
         let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("scratch-cluster-\(UUID().uuidString).log").path
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw PostgresError(kind: .other, message: "cannot start \(executable): errno \(spawned)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, WNOHANG) == 0 {
-            try await Task.sleep(for: .milliseconds(20))
+        let process: SpawnedProcess
+        do {
+            process = try Spawn.start(executable, arguments, outputPath: outputPath)
+        } catch {
+            throw PostgresError(kind: .other, message: "cannot start \(executable): \(error)")
         }
-        let exitCode = (status >> 8) & 0xff
-        guard status & 0x7f == 0, exitCode == 0 else {
+        let status = try await process.exit()
+        guard status == 0 else {
             let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
             throw PostgresError(kind: .other, message: "\(executable) \(arguments.joined(separator: " ")) exited with status \(status): \(text)")
         }

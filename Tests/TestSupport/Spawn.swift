@@ -10,15 +10,30 @@ import Glibc
 /// processes met it; this path does not list descriptors. Children start with no signal
 /// blocked and every signal at its default, whatever the spawning thread had.
 public enum Spawn {
-    /// Runs a program to its end; its stdout and stderr together.
-    public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, output: String) {
+    /// Runs a program to its end; its stdout and stderr together, or stderr appended to the
+    /// file `errorsPath` when given. The waiting happens on a thread of its own (`OffPool`),
+    /// never on the cooperative pool.
+    public static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, errorsPath: String? = nil
+    ) async throws -> (status: Int32, output: String) {
+        try await OffPool.run { try runBlocking(executable, arguments, environment: environment, errorsPath: errorsPath) }
+    }
+
+    /// `run`, blocking the calling thread: only for a thread that is not the cooperative pool's.
+    public static func runBlocking(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, errorsPath: String? = nil
+    ) throws -> (status: Int32, output: String) {
         var pipe: [Int32] = [0, 0]
         guard Glibc.pipe(&pipe) == 0 else { throw SpawnError("pipe: errno \(errno)") }
         let pid: pid_t
         do {
             pid = try spawn(executable, arguments, environment: environment) { actions in
                 posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
-                posix_spawn_file_actions_adddup2(&actions, pipe[1], 2)
+                if let errorsPath {
+                    posix_spawn_file_actions_addopen(&actions, 2, errorsPath, O_WRONLY | O_APPEND | O_CREAT, 0o644)
+                } else {
+                    posix_spawn_file_actions_adddup2(&actions, pipe[1], 2)
+                }
                 posix_spawn_file_actions_addclose(&actions, pipe[0])
                 posix_spawn_file_actions_addclose(&actions, pipe[1])
             }
@@ -42,9 +57,12 @@ public enum Spawn {
         return (exitCode(status), String(decoding: output, as: UTF8.self))
     }
 
-    /// Starts a program with stdout and stderr appended to `outputPath`.
-    public static func start(_ executable: String, _ arguments: [String], environment: [String: String], outputPath: String) throws -> SpawnedProcess {
+    /// Starts a program with stdin from /dev/null and stdout and stderr appended to
+    /// `outputPath`. A file, not a pipe: a child such as `pg_ctl start` leaves a daemon
+    /// holding its descriptors, and a pipe would never reach its end.
+    public static func start(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, outputPath: String) throws -> SpawnedProcess {
         let pid = try spawn(executable, arguments, environment: environment) { actions in
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
             posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_APPEND | O_CREAT, 0o644)
             posix_spawn_file_actions_adddup2(&actions, 1, 2)
         }
@@ -94,6 +112,14 @@ public final class SpawnedProcess: @unchecked Sendable {
     }
 
     public var isRunning: Bool { poll() == nil }
+
+    /// Waits for the child to end, polling without holding a thread; its exit code.
+    public func exit() async throws -> Int32 {
+        while true {
+            if let status = poll() { return status }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
     /// The exit code once it has ended (128 + the signal if one ended it), else -1.
     public var terminationStatus: Int32 { poll() ?? -1 }
 

@@ -94,7 +94,7 @@ struct PhotoUploadTests {
             // A real socket that announces 20 MiB and sends none of it: the answer comes anyway.
             let head = "POST /v1/photos HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(token)\r\n"
                 + "Content-Type: image/jpeg\r\nContent-Length: \(20 * 1024 * 1024)\r\n\r\n"
-            let answer = try RawHTTP.exchange(port: try #require(api.client.port), sending: Array(head.utf8))
+            let answer = try await RawHTTP.exchange(port: try #require(api.client.port), sending: Array(head.utf8))
             #expect(answer.hasPrefix("HTTP/1.1 413"), "\(answer.prefix(200))")
             #expect(answer.contains("payload_too_large"))
 
