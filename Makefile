@@ -21,7 +21,7 @@ run: db
 # Some suites also run through a PgBouncer in transaction mode (scripts/pgbouncer.sh).
 test: db
 	$(BOUNCER) start test
-	scripts/chromium.sh install
+	scripts/test-tools.sh install
 	eval "$$($(PG) env)"; eval "$$($(BOUNCER) env test)"; swift build --product diary-server; \
 	swift test --skip FaultTests; \
 	swift test --skip-build --filter FaultTests --no-parallel; \

@@ -708,6 +708,8 @@ begin
     end if;
 
     if exists (select 1 from diary_members m where m.diary_id = found_diary.id and m.user_id = joining_user) then
+        -- A concurrent join of ours committed after this transaction read its diaries.
+        perform refresh_app_diary_ids();
         return found_diary.id;
     end if;
 
@@ -1151,6 +1153,17 @@ $$;
 --
 
 CREATE FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+    select record_photo_upload(photo_id, hash, media_type, byte_count, pixel_width, pixel_height, daily_limit, null::bigint)
+$$;
+
+--
+-- Name: record_photo_upload(uuid, text, text, integer, integer, integer, integer, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
@@ -1168,8 +1181,8 @@ begin
         insert into photo_garbage (content_hash) values (hash) on conflict (content_hash) do nothing;
         return false;
     end if;
-    insert into photo_uploads (id, uploader_id, content_hash, content_type, bytes, width, height)
-    values (photo_id, caller, hash, media_type, byte_count, pixel_width, pixel_height);
+    insert into photo_uploads (id, uploader_id, content_hash, content_type, bytes, width, height, content_crc32)
+    values (photo_id, caller, hash, media_type, byte_count, pixel_width, pixel_height, checksum);
     return true;
 end
 $$;
@@ -1290,6 +1303,8 @@ begin
     if caller is null or not is_diary_member(diary) then
         return 'not_found';
     end if;
+    -- Serialise with joins and other removals on this diary.
+    perform 1 from diaries d where d.id = diary for update;
     select p.user_id, p.role into removed_user, removed_role
     from member_profiles p where p.diary_id = diary and p.public_id = target;
     if removed_user is null then
@@ -1298,8 +1313,6 @@ begin
     if removed_user <> caller and not is_diary_owner(diary) then
         return 'forbidden';
     end if;
-    -- Serialise with joins and other removals on this diary.
-    perform 1 from diaries d where d.id = diary for update;
     delete from diary_members m where m.diary_id = diary and m.user_id = removed_user;
     if removed_role = 'owner' then
         select m.user_id into heir from diary_members m where m.diary_id = diary order by m.joined_at, m.user_id limit 1;
@@ -1507,8 +1520,8 @@ begin
     update entry_photos p set position = o.position - 1
     from unnest(photos) with ordinality as o (id, position)
     where p.diary_id = diary and p.entry_id = entry and p.id = o.id and p.position <> o.position - 1;
-    insert into entry_photos (diary_id, id, entry_id, position, uploader_id, content_hash, content_type, bytes, width, height, created_at)
-    select diary, u.id, entry, o.position - 1, u.uploader_id, u.content_hash, u.content_type, u.bytes, u.width, u.height, u.created_at
+    insert into entry_photos (diary_id, id, entry_id, position, uploader_id, content_hash, content_type, bytes, width, height, created_at, content_crc32)
+    select diary, u.id, entry, o.position - 1, u.uploader_id, u.content_hash, u.content_type, u.bytes, u.width, u.height, u.created_at, u.content_crc32
     from unnest(photos) with ordinality as o (id, position)
     join photo_uploads u on u.id = o.id and u.uploader_id = caller;
     delete from photo_uploads u where u.id = any (photos) and u.uploader_id = caller;
@@ -1885,7 +1898,9 @@ CREATE TABLE public.entry_photos (
     width integer NOT NULL,
     height integer NOT NULL,
     created_at timestamp with time zone NOT NULL,
+    content_crc32 bigint,
     CONSTRAINT entry_photos_bytes_check CHECK (((bytes >= 1) AND (bytes <= 10485760))),
+    CONSTRAINT entry_photos_content_crc32_check CHECK (((content_crc32 >= 0) AND (content_crc32 <= '4294967295'::bigint))),
     CONSTRAINT entry_photos_content_hash_check CHECK ((content_hash ~ '^[0-9a-f]{64}$'::text)),
     CONSTRAINT entry_photos_content_type_check CHECK ((content_type = ANY (ARRAY['image/jpeg'::text, 'image/png'::text, 'image/webp'::text]))),
     CONSTRAINT entry_photos_height_check CHECK (((height >= 1) AND (height <= 12000))),
@@ -2001,7 +2016,9 @@ CREATE TABLE public.photo_uploads (
     width integer NOT NULL,
     height integer NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    content_crc32 bigint,
     CONSTRAINT photo_uploads_bytes_check CHECK (((bytes >= 1) AND (bytes <= 10485760))),
+    CONSTRAINT photo_uploads_content_crc32_check CHECK (((content_crc32 >= 0) AND (content_crc32 <= '4294967295'::bigint))),
     CONSTRAINT photo_uploads_content_hash_check CHECK ((content_hash ~ '^[0-9a-f]{64}$'::text)),
     CONSTRAINT photo_uploads_content_type_check CHECK ((content_type = ANY (ARRAY['image/jpeg'::text, 'image/png'::text, 'image/webp'::text]))),
     CONSTRAINT photo_uploads_height_check CHECK (((height >= 1) AND (height <= 12000))),
@@ -2423,6 +2440,12 @@ CREATE INDEX entry_photos_hash ON public.entry_photos USING btree (content_hash)
 CREATE INDEX entry_photos_id ON public.entry_photos USING btree (id);
 
 --
+-- Name: entry_photos_missing_crc32; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX entry_photos_missing_crc32 ON public.entry_photos USING btree (content_hash) WHERE (content_crc32 IS NULL);
+
+--
 -- Name: entry_reads_user_diary; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -2439,6 +2462,12 @@ CREATE INDEX photo_uploads_created ON public.photo_uploads USING btree (created_
 --
 
 CREATE INDEX photo_uploads_hash ON public.photo_uploads USING btree (content_hash);
+
+--
+-- Name: photo_uploads_missing_crc32; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX photo_uploads_missing_crc32 ON public.photo_uploads USING btree (content_hash) WHERE (content_crc32 IS NULL);
 
 --
 -- Name: photo_uploads_uploader; Type: INDEX; Schema: public; Owner: -
@@ -3851,6 +3880,13 @@ GRANT ALL ON FUNCTION public.record_export(daily_limit integer) TO diary_app;
 
 REVOKE ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) TO diary_app;
+
+--
+-- Name: FUNCTION record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) TO diary_app;
 
 --
 -- Name: FUNCTION refresh_app_diary_ids(); Type: ACL; Schema: public; Owner: -

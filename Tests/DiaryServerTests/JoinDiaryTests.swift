@@ -1,3 +1,4 @@
+import DiaryModels
 import Foundation
 import PostgresClient
 import Testing
@@ -115,6 +116,56 @@ struct JoinDiaryTests {
             }
             let (members, _) = try await Self.raceJoins(function: "spec_join_diary", type: "couple", joiners: 50, configuration: configuration)
             #expect(members > 2, "the unlocked version kept the cap, so this test no longer shows the race")
+        }
+    }
+
+    @Test("a join that finds the caller joined by a concurrent request since its transaction began still sees the diary")
+    func repeatedJoinSeesTheDiary() async throws {
+        try await MigratedTemplate.withDatabase { configuration in
+            try await TestDatabase.withPool(configuration, size: 1) { admin in
+                let users = try await Seed.users(2, in: admin)
+                let diary = try await Seed.diary(type: "family", owner: users[0], in: admin)
+                // As the server: the app role, under RLS. The first request reads its visible
+                // diaries (none) as authenticate() does, then the second joins and commits.
+                try await TestDatabase.withPool(configuration.as(TestDatabase.appRole), size: 2) { pool in
+                    try await pool.withConnection { first in
+                        try await first.query("begin")
+                        try await first.query(Seed.identity(users[1]))
+                        try await first.query("select refresh_app_diary_ids()")
+                        _ = try await pool.transaction([Seed.identity(users[1]), "select join_diary(\(diary.inviteCode), \(users[1]))"])
+                        let joined = try await first.query("select join_diary(\(diary.inviteCode), \(users[1])) as id")
+                        #expect(try joined.first?.decode("id", as: UUID.self) == diary.id)
+                        let visible = try await first.query("select id from diaries where id = \(diary.id)")
+                        try await first.query("commit")
+                        #expect(visible.count == 1, "the diary the caller is a member of is invisible to the rest of the join's transaction")
+                    }
+                }
+                #expect(try await Seed.memberCount(diary.id, in: admin) == 2)
+            }
+        }
+    }
+
+    @Test("20 simultaneous joins by one user with one code: every answer is 200 with the diary, one member more")
+    func simultaneousRepeatedJoins() async throws {
+        try await APIHarness.run(poolSize: 20) { api in
+            let owner = try await api.signIn("aiko"), joiner = try await api.signIn("ben")
+            for round in 0..<5 {
+                let diary = try await api.createDiary("家族 \(round)", type: .family, token: owner.accessToken)
+                let line = StartingLine(expected: 20)
+                let statuses = try await withThrowingTaskGroup(of: String.self) { group in
+                    for _ in 0..<20 {
+                        group.addTask {
+                            await line.arriveAndWait()
+                            let reply = try await api.join(diary.inviteCode, token: joiner.accessToken)
+                            return reply.status == .ok ? "200" : "\(reply.status.code) \(reply.code ?? reply.text)"
+                        }
+                    }
+                    return try await group.reduce(into: [String]()) { $0.append($1) }
+                }
+                #expect(statuses.allSatisfy { $0 == "200" }, "round \(round): \(statuses.filter { $0 != "200" })")
+                let members = try await api.call(.get, "/v1/diaries/\(diary.id)/members", token: owner.accessToken)
+                #expect(try members.decode(MemberList.self).members.count == 2)
+            }
         }
     }
 

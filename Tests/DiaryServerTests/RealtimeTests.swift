@@ -140,7 +140,7 @@ struct RealtimeTests {
     static func rawUpgrade(port: Int, token: String?) async throws -> String {
         let request = "GET /v1/realtime HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" + (token.map { "Authorization: Bearer \($0)\r\n" } ?? "") + "\r\n"
-        return try await Task.detached {
+        return try await OffPool.run {
             let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             defer { Foundation.close(socket) }
             var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: in_port_t(UInt16(port).bigEndian), sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
@@ -155,7 +155,51 @@ struct RealtimeTests {
                 reply += buffer[0..<count]
             }
             return String(decoding: reply, as: UTF8.self)
-        }.value
+        }
+    }
+
+    @Test("a socket that subscribed before its server's feed first read the log is woken for what committed in between")
+    func subscriptionOlderThanTheFeed() async throws {
+        try await APIHarness.run { api in
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
+            let diary = try await api.createDiary("二人", type: .couple, token: alice.accessToken)
+            #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
+            // A new server's feed, not running yet. It listens on another database, so only its
+            // own first round can tell it of the entry below; nothing else wakes it.
+            var options = ChangeFeed.Options()
+            options.pollInterval = .seconds(3600)
+            options.sessionCheckInterval = .seconds(3600)
+            let pool = PostgresPool(configuration: api.database.as(TestDatabase.appRole), options: .init(size: 2), logger: TestDatabase.logger)
+            let feed = ChangeFeed(pool: pool, listenConfiguration: try TestDatabase.adminConfiguration(), options: options, logger: TestDatabase.logger)
+            // Bob's socket subscribes and reads its cursor; then Alice posts.
+            let subscription = try #require(feed.subscribe(TokenService.Identity(userID: bob.user.id, sessionID: UUID())))
+            let posted = try await api.post("届いた?", in: diary.id, token: alice.accessToken).decode(Entry.self)
+            // The feed starts once no transaction in the cluster is older than the entry, so
+            // that its first position is past it, as on a quiet machine a second later.
+            try await waitUntil(.seconds(60)) {
+                try await api.asSuperuser("""
+                    select 1 from change_log where entry_id = \(posted.id) and xact < pg_snapshot_xmin(pg_current_snapshot())
+                    """).count == 1
+            }
+            let running = Task { await feed.run() }
+            let woken = await withTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    var wakes = subscription.wakes.makeAsyncIterator()
+                    return await wakes.next() != nil
+                }
+                group.addTask {
+                    try? await Task.sleep(for: .seconds(30))
+                    return false
+                }
+                let first = await group.next() ?? false
+                group.cancelAll()
+                return first
+            }
+            running.cancel()
+            await running.value
+            try? await pool.close()
+            #expect(woken, "the socket was never woken: the entry stays unread until the diary's next change")
+        }
     }
 
     @Test("removal stops delivery after the member's own member.left; logout closes with 4401")

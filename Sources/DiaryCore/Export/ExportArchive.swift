@@ -71,7 +71,7 @@ struct ExportArchive {
         try await reader.forEachRow(pagesOf: Self.photoPageSize, { (after: UUID?) -> PostgresQuery in
             let keyset: PostgresQuery = after.map { "and entry_photos.id > \($0)" } ?? ""
             return """
-                select entry_photos.id, entry_photos.content_hash, entry_photos.content_type, entry_photos.bytes
+                select entry_photos.id, entry_photos.content_hash, entry_photos.content_type, entry_photos.bytes, entry_photos.content_crc32
                 from entry_photos where \(visible) \(keyset)
                 order by entry_photos.id limit \(Self.photoPageSize)
                 """
@@ -85,10 +85,24 @@ struct ExportArchive {
                 Counter(label: "export_missing_photos_total").increment()
                 return
             }
-            try await emit(zip.startEntry(path: path, compression: .stored, modified: modified))
+            let checksum: UInt32
+            if let kept = try row.decode("content_crc32", as: Int64?.self) {
+                checksum = UInt32(truncatingIfNeeded: kept)
+            } else {
+                checksum = try await Self.checksum(of: hash, bytes: bytes, in: store)
+            }
+            try await emit(zip.startEntry(path: path, compression: .stored(crc32: checksum, size: UInt64(bytes)), modified: modified))
             try await store.read(hash, range: 0..<bytes) { chunk in try await emit(zip.write(chunk)) }
             try await emit(zip.finishEntry())
         }
+    }
+
+    /// The CRC-32 of a photo stored before checksums were kept and not backfilled yet
+    /// (`diary-server photos backfill-checksums`): its bytes read once more.
+    static func checksum(of hash: String, bytes: Int, in store: any PhotoStore) async throws -> UInt32 {
+        var crc = CRC32()
+        try await store.read(hash, range: 0..<bytes) { crc.update($0) }
+        return crc.value
     }
 
     /// Entries after `after` in (created_at, id) order, the key that exports page by.

@@ -2,11 +2,21 @@ import CompressNIO
 package import Foundation
 package import NIOCore
 
-package enum ZipCompression: Sendable {
-    /// The bytes as they are: for photos, which are compressed already.
-    case stored
-    /// Raw deflate (method 8).
+package enum ZipCompression: Sendable, Equatable {
+    /// The bytes as they are (method 0): for photos, which are compressed already. Their CRC-32
+    /// and size must be known before the bytes: they go in the local header, because a
+    /// streaming reader (Java's `ZipInputStream`, Android's) cannot otherwise tell where a
+    /// stored entry ends. `finishEntry` checks the bytes against them.
+    case stored(crc32: UInt32, size: UInt64)
+    /// Raw deflate (method 8), its CRC-32 and sizes in a data descriptor after the data.
     case deflated
+
+    /// `.stored`, with the CRC-32 and size of `contents`.
+    package static func stored(_ contents: ByteBuffer) -> ZipCompression {
+        var crc = CRC32()
+        crc.update(contents)
+        return .stored(crc32: crc.value, size: UInt64(contents.readableBytes))
+    }
 }
 
 package enum ZipArchiveError: Error, Equatable {
@@ -21,6 +31,8 @@ package enum ZipArchiveError: Error, Equatable {
     case invalidPath(String)
     /// The entry's data reaches 4 GiB, which its 32-bit data descriptor cannot describe.
     case entryTooLarge(String)
+    /// A stored entry's bytes are not the CRC-32 and size its local header declared.
+    case storedContentMismatch(String)
 }
 
 /// Writes a ZIP archive front to back while it is sent, in constant memory: every call returns
@@ -31,8 +43,9 @@ package enum ZipArchiveError: Error, Equatable {
 /// `entry` for a small whole file); then `finish` once. Send every returned buffer, in order.
 /// After an error the archive cannot be completed: abandon it.
 ///
-/// Each local header has flag bit 3 (CRC and sizes follow the data in a data descriptor, since
-/// they are unknown when the header goes out) and bit 11 (the name is UTF-8).
+/// Each local header has bit 11 (the name is UTF-8). A deflated entry's also has bit 3: its CRC
+/// and sizes are unknown when the header goes out, and follow the data in a data descriptor.
+/// A stored entry's header carries them itself, and no descriptor follows.
 ///
 /// Zip64: the central directory gets a Zip64 extra for each entry whose local header starts at
 /// or past `zip64Threshold`, and the archive gets the Zip64 end records when the central
@@ -71,10 +84,10 @@ package struct ZipArchiveWriter {
         var crc = CRC32()
         var uncompressedSize: UInt64 = 0
         var compressedSize: UInt64 = 0
-    }
 
-    /// General purpose flags: bit 3 (data descriptor) and bit 11 (UTF-8 name).
-    private static let flags: UInt16 = 0x0808
+        /// General purpose flags: bit 11 (UTF-8 name), and bit 3 (data descriptor) when deflated.
+        var flags: UInt16 { compression == .deflated ? 0x0808 : 0x0800 }
+    }
     /// "Made by" Unix (3 in the high byte), so readers take the external attributes as a mode.
     private static let madeByUnix: UInt16 = 3 << 8
 
@@ -94,6 +107,7 @@ package struct ZipArchiveWriter {
         guard !finished else { throw ZipArchiveError.archiveFinished }
         guard open == nil else { throw ZipArchiveError.entryStillOpen }
         try Self.validate(path)
+        if case .stored(_, let size) = compression, size > entrySizeLimit { throw ZipArchiveError.entryTooLarge(path) }
         if compression == .deflated {
             if let deflater {
                 try deflater.resetStream()
@@ -104,13 +118,21 @@ package struct ZipArchiveWriter {
             }
         }
         let time = DOSTime(modified)
-        open = OpenEntry(path: path, compression: compression, time: time, headerOffset: bytesWritten)
+        let entry = OpenEntry(path: path, compression: compression, time: time, headerOffset: bytesWritten)
+        open = entry
 
-        // Version needed 2.0 (deflate, data descriptors); CRC and sizes zero, as bit 3 asks.
+        // Version needed 2.0 (deflate, data descriptors). Deflated: CRC and sizes zero, as bit 3
+        // asks; stored: the declared ones.
+        var declaredCRC: UInt32 = 0
+        var declaredSize: UInt32 = 0
+        if case .stored(let crc, let size) = compression {
+            declaredCRC = crc
+            declaredSize = UInt32(size)
+        }
         var header = allocator.buffer(capacity: 30 + path.utf8.count + 9)
         header.writeMultipleIntegers(
-            UInt32(0x0403_4B50), UInt16(20), Self.flags, compression.method, time.time, time.date,
-            UInt32(0), UInt32(0), UInt32(0), UInt16(path.utf8.count), UInt16(time.unix == nil ? 0 : 9),
+            UInt32(0x0403_4B50), UInt16(20), entry.flags, compression.method, time.time, time.date,
+            declaredCRC, declaredSize, declaredSize, UInt16(path.utf8.count), UInt16(time.unix == nil ? 0 : 9),
             endianness: .little
         )
         header.writeString(path)
@@ -144,21 +166,26 @@ package struct ZipArchiveWriter {
         return output
     }
 
-    /// Closes the open entry: returns the rest of its deflate output and its data descriptor,
-    /// and files its central directory record.
+    /// Closes the open entry: returns the rest of its deflate output and its data descriptor
+    /// (nothing for a stored entry, whose bytes it checks against its header), and files its
+    /// central directory record.
     package mutating func finishEntry() throws -> ByteBuffer {
         guard var entry = open else { throw finished ? ZipArchiveError.archiveFinished : ZipArchiveError.noOpenEntry }
-        var output = allocator.buffer(capacity: 16)
-        if entry.compression == .deflated {
+        var output: ByteBuffer
+        switch entry.compression {
+        case .stored(let crc, let size):
+            guard entry.crc.value == crc, entry.uncompressedSize == size else { throw ZipArchiveError.storedContentMismatch(entry.path) }
+            output = empty
+        case .deflated:
             try finishDeflate()
             output = takeScratch(reserving: 16)
             entry.compressedSize += UInt64(output.readableBytes)
             guard entry.compressedSize <= entrySizeLimit else { throw ZipArchiveError.entryTooLarge(entry.path) }
+            output.writeMultipleIntegers(
+                UInt32(0x0807_4B50), entry.crc.value, UInt32(entry.compressedSize), UInt32(entry.uncompressedSize),
+                endianness: .little
+            )
         }
-        output.writeMultipleIntegers(
-            UInt32(0x0807_4B50), entry.crc.value, UInt32(entry.compressedSize), UInt32(entry.uncompressedSize),
-            endianness: .little
-        )
         appendCentralRecord(for: entry)
         open = nil
         entryCount += 1
@@ -166,7 +193,8 @@ package struct ZipArchiveWriter {
         return output
     }
 
-    /// A whole small file at once: its local header, data and data descriptor.
+    /// A whole small file at once: its local header, data and data descriptor (for a stored
+    /// file, pass `.stored(contents)`).
     package mutating func entry(path: String, compression: ZipCompression, modified: Date, contents: ByteBuffer) throws -> ByteBuffer {
         var output = try startEntry(path: path, compression: compression, modified: modified)
         var data = try write(contents)
@@ -225,7 +253,7 @@ package struct ZipArchiveWriter {
         let version: UInt16 = zip64 ? 45 : 20
         let extraLength = (zip64 ? 12 : 0) + (entry.time.unix == nil ? 0 : 9)
         centralDirectory.writeMultipleIntegers(
-            UInt32(0x0201_4B50), Self.madeByUnix | version, version, Self.flags, entry.compression.method,
+            UInt32(0x0201_4B50), Self.madeByUnix | version, version, entry.flags, entry.compression.method,
             entry.time.time, entry.time.date, entry.crc.value, UInt32(entry.compressedSize),
             UInt32(entry.uncompressedSize), UInt16(entry.path.utf8.count), UInt16(extraLength),
             endianness: .little
@@ -300,7 +328,7 @@ package struct ZipArchiveWriter {
 }
 
 extension ZipCompression {
-    fileprivate var method: UInt16 { self == .stored ? 0 : 8 }
+    fileprivate var method: UInt16 { self == .deflated ? 8 : 0 }
 }
 
 /// A modification time as ZIP holds it: MS-DOS date and time, and Unix seconds for the

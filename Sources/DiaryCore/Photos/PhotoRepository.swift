@@ -25,15 +25,16 @@ package struct PhotoRepository: Sendable {
     /// can, so the file is checked once more.
     package func upload(_ bytes: [UInt8], declaredAs declared: PhotoContentType) async throws -> Photo {
         // Parsing and hashing 10 MiB take milliseconds of CPU: not on an event loop.
-        let (image, hash) = try await NIOThreadPool.singleton.runIfActive {
+        // The CRC-32 too, for exports (a stored ZIP entry declares it before its bytes).
+        let (image, hash, checksum) = try await NIOThreadPool.singleton.runIfActive {
             let image = try Self.sanitize(bytes, declaredAs: declared)
-            return (image, Self.hash(image.bytes))
+            return (image, Self.hash(image.bytes), CRC32.checksum(image.bytes))
         }
         let id = UUID()
         try await store.put(image.bytes, hash: hash)
         let recorded = try await scope.run("""
             select record_photo_upload(\(id), \(hash), \(image.contentType.rawValue), \(image.bytes.count)::integer,
-                \(image.width)::integer, \(image.height)::integer, \(Self.dailyUploadLimit)::integer) as recorded
+                \(image.width)::integer, \(image.height)::integer, \(Self.dailyUploadLimit)::integer, \(Int64(checksum))::bigint) as recorded
             """)
         guard try recorded.first?.decode("recorded", as: Bool.self) == true else {
             throw DomainError(.rateLimited, "at most \(Self.dailyUploadLimit) photos a day; try again tomorrow (UTC)")

@@ -80,6 +80,10 @@ package final class ChangeFeed: Sendable {
         }
     }
 
+    private func wakeEverySubscription() {
+        for subscription in state.withLockedValue({ Array($0.subscriptions.values) }) { subscription.wake() }
+    }
+
     private func wake(users: Set<UUID>) {
         let woken = state.withLockedValue { state in
             users.flatMap { state.byUser[$0] ?? [] }.compactMap { state.subscriptions[$0] }
@@ -87,8 +91,10 @@ package final class ChangeFeed: Sendable {
         for subscription in woken { subscription.wake() }
     }
 
-    /// Runs until cancelled: listening, polling, checking sessions, pruning.
+    /// Runs until cancelled: listening, polling, checking sessions, pruning. The first round
+    /// runs at once, to take the log's position before sockets can fall behind it.
     package func run() async {
+        tailRequests.wake()
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.followTail() }
             group.addTask { await self.tailRequests.wakeOnNotify("diary_changes", configuration: self.listenConfiguration, logger: self.logger) }
@@ -109,6 +115,9 @@ package final class ChangeFeed: Sendable {
                 if cursor == nil {
                     let rows = try await pool.query(ChangeLogRepository.positionStatement)
                     cursor = try ChangeLogRepository.position(from: rows)
+                    // A socket that opened before this read its own cursor earlier: what
+                    // committed in between is behind the feed, and would never wake it.
+                    wakeEverySubscription()
                 }
                 while let after = cursor {
                     let batch = 1000

@@ -5,7 +5,10 @@ struct DiaryServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "diary-server",
         abstract: "The Zutto Nikki (ずっと日記) backend: a JSON API over PostgreSQL.",
-        subcommands: [ServeCommand.self, MigrateCommand.self, CheckCountersCommand.self, BackupCommand.self, VerifyBackupCommand.self, NoticeCommand.self],
+        subcommands: [
+            ServeCommand.self, MigrateCommand.self, CheckCountersCommand.self, BackupCommand.self, VerifyBackupCommand.self, NoticeCommand.self,
+            PhotosCommand.self,
+        ],
         defaultSubcommand: ServeCommand.self
     )
 }

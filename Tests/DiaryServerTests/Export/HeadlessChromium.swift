@@ -42,7 +42,7 @@ struct HeadlessChromium {
         var description: String {
             switch self {
             case .notInstalled:
-                "headless Chromium is not installed: run scripts/chromium.sh install (make test does), or set CHROMIUM to a Chromium or Chrome binary"
+                "headless Chromium is not installed: run scripts/test-tools.sh install (make test does), or set CHROMIUM to a Chromium or Chrome binary"
             case let .timedOut(step, after, log):
                 "Chromium (\(step)) did not finish within \(after) and was killed\n\(log)"
             case let .exited(step, status, log):

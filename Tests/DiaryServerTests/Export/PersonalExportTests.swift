@@ -26,7 +26,7 @@ struct PersonalExportTests {
 
             let reply = try await api.call(.get, "/v1/me/export", token: couple.alice.accessToken)
             #expect(reply.status == .ok && reply.headers[.contentType] == "application/zip")
-            let unpacked = try DiaryExportTests.unpack(reply)
+            let unpacked = try await DiaryExportTests.unpack(reply)
             let names = try FileManager.default.contentsOfDirectory(atPath: unpacked.folder.path).sorted()
             #expect(names == ["README.txt", "billing.json", "entries.json", "memberships.json", "photos", "profile.json", "reads.json"])
             let profile = try unpacked.decode(PersonalProfile.self, "profile.json")

@@ -4,13 +4,15 @@ import TestSupport
 import Testing
 @testable import DiaryCore
 
-/// The export's ZIP writer, checked by the readers users have: Info-ZIP's `unzip -t` and
-/// Python's `zipfile`, which reads every member back and compares it byte for byte.
+/// The export's ZIP writer, checked by the readers users have (`ZipReaders`: Info-ZIP, 7-Zip,
+/// bsdtar, Python, Java's ZipFile and ZipInputStream), and by Python's `zipfile` field by field.
 @Suite("ZIP archive writer")
 struct ZipArchiveWriterTests {
+    enum Method { case stored, deflated }
+
     struct Member {
         var name: String
-        var compression: ZipCompression
+        var compression: Method
         var contents: [UInt8]
         /// Fed to `write` in pieces of this size; nil for one `entry` call.
         var chunk: Int?
@@ -54,8 +56,9 @@ struct ZipArchiveWriterTests {
         var archive = ByteBuffer()
         for member in members {
             let contents = ByteBuffer(bytes: member.contents)
+            let compression: ZipCompression = member.compression == .stored ? .stored(contents) : .deflated
             if let chunk = member.chunk {
-                var piece = try writer.startEntry(path: member.name, compression: member.compression, modified: modified)
+                var piece = try writer.startEntry(path: member.name, compression: compression, modified: modified)
                 archive.writeBuffer(&piece)
                 for start in stride(from: 0, to: contents.readableBytes, by: chunk) {
                     var output = try writer.write(contents.getSlice(at: start, length: min(chunk, contents.readableBytes - start))!)
@@ -64,7 +67,7 @@ struct ZipArchiveWriterTests {
                 piece = try writer.finishEntry()
                 archive.writeBuffer(&piece)
             } else {
-                var whole = try writer.entry(path: member.name, compression: member.compression, modified: modified, contents: contents)
+                var whole = try writer.entry(path: member.name, compression: compression, modified: modified, contents: contents)
                 archive.writeBuffer(&whole)
             }
             #expect(writer.bytesWritten == UInt64(archive.readableBytes))
@@ -94,7 +97,10 @@ struct ZipArchiveWriterTests {
                 assert data == open(m["file"], "rb").read(), info.filename + ": bytes differ"
                 assert zlib.crc32(data) == info.CRC and info.file_size == len(data), info.filename
                 assert info.compress_type == m["method"], info.filename
-                assert info.flag_bits & 0x808 == 0x808 and info.create_system == 3, info.filename
+                # UTF-8 names; a data descriptor (bit 3) for deflated entries only: a stored
+                # entry's local header carries its CRC and sizes.
+                assert info.flag_bits & 0x808 == (0x808 if m["method"] == 8 else 0x800), info.filename
+                assert info.create_system == 3, info.filename
                 assert info.external_attr >> 16 == 0o100644, info.filename
                 mtime, extra = None, info.extra
                 while len(extra) >= 4:
@@ -107,8 +113,9 @@ struct ZipArchiveWriterTests {
         print(json.dumps(seen))
         """
 
-    /// Checks the archive with `unzip -t` and `zipfile`, and returns what `zipfile` saw.
-    static func verify(_ members: [Member], zip64Threshold: UInt64 = UInt64(UInt32.max)) throws -> (seen: [Seen], bytes: [UInt8]) {
+    /// Checks the archive with every reader (`ZipReaders`) and field by field with `zipfile`,
+    /// and returns what `zipfile` saw.
+    static func verify(_ members: [Member], zip64Threshold: UInt64 = UInt64(UInt32.max)) async throws -> (seen: [Seen], bytes: [UInt8]) {
         let (folder, archive, bytes) = try write(members, zip64Threshold: zip64Threshold)
         defer { try? FileManager.default.removeItem(at: folder) }
         var manifest: [[String: Any]] = []
@@ -120,10 +127,8 @@ struct ZipArchiveWriterTests {
         let manifestFile = folder.appendingPathComponent("manifest.json")
         try JSONSerialization.data(withJSONObject: manifest).write(to: manifestFile)
 
-        let unzip = try Spawn.run("/usr/bin/unzip", ["-t", archive.path])
-        #expect(unzip.status == 0, "unzip -t: \(unzip.output)")
-        #expect(unzip.output.contains("No errors detected"), "unzip -t: \(unzip.output)")
-        let python = try Spawn.run("/usr/bin/env", ["python3", "-c", python, archive.path, manifestFile.path])
+        try await ZipReaders.expectEveryReaderReads(archive, expected: ZipReaders.listing(members.map { ($0.name, $0.contents) }))
+        let python = try await Spawn.run("/usr/bin/env", ["python3", "-c", python, archive.path, manifestFile.path])
         try #require(python.status == 0, "zipfile: \(python.output)")
         return (try JSONDecoder().decode([Seen].self, from: Data(python.output.utf8)), bytes)
     }
@@ -135,7 +140,7 @@ struct ZipArchiveWriterTests {
     // MARK: Archives
 
     @Test("stored and deflated entries, an empty file and a non-ASCII name read back exactly")
-    func mixedEntries() throws {
+    func mixedEntries() async throws {
         let members = [
             Member(name: "entries/2023-11-14.json", compression: .deflated, contents: Array(#"{"text":"hello"}"#.utf8)),
             Member(name: "photos/a.jpg", compression: .stored, contents: Self.random(70_000, seed: 1)),
@@ -144,7 +149,7 @@ struct ZipArchiveWriterTests {
             Member(name: "日記.txt", compression: .deflated, contents: Array("今日はいい天気でした。".utf8)),
             Member(name: "photos/b.jpg", compression: .stored, contents: Self.random(100_001, seed: 2), chunk: 8192),
         ]
-        let (seen, bytes) = try Self.verify(members)
+        let (seen, bytes) = try await Self.verify(members)
         #expect(seen.map(\.extractVersion) == Array(repeating: 20, count: members.count))
         #expect(seen.allSatisfy { $0.dateTime == [2023, 11, 14, 22, 13, 20] && $0.mtime == 1_700_000_000 })
         // No Zip64 end record below the threshold: the classic record sits 22 bytes from the end.
@@ -153,7 +158,7 @@ struct ZipArchiveWriterTests {
     }
 
     @Test("a deflated entry of several MB, compressible or random, streams in many chunks")
-    func multiChunkDeflate() throws {
+    func multiChunkDeflate() async throws {
         let text = Self.text(6_000_000)
         let noise = Self.random(3_000_000, seed: 3)
         let members = [
@@ -161,19 +166,19 @@ struct ZipArchiveWriterTests {
             Member(name: "noise.bin", compression: .deflated, contents: noise, chunk: 1_000_003),
             Member(name: "odd.txt", compression: .deflated, contents: Array(text.prefix(500_000)), chunk: 777),
         ]
-        let (_, bytes) = try Self.verify(members)
+        let (_, bytes) = try await Self.verify(members)
         #expect(bytes.count < text.count / 5 + noise.count + noise.count / 100 + 200_000)
     }
 
     @Test("Zip64 forced by a low threshold: every record past it takes the Zip64 form", arguments: [1, 200] as [UInt64])
-    func zip64(threshold: UInt64) throws {
+    func zip64(threshold: UInt64) async throws {
         let members = [
             Member(name: "first.txt", compression: .deflated, contents: Self.text(300)),
             Member(name: "photo.jpg", compression: .stored, contents: Self.random(5000, seed: 4), chunk: 1000),
             Member(name: "日記.txt", compression: .deflated, contents: Self.text(20_000), chunk: 4096),
             Member(name: "empty.txt", compression: .stored, contents: []),
         ]
-        let (seen, bytes) = try Self.verify(members, zip64Threshold: threshold)
+        let (seen, bytes) = try await Self.verify(members, zip64Threshold: threshold)
         #expect(seen.map { $0.headerOffset >= threshold ? 45 : 20 } == seen.map(\.extractVersion))
         #expect(seen.contains { $0.extractVersion == 45 })
         // Zip64 end record, its locator, then the classic record with its markers.
@@ -192,13 +197,26 @@ struct ZipArchiveWriterTests {
         #expect(throws: ZipArchiveError.noOpenEntry) { try writer.write(ByteBuffer()) }
         #expect(throws: ZipArchiveError.noOpenEntry) { try writer.finishEntry() }
         for path in ["", "/etc/passwd", "a/../../b", "dir/", "a\\b", "nul\0"] {
-            #expect(throws: ZipArchiveError.invalidPath(path)) { try writer.startEntry(path: path, compression: .stored, modified: Self.modified) }
+            #expect(throws: ZipArchiveError.invalidPath(path)) { try writer.startEntry(path: path, compression: .deflated, modified: Self.modified) }
         }
         _ = try writer.startEntry(path: "a.txt", compression: .deflated, modified: Self.modified)
-        #expect(throws: ZipArchiveError.entryStillOpen) { try writer.startEntry(path: "b.txt", compression: .stored, modified: Self.modified) }
+        #expect(throws: ZipArchiveError.entryStillOpen) { try writer.startEntry(path: "b.txt", compression: .deflated, modified: Self.modified) }
         #expect(throws: ZipArchiveError.entryStillOpen) { try writer.finish() }
         writer.entrySizeLimit = 10
         #expect(throws: ZipArchiveError.entryTooLarge("a.txt")) { try writer.write(ByteBuffer(bytes: Self.text(11))) }
+        var stored = ZipArchiveWriter()
+        #expect(throws: ZipArchiveError.entryTooLarge("big.jpg")) {
+            try stored.startEntry(path: "big.jpg", compression: .stored(crc32: 0, size: 0xFFFF_FFFF), modified: Self.modified)
+        }
+        // A stored entry's bytes must be what its header declared, in CRC and in size.
+        let photo = ByteBuffer(bytes: Self.random(1000, seed: 6))
+        _ = try stored.startEntry(path: "a.jpg", compression: .stored(photo), modified: Self.modified)
+        _ = try stored.write(photo.getSlice(at: 0, length: 999)!)
+        #expect(throws: ZipArchiveError.storedContentMismatch("a.jpg")) { try stored.finishEntry() }
+        var changed = ZipArchiveWriter()
+        _ = try changed.startEntry(path: "b.jpg", compression: .stored(photo), modified: Self.modified)
+        _ = try changed.write(ByteBuffer(bytes: Self.random(1000, seed: 8)))
+        #expect(throws: ZipArchiveError.storedContentMismatch("b.jpg")) { try changed.finishEntry() }
         var fresh = ZipArchiveWriter()
         _ = try fresh.finish()
         #expect(throws: ZipArchiveError.archiveFinished) { try fresh.finish() }
@@ -210,7 +228,7 @@ struct ZipArchiveWriterTests {
         var writer = ZipArchiveWriter()
         var archive = ByteBuffer()
         for (index, modified) in members.enumerated() {
-            var entry = try writer.entry(path: "\(index)", compression: .stored, modified: modified, contents: ByteBuffer())
+            var entry = try writer.entry(path: "\(index)", compression: .stored(ByteBuffer()), modified: modified, contents: ByteBuffer())
             archive.writeBuffer(&entry)
         }
         var end = try writer.finish()
@@ -223,7 +241,7 @@ struct ZipArchiveWriterTests {
             let word = Self.uint32(bytes, at: offset + 10)
             found.append([UInt16(word & 0xFFFF), UInt16(word >> 16)])
             let extra = Int(bytes[offset + 28]) | Int(bytes[offset + 29]) << 8
-            offset += 30 + Int(bytes[offset + 26]) + extra + 16
+            offset += 30 + Int(bytes[offset + 26]) + extra  // stored and empty: no data, no descriptor
         }
         #expect(found[0] == [0, 1 << 5 | 1])  // 1980-01-01 00:00:00
         #expect(found[1] == [23 << 11 | 59 << 5 | 29, 127 << 9 | 12 << 5 | 31])  // 2107-12-31 23:59:58

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# Headless Chromium for the export tests (Tests/DiaryServerTests/Export/HeadlessChromium.swift).
+# The programs the export tests drive, from Debian's packages.
 #
-#   scripts/chromium.sh install   install Debian's chromium if it is not on PATH, and a Japanese font
-#                                 if the system has none
-#   scripts/chromium.sh path      print the browser the tests use ($CHROMIUM, else chromium on PATH)
+#   scripts/test-tools.sh install   install what is missing of: chromium and a Japanese font; the
+#                                   ZIP readers (Info-ZIP unzip, bsdtar, 7-Zip, a JDK for Java's
+#                                   ZipFile and ZipInputStream)
+#   scripts/test-tools.sh path      print the browser the tests use ($CHROMIUM, else chromium on PATH)
 #
-# The tests open an export's index.html in it, offline, to check that the book renders with its
-# photos. The book names no web font and uses the system's, so without a CJK font Japanese text
-# comes out as boxes in the screenshot: fonts-noto-cjk gives the machine one.
+# The tests open an export's index.html in headless Chromium, offline, to check that the book
+# renders with its photos. The book names no web font and uses the system's, so without a CJK
+# font Japanese text comes out as boxes in the screenshot: fonts-noto-cjk gives the machine one.
+# Every export is opened by each ZIP reader (Tests/DiaryServerTests/Export/ZipReaders.swift):
+# people open exports with all of them, and a streaming reader needs what the others do not.
 set -euo pipefail
 
-log() { echo "chromium.sh: $*" >&2; }
+log() { echo "test-tools.sh: $*" >&2; }
 
 # Installs Debian packages "$@", through sudo when not root. The package lists are refreshed
 # only when the install fails on them, so a machine with fresh lists does not wait for apt-get update.
@@ -38,6 +41,10 @@ install() {
     if ! command -v fc-list >/dev/null || [ -z "$(fc-list :lang=ja family 2>/dev/null)" ]; then
         missing+=(fonts-noto-cjk)
     fi
+    command -v unzip >/dev/null || missing+=(unzip)
+    command -v bsdtar >/dev/null || missing+=(libarchive-tools)
+    command -v 7zz >/dev/null || missing+=(7zip)
+    command -v javac >/dev/null || missing+=(default-jdk-headless)
     [ ${#missing[@]} -eq 0 ] && return 0
     log "installing ${missing[*]}"
     apt_install "${missing[@]}"
