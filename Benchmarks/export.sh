@@ -21,7 +21,7 @@ SIZES=${SIZES:-"1000 10000"} PHOTOS=${PHOTOS:-400} RUNS=${RUNS:-3}
 work=$(mktemp -d)
 cleanup() { kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
-command -v convert >/dev/null || { echo "bench-export: needs ImageMagick's convert (apt-get install imagemagick)" >&2; exit 1; }
+[ -x /usr/bin/convert ] || { echo "bench-export: needs ImageMagick (scripts/test-tools.sh install-bench, which make bench-export runs)" >&2; exit 1; }
 server_bin=${SERVER_BIN:-}
 if [ -z "$server_bin" ]; then
     swift build -c release --product diary-server >&2

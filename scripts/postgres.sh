@@ -68,7 +68,15 @@ prepare_owner() {
         || find "$cluster" -ignore_readdir_race ! -user "$service_user" -exec chown "$service_user" {} +
 }
 
-free_port() { free_port_between 55432 56431; }
+# A free port from 55432 up, skipping the ones other clusters here remember (make run's and
+# the tests'), which may be stopped now but will want theirs back.
+free_port() {
+    local taken=() file
+    for file in "$data_root"/postgres*/port; do
+        [ -f "$file" ] && [ "$file" != "$port_file" ] && taken+=("$(cat "$file")")
+    done
+    free_port_between 55432 56431 "${taken[@]}"
+}
 
 chosen_port() {
     if [ -n "${PGPORT:-}" ]; then echo "$PGPORT"

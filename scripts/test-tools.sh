@@ -4,6 +4,8 @@
 #   scripts/test-tools.sh install   install what is missing of: chromium and a Japanese font; the
 #                                   ZIP readers (Info-ZIP unzip, bsdtar, 7-Zip, a JDK for Java's
 #                                   ZipFile and ZipInputStream)
+#   scripts/test-tools.sh install-bench   install what the photo and export benchmarks need: ImageMagick
+#                                   (their JPEGs) and jq
 #   scripts/test-tools.sh path      print the browser the tests use ($CHROMIUM, else chromium on PATH)
 #
 # The tests open an export's index.html in headless Chromium, offline, to check that the book
@@ -51,8 +53,19 @@ install() {
     browser >/dev/null || { log "chromium is still not on PATH"; exit 1; }
 }
 
+install_bench() {
+    local missing=()
+    # /usr/bin/convert, not whatever `convert` is on PATH: some machines put a stand-in first.
+    [ -x /usr/bin/convert ] || missing+=(imagemagick)
+    command -v jq >/dev/null || missing+=(jq)
+    [ ${#missing[@]} -eq 0 ] && return 0
+    log "installing ${missing[*]}"
+    apt_install "${missing[@]}"
+}
+
 case "${1:-}" in
     install) install ;;
+    install-bench) install_bench ;;
     path) browser ;;
-    *) echo "usage: $0 install|path" >&2; exit 2 ;;
+    *) echo "usage: $0 install|install-bench|path" >&2; exit 2 ;;
 esac

@@ -1,7 +1,8 @@
 -- The app spec's join_diary, kept to show why it was replaced: it counts members,
 -- then inserts, with no lock in between, so concurrent joins overrun the cap.
--- pg_sleep widens the gap between the count and the insert so that the race shows
--- on every run; it does not create the race, which exists with any gap at all.
+-- Between the count and the insert it waits (up to 10 s) until another join is running too,
+-- so that the race shows on every run, however a loaded machine schedules the joins; the
+-- wait does not create the race, which exists with any gap at all.
 create function spec_join_diary(p_invite_code text, p_user_id uuid) returns uuid
 language plpgsql
 as $$
@@ -20,7 +21,11 @@ begin
     if v_member_count >= v_max_members then
         raise exception 'Diary is full' using errcode = 'ZN002';
     end if;
-    perform pg_sleep(0.05);
+    for attempt in 1..1000 loop
+        exit when (select count(*) from pg_stat_activity a
+                   where a.datname = current_database() and a.state = 'active' and a.query like '%spec_join_diary(%') >= 2;
+        perform pg_sleep(0.01);
+    end loop;
     insert into diary_members (diary_id, user_id, role) values (v_diary_id, p_user_id, 'member');
     return v_diary_id;
 end;
