@@ -62,7 +62,11 @@ struct ContainerStartTests {
         }
         let bin = app.appendingPathComponent("bin")
         try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: ServerProcess.binary, to: bin.appendingPathComponent("diary-server"))
+        // Copied by cp, in a process of its own: a copy written from this process has its file
+        // open for writing, and a child that another test spawns meanwhile inherits that
+        // descriptor, so that exec would fail with "Text file busy" while the child lives.
+        let copy = try await Spawn.run("/bin/cp", [ServerProcess.binary.path, bin.appendingPathComponent("diary-server").path])
+        try #require(copy.status == 0, "cp: \(copy.output)")
         var environment = imageEnvironment.mapValues { $0.replacingOccurrences(of: "/app", with: app.path) }
         if let data = environment["DIARY_DATA_DIR"] {
             try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
