@@ -18,7 +18,8 @@ run: db
 	exec "$$bin" serve
 
 # The fault tests assert latencies (503 within 1 s, …), so they run after the rest, one at a time.
-# Some suites also run through a PgBouncer in transaction mode (scripts/pgbouncer.sh).
+# Some suites also run through a PgBouncer in transaction mode (scripts/pgbouncer.sh), and the
+# S3 store's against moto's S3 server (scripts/moto.sh).
 # The tests have a cluster of their own, beside make run's, with fsync off: every test creates
 # and drops a database, each DROP DATABASE waits for a checkpoint, and with fsync on those
 # checkpoints synced some 25,000 files for up to 40 s, while connections timed out behind them.
@@ -29,7 +30,8 @@ test: export DIARY_PG_FSYNC = off
 test:
 	unset PGPORT; $(PG) start; $(BOUNCER) start test
 	scripts/test-tools.sh install
-	eval "$$($(PG) env)"; eval "$$($(BOUNCER) env test)"; swift build --product diary-server; \
+	scripts/moto.sh start
+	eval "$$($(PG) env)"; eval "$$($(BOUNCER) env test)"; eval "$$(scripts/moto.sh env)"; swift build --product diary-server; \
 	swift test --skip FaultTests; \
 	swift test --skip-build --filter FaultTests --no-parallel; \
 	Tests/sql/run-pgtap.sh; Tests/contract/schemathesis.sh
@@ -44,6 +46,7 @@ db-stop:
 	for instance in .data/pgbouncer-*/; do [ -d "$$instance" ] && $(BOUNCER) stop "$$(basename "$$instance" | sed 's/^pgbouncer-//')"; done; true
 	$(PG) stop
 	DIARY_PG_CLUSTER=$(TEST_CLUSTER) $(PG) stop
+	scripts/moto.sh stop
 
 psql: db
 	eval "$$($(PG) env)"; psql -X "$$DATABASE_URL"

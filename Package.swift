@@ -75,6 +75,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // An S3-compatible bucket: requests and Signature Version 4. No domain knowledge.
+        .target(
+            name: "S3Client",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The API's Codable types, with no server dependencies.
         .target(name: "DiaryModels", swiftSettings: swiftSettings),
         // The domain: policies, request scope, repositories, domain errors. Knows no HTTP.
@@ -85,6 +96,7 @@ let package = Package(
                 "AppleIDClient",
                 "DiaryModels",
                 "PostgresClient",
+                "S3Client",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -107,6 +119,7 @@ let package = Package(
                 "DiaryCore",
                 "DiaryModels",
                 "PostgresClient",
+                "S3Client",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -132,6 +145,7 @@ let package = Package(
                 "DiaryHTTP",
                 "DiaryModels",
                 "PostgresClient",
+                "S3Client",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -178,6 +192,10 @@ let package = Package(
             path: "Benchmarks/BareHummingbird"
         ),
         .testTarget(
+            name: "S3ClientTests",
+            dependencies: ["S3Client", .product(name: "AsyncHTTPClient", package: "async-http-client")]
+        ),
+        .testTarget(
             name: "PostgresClientTests",
             dependencies: ["PostgresClient", "TestSupport"]
         ),
@@ -187,6 +205,7 @@ let package = Package(
                 "DiaryServer",
                 "DiaryHTTP",
                 "DiaryCore",
+                "S3Client",
                 "TestSupport",
                 "APNSTestServer",
                 "AppleTestServer",

@@ -1,9 +1,11 @@
+import AsyncHTTPClient
 import Crypto
 import DiaryModels
 import Foundation
 import Hummingbird
 import HummingbirdTesting
 import PostgresClient
+import S3Client
 import Testing
 import TestSupport
 import _CryptoExtras
@@ -62,6 +64,32 @@ enum DatabaseRoute: String, CaseIterable, Sendable, CustomTestStringConvertible 
     var testDescription: String { rawValue }
 }
 
+/// Where the application under test keeps photos' bytes.
+enum PhotoStoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    /// A folder of its own (`FolderPhotoStore`).
+    case folder
+    /// moto's S3 server (`scripts/moto.sh`, TEST_S3_*), under a prefix of its own.
+    case s3
+    /// The same bucket at an address where nothing listens: a store that is down.
+    case s3Unreachable
+
+    /// The stores a photo test runs on.
+    static let allCases: [PhotoStoreKind] = [.folder, .s3]
+
+    var testDescription: String { rawValue }
+
+    /// The bucket moto serves for the tests.
+    static func testBucket() throws -> S3Configuration {
+        let environment = ProcessInfo.processInfo.environment
+        guard let endpoint = environment["TEST_S3_ENDPOINT"].flatMap(URL.init(string:)), let bucket = environment["TEST_S3_BUCKET"],
+              let key = environment["TEST_S3_ACCESS_KEY_ID"], let secret = environment["TEST_S3_SECRET_ACCESS_KEY"]
+        else { throw HarnessError("TEST_S3_* is not set: run the tests with `make test`, which starts moto (scripts/moto.sh)") }
+        return S3Configuration(
+            endpoint: endpoint, region: environment["TEST_S3_REGION"] ?? "us-east-1", bucket: bucket, pathStyle: true,
+            credentials: S3Credentials(accessKeyID: key, secretAccessKey: secret))
+    }
+}
+
 /// Drives the real application (router, middleware, repositories, PostgreSQL) in-process.
 struct APIHarness: Sendable {
     /// The webhook's secret, sandbox events accepted, `couple.monthly` the couple plan.
@@ -81,6 +109,8 @@ struct APIHarness: Sendable {
     let database: PostgresConfiguration
     /// Holds the server's token key (`jwt.key`), for minting tokens a test needs.
     let dataDirectory: String
+    /// The server's photo store, as the test sees it (the same folder, or the same bucket and prefix).
+    let store: any PhotoStore
 
     struct Reply: Sendable {
         var status: HTTPResponse.Status
@@ -106,6 +136,7 @@ struct APIHarness: Sendable {
         push: PushConfiguration = PushConfiguration(), pushDelivery: PushDelivery.Options = PushDelivery.Options(),
         billing: BillingConfiguration = APIHarness.billing, serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
         export: ExportConfiguration = ExportConfiguration(), apple: AppleConfiguration = AppleConfiguration(), jwksURL: URL? = nil,
+        photoStore: PhotoStoreKind = .folder,
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         try await MigratedTemplate.withDatabase { database in
@@ -113,7 +144,7 @@ struct APIHarness: Sendable {
                 on: database, poolSize: poolSize, acquireTimeout: acquireTimeout, statementTimeout: statementTimeout,
                 maxConcurrentRequests: maxConcurrentRequests, sharedReads: sharedReads, testing: testing, route: route,
                 slowConsumerGrace: slowConsumerGrace, push: push, pushDelivery: pushDelivery, billing: billing,
-                serviceStatus: serviceStatus, export: export, apple: apple, jwksURL: jwksURL, body
+                serviceStatus: serviceStatus, export: export, apple: apple, jwksURL: jwksURL, photoStore: photoStore, body
             )
         }
     }
@@ -126,6 +157,7 @@ struct APIHarness: Sendable {
         push: PushConfiguration = PushConfiguration(), pushDelivery: PushDelivery.Options = PushDelivery.Options(),
         billing: BillingConfiguration = APIHarness.billing, serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
         export: ExportConfiguration = ExportConfiguration(), apple: AppleConfiguration = AppleConfiguration(), jwksURL: URL? = nil,
+        photoStore: PhotoStoreKind = .folder,
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         // The server's own role: no ownership, no BYPASSRLS, so every policy applies.
@@ -153,10 +185,22 @@ struct APIHarness: Sendable {
         configuration.serviceStatus = serviceStatus
         configuration.export = export
         configuration.apple = apple
+        let store: any PhotoStore
+        switch photoStore {
+        case .folder:
+            store = try FolderPhotoStore(root: (dataDirectory as NSString).appendingPathComponent("photos"))
+        case .s3, .s3Unreachable:
+            var bucket = try PhotoStoreKind.testBucket()
+            if photoStore == .s3Unreachable { bucket.endpoint = URL(string: "http://127.0.0.1:1")! }
+            // No "/" in it: moto checks the signature of a LIST whose prefix holds one wrongly.
+            let prefix = "tests-\(UUID().uuidString.lowercased())-"
+            configuration.photos.s3 = (bucket, prefix)
+            store = S3PhotoStore(client: S3Client(configuration: bucket, http: .shared), prefix: prefix, logger: TestDatabase.logger)
+        }
         let app = try buildApplication(configuration: configuration, pool: pool, logger: TestDatabase.logger)
         do {
             try await app.test(testing) { client in
-                try await body(APIHarness(client: client, pool: pool, database: database, dataDirectory: dataDirectory))
+                try await body(APIHarness(client: client, pool: pool, database: database, dataDirectory: dataDirectory, store: store))
             }
         } catch {
             try? await pool.close()

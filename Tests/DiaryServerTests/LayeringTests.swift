@@ -16,17 +16,18 @@ struct LayeringTests {
     static let allowed: [String: Set<String>] = [
         "PostgresClient": ["CLibPQ", "Logging", "NIOConcurrencyHelpers", "NIOCore", "NIOPosix", "ServiceLifecycle"],
         "DiaryModels": [],
+        "S3Client": ["AsyncHTTPClient", "Crypto", "NIOCore", "NIOHTTP1"],
         "AppleIDClient": ["AsyncHTTPClient", "JWTKit", "NIOCore", "NIOFoundationCompat", "NIOHTTP1"],
         "APNSClient": ["AsyncHTTPClient", "JWTKit", "Logging", "NIOConcurrencyHelpers", "NIOCore", "NIOFoundationCompat", "NIOHTTP1", "NIOSSL"],
-        "DiaryCore": ["DiaryModels", "PostgresClient", "APNSClient", "AppleIDClient", "AsyncHTTPClient", "Logging", "Metrics", "NIOConcurrencyHelpers", "NIOCore", "NIOPosix", "_NIOFileSystem", "Crypto", "JWTKit", "CompressNIO"],
+        "DiaryCore": ["DiaryModels", "PostgresClient", "APNSClient", "AppleIDClient", "S3Client", "AsyncHTTPClient", "Logging", "Metrics", "NIOConcurrencyHelpers", "NIOCore", "NIOPosix", "_NIOFileSystem", "Crypto", "JWTKit", "CompressNIO"],
         "DiaryHTTP": [
-            "APNSClient", "AppleIDClient", "AsyncHTTPClient", "DiaryCore", "DiaryModels", "PostgresClient", "Hummingbird", "HummingbirdCore", "HummingbirdWebSocket",
+            "APNSClient", "AppleIDClient", "S3Client", "AsyncHTTPClient", "DiaryCore", "DiaryModels", "PostgresClient", "Hummingbird", "HummingbirdCore", "HummingbirdWebSocket",
             "Logging", "Metrics", "Prometheus", "NIOCore", "NIOConcurrencyHelpers", "NIOFoundationEssentialsCompat", "NIOSSL", "NIOWebSocket", "ServiceLifecycle",
         ],
-        "DiaryServer": ["APNSClient", "AppleIDClient", "DiaryCore", "DiaryHTTP", "DiaryModels", "PostgresClient", "Hummingbird", "ArgumentParser", "Logging", "ServiceLifecycle", "UnixSignals", "Crypto"],
+        "DiaryServer": ["APNSClient", "AppleIDClient", "S3Client", "DiaryCore", "DiaryHTTP", "DiaryModels", "PostgresClient", "Hummingbird", "ArgumentParser", "Logging", "ServiceLifecycle", "UnixSignals", "Crypto"],
     ]
 
-    @Test("each target imports only the layers beneath it", arguments: ["PostgresClient", "APNSClient", "AppleIDClient", "DiaryModels", "DiaryCore", "DiaryHTTP", "DiaryServer"])
+    @Test("each target imports only the layers beneath it", arguments: ["PostgresClient", "APNSClient", "AppleIDClient", "S3Client", "DiaryModels", "DiaryCore", "DiaryHTTP", "DiaryServer"])
     func importsStayBeneath(target: String) throws {
         let allowed = try #require(Self.allowed[target]).union(Self.system)
         let imports = try Self.imports(of: target)

@@ -30,6 +30,8 @@ package struct DomainError: Error, Sendable, CustomStringConvertible {
         case urlExpired
         /// A state the schema rules out was found anyway.
         case inconsistent
+        /// The photo store did not answer or refused (`PhotoStoreError.unavailable`): try later.
+        case storeUnavailable
     }
 
     package var reason: Reason

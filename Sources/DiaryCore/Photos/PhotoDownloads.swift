@@ -1,4 +1,6 @@
 package import Foundation
+package import Logging
+import Metrics
 package import PostgresClient
 
 /// Serves signed photo URLs: checks the signature, then asks the database whether the
@@ -7,11 +9,13 @@ package struct PhotoDownloads: Sendable {
     let pool: PostgresPool
     package let store: any PhotoStore
     let links: PhotoLinks
+    let logger: Logger
 
-    package init(pool: PostgresPool, store: any PhotoStore, links: PhotoLinks) {
+    package init(pool: PostgresPool, store: any PhotoStore, links: PhotoLinks, logger: Logger) {
         self.pool = pool
         self.store = store
         self.links = links
+        self.logger = logger
     }
 
     package struct File: Sendable {
@@ -33,7 +37,15 @@ package struct PhotoDownloads: Sendable {
         }
         let rows = try await pool.query("select content_hash, content_type, bytes from photo_file(\(id))")
         guard let row = rows.first else { throw Self.refused }
-        return File(hash: try row.decode("content_hash"), contentType: try row.decode("content_type"), bytes: try row.decode("bytes"), secondsLeft: secondsLeft)
+        let file = File(hash: try row.decode("content_hash"), contentType: try row.decode("content_type"), bytes: try row.decode("bytes"), secondsLeft: secondsLeft)
+        // Asked before the status goes out: a store without the bytes (another server's folder,
+        // a lost object) answers as a deleted photo does, never with a 200 cut short.
+        guard try await PhotoStoreError.translating({ try await store.contains(file.hash) }) else {
+            logger.error("photos: a photo's bytes are missing from the store", metadata: ["photo_id": "\(id)", "hash": "\(file.hash)"])
+            Counter(label: "photo_missing_total").increment()
+            throw Self.refused
+        }
+        return file
     }
 
     static let refused = DomainError.forbidden("this photo URL is not valid")

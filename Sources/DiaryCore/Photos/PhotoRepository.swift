@@ -31,7 +31,7 @@ package struct PhotoRepository: Sendable {
             return (image, Self.hash(image.bytes), CRC32.checksum(image.bytes))
         }
         let id = UUID()
-        try await store.put(image.bytes, hash: hash)
+        try await PhotoStoreError.translating { try await store.put(image.bytes, hash: hash) }
         let recorded = try await scope.run("""
             select record_photo_upload(\(id), \(hash), \(image.contentType.rawValue), \(image.bytes.count)::integer,
                 \(image.width)::integer, \(image.height)::integer, \(Self.dailyUploadLimit)::integer, \(Int64(checksum))::bigint) as recorded
@@ -39,8 +39,10 @@ package struct PhotoRepository: Sendable {
         guard try recorded.first?.decode("recorded", as: Bool.self) == true else {
             throw DomainError(.rateLimited, "at most \(Self.dailyUploadLimit) photos a day; try again tomorrow (UTC)")
         }
-        if try await !store.contains(hash) {
-            try await store.put(image.bytes, hash: hash)
+        try await PhotoStoreError.translating {
+            if try await !store.contains(hash) {
+                try await store.put(image.bytes, hash: hash)
+            }
         }
         return scope.photoLinks.photo(id: id, contentType: image.contentType.rawValue, bytes: image.bytes.count, width: image.width, height: image.height)
     }

@@ -24,11 +24,26 @@ package protocol PhotoStore: Sendable {
 package enum PhotoStoreError: Error, Equatable {
     case missing(String)
     case io(String)
+    /// The store did not answer, or refused (an object store down, slow, 5xx or 403): the
+    /// request may succeed later, and is answered 503.
+    case unavailable(String)
 }
 
 extension PhotoStore {
     /// Whether `text` can name an object: what `PhotoHash.of` writes, nothing else.
     package static func isHash(_ text: some StringProtocol) -> Bool {
         text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+}
+
+extension PhotoStoreError {
+    /// Runs `body`, turning a store that is away into the domain's refusal (503 with
+    /// Retry-After), so that no request fails as an internal error for it.
+    package static func translating<Result>(_ body: () async throws -> Result) async throws -> Result {
+        do {
+            return try await body()
+        } catch PhotoStoreError.unavailable {
+            throw DomainError(.storeUnavailable, "the photo store is unavailable; try again shortly")
+        }
     }
 }

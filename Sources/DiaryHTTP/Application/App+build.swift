@@ -6,6 +6,7 @@ package import Logging
 package import PostgresClient
 import AppleIDClient
 import APNSClient
+import S3Client
 
 /// Builds the HTTP application; `serve` runs it and the tests drive it. `feed` is the
 /// realtime feed, made here unless the caller needs it too (`serve` drains it on SIGTERM).
@@ -16,7 +17,10 @@ package func buildApplication(
     AppMetrics.bootstrap()
     let tokens = TokenService(key: key)
     let readPlacement: PostgresPool.Placement = configuration.sharedReads ? .sharedConnection : .ownConnection
-    let photos = try makePhotos(configuration: configuration, pool: pool, logger: logger)
+    let photoLinks = PhotoLinks(key: try SecretKeyFile.photoURLs.load(
+        path: configuration.photos.urlKeyFile, dataDirectory: configuration.auth.dataDirectory, production: configuration.auth.production))
+    let photoFolder = configuration.photos.s3 == nil ? try FolderPhotoStore(
+        root: configuration.photos.storeDirectory ?? (configuration.auth.dataDirectory as NSString).appendingPathComponent("photos")) : nil
     // Only Sign in with Apple's key makes tokens to seal: without it nothing is sealed or
     // opened, and production needs no secrets key file.
     let vault = configuration.apple.credentials == nil ? AppleTokenVault.ephemeral() : AppleTokenVault(key: try SecretKeyFile.secrets.load(
@@ -24,6 +28,7 @@ package func buildApplication(
     // Made last of what can fail: a client that is never run is never shut down.
     let outbound = OutboundHTTP(trustRoots: [configuration.apple.caFile, configuration.push.apns?.extraTrustedCAFile].compactMap { $0 })
     let apple = makeAppleAccounts(configuration: configuration, http: outbound, vault: vault, logger: logger)
+    let photos = makePhotos(configuration: configuration, links: photoLinks, folder: photoFolder, http: outbound, logger: logger)
     let router = buildRouter(
         pool: pool,
         maxConcurrentRequests: configuration.maxConcurrentRequests,
@@ -103,16 +108,21 @@ struct Photos: Sendable {
     var store: any PhotoStore
     var links: PhotoLinks
     var sweeper: PhotoSweeper
+    var logger: Logger
 }
 
-func makePhotos(configuration: ServerConfiguration, pool: PostgresPool, logger: Logger) throws -> Photos {
-    let auth = configuration.auth
-    let key = try SecretKeyFile.photoURLs.load(path: configuration.photos.urlKeyFile, dataDirectory: auth.dataDirectory, production: auth.production)
-    let directory = configuration.photos.storeDirectory ?? (auth.dataDirectory as NSString).appendingPathComponent("photos")
-    let store = try FolderPhotoStore(root: directory)
+/// The folder store when one was made, else the bucket through the shared HTTP client.
+func makePhotos(configuration: ServerConfiguration, links: PhotoLinks, folder: FolderPhotoStore?, http: OutboundHTTP, logger: Logger) -> Photos {
+    var store: any PhotoStore
+    if let folder {
+        store = folder
+    } else {
+        let s3 = configuration.photos.s3!
+        store = S3PhotoStore(client: S3Client(configuration: s3.bucket, http: http.client), prefix: s3.prefix, logger: logger)
+    }
     let (sweeperPool, _) = backgroundConnections(configuration: configuration, applicationName: PhotoSweeper.applicationName, logger: logger)
     let sweeper = PhotoSweeper(pool: sweeperPool, store: store, options: configuration.photos.sweeper, logger: logger)
-    return Photos(store: store, links: PhotoLinks(key: key), sweeper: sweeper)
+    return Photos(store: store, links: links, sweeper: sweeper, logger: logger)
 }
 
 /// Two connections and a LISTEN session for a background worker, named in pg_stat_activity.
@@ -162,7 +172,7 @@ func buildRouter(
     ServiceStatusRoutes(configuration: serviceStatus, notices: ServiceNoticeRepository(pool: pool)).register(on: api)
     auth.register(public: api)
 
-    let photoRoutes = PhotoRoutes(store: photos.store, downloads: PhotoDownloads(pool: pool, store: photos.store, links: photos.links))
+    let photoRoutes = PhotoRoutes(store: photos.store, downloads: PhotoDownloads(pool: pool, store: photos.store, links: photos.links, logger: photos.logger))
     photoRoutes.register(public: api)
     RevenueCatWebhookRoutes(configuration: billing, billing: BillingRepository(pool: pool)).register(on: api)
     AppleWebhookRoutes(

@@ -23,6 +23,7 @@ enum ProblemMapping {
         case .invalidImage: Problem(status: .unprocessableContent, code: .invalidImage, detail: error.detail)
         case .urlExpired: Problem(status: .forbidden, code: .urlExpired, detail: error.detail)
         case .inconsistent: Problem.internalError()
+        case .storeUnavailable: Problem.serviceUnavailable(error.detail, retryAfterSeconds: 5)
         }
     }
 

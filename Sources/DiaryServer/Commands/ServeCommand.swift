@@ -28,7 +28,12 @@ struct ServeCommand: AsyncParsableCommand {
               DIARY_DEV_AUTH      1 enables POST /v1/auth/dev (never in production)
               DIARY_JWT_KEY_FILE  key for access tokens (development generates one in DIARY_DATA_DIR)
               DIARY_URL_KEY_FILE  key for signed photo URLs (development generates one in DIARY_DATA_DIR)
+              PHOTO_STORE         folder (default) or s3: where photos' bytes are kept
               PHOTO_STORE_DIR     the folder that keeps photos (default DIARY_DATA_DIR/photos)
+              S3_ENDPOINT, S3_REGION, S3_BUCKET, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY (or
+              S3_SECRET_ACCESS_KEY_FILE)   the bucket, with PHOTO_STORE=s3 (all required)
+              S3_PATH_STYLE       1 for https://host/bucket/key (MinIO, R2, Supabase)
+              S3_PREFIX           prepended to every object's key (default none)
               REVENUECAT_WEBHOOK_AUTH     the Authorization header RevenueCat's webhook sends (required
                                           in production; unset, the webhook answers 404)
               REVENUECAT_ACCEPT_SANDBOX   1 applies SANDBOX events (default 1, 0 in production)
@@ -117,10 +122,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.billing = billing
             configuration.serviceStatus = try ServiceStatusConfiguration.fromEnvironment()
             configuration.export = try ExportConfiguration.fromEnvironment(poolSize: configuration.poolOptions.size)
-            configuration.photos = PhotoConfiguration(
-                storeDirectory: Setting.string(flag: nil, environment: "PHOTO_STORE_DIR"),
-                urlKeyFile: Setting.string(flag: nil, environment: "DIARY_URL_KEY_FILE")
-            )
+            configuration.photos = try PhotoConfiguration.fromEnvironment(production: auth.production)
         } catch let error as ConfigurationError {
             logger.critical("invalid configuration", metadata: ["reason": "\(error)"])
             throw ExitCode.failure

@@ -38,10 +38,15 @@ struct EntryPhotoTests {
                            body: CreateEntryRequest(id: id, content: content, photoIds: photos))
     }
 
-    static func file(_ api: APIHarness, of photo: Photo) async throws -> String {
-        let hash = try await api.asSuperuser("""
+    /// The content hash that names the photo's bytes in the store.
+    static func hash(_ api: APIHarness, of photo: Photo) async throws -> String {
+        try await api.asSuperuser("""
             select content_hash from entry_photos where id = \(photo.id) union all select content_hash from photo_uploads where id = \(photo.id)
             """).first!.decode("content_hash", as: String.self)
+    }
+
+    static func file(_ api: APIHarness, of photo: Photo) async throws -> String {
+        let hash = try await hash(api, of: photo)
         return "\(api.photoStore)/\(hash.prefix(2))/\(hash)"
     }
 
@@ -176,41 +181,44 @@ struct EntryPhotoTests {
         }
     }
 
-    @Test("deleting an entry, or the author's account, removes the photos' rows at once and their files after")
-    func deletion() async throws {
-        try await APIHarness.run { api in
+    @Test("deleting an entry, or the author's account, removes the photos' rows at once and their files after", arguments: PhotoStoreKind.allCases)
+    func deletion(store: PhotoStoreKind) async throws {
+        try await APIHarness.run(photoStore: store) { api in
             let couple = try await Self.couple(api)
             let photo = try await Self.upload(api, couple.alice)
             let entry = try await Self.post(api, couple, photos: [photo.id]).decode(Entry.self)
-            let file = try await Self.file(api, of: photo)
-            #expect(FileManager.default.fileExists(atPath: file))
+            let hash = try await Self.hash(api, of: photo)
+            #expect(try await api.store.contains(hash))
             #expect(try await api.call(.delete, "/v1/diaries/\(couple.diary.id)/entries/\(entry.id)", token: couple.alice.accessToken).status == .noContent)
             #expect(try await api.fetch(photo.url).status == .forbidden)
-            try await waitUntil { !FileManager.default.fileExists(atPath: file) }
+            try await waitUntil { try await !api.store.contains(hash) }
 
             let kept = try await Self.upload(api, couple.alice, width: 24)
             _ = try await Self.post(api, couple, photos: [kept.id])
             let unattached = try await Self.upload(api, couple.alice, width: 32)
-            let files = [try await Self.file(api, of: kept), try await Self.file(api, of: unattached)]
+            let hashes = [try await Self.hash(api, of: kept), try await Self.hash(api, of: unattached)]
             #expect(try await api.call(.delete, "/v1/me", token: couple.alice.accessToken).status == .noContent)
-            try await waitUntil { files.allSatisfy { !FileManager.default.fileExists(atPath: $0) } }
+            try await waitUntil {
+                for hash in hashes where try await api.store.contains(hash) { return false }
+                return true
+            }
             #expect(try await api.asSuperuser("select (select count(*) from entry_photos) + (select count(*) from photo_uploads) as n").first!.decode("n", as: Int.self) == 0)
         }
     }
 
-    @Test("the same bytes uploaded twice share a file, which stays while either photo does")
-    func sharedFile() async throws {
-        try await APIHarness.run { api in
+    @Test("the same bytes uploaded twice share a file, which stays while either photo does", arguments: PhotoStoreKind.allCases)
+    func sharedFile(store: PhotoStoreKind) async throws {
+        try await APIHarness.run(photoStore: store) { api in
             let couple = try await Self.couple(api)
             let first = try await Self.upload(api, couple.alice)
             let second = try await Self.upload(api, couple.bob)
-            let file = try await Self.file(api, of: first)
-            #expect(try await Self.file(api, of: second) == file)
+            let hash = try await Self.hash(api, of: first)
+            #expect(try await Self.hash(api, of: second) == hash)
             let entry = try await Self.post(api, couple, photos: [first.id]).decode(Entry.self)
             #expect(try await api.call(.delete, "/v1/diaries/\(couple.diary.id)/entries/\(entry.id)", token: couple.alice.accessToken).status == .noContent)
-            let sweeper = PhotoSweeper(pool: api.pool, store: try FolderPhotoStore(root: api.photoStore), logger: TestDatabase.logger)
+            let sweeper = PhotoSweeper(pool: api.pool, store: api.store, logger: TestDatabase.logger)
             try await sweeper.collect()
-            #expect(FileManager.default.fileExists(atPath: file), "Bob's upload still names it")
+            #expect(try await api.store.contains(hash), "Bob's upload still names it")
             #expect(try await api.fetch(second.url).status == .ok)
         }
     }

@@ -15,9 +15,9 @@ struct PhotoUploadTests {
         return try reply.decode()
     }
 
-    @Test("a JPEG's GPS, XMP, maker note, IPTC and comment are gone from the served bytes; its orientation stays")
-    func privacy() async throws {
-        try await APIHarness.run { api in
+    @Test("a JPEG's GPS, XMP, maker note, IPTC and comment are gone from the served bytes; its orientation stays", arguments: PhotoStoreKind.allCases)
+    func privacy(store: PhotoStoreKind) async throws {
+        try await APIHarness.run(photoStore: store) { api in
             let alice = try await api.signIn("Alice")
             let original = TestImages.jpeg(width: 40, height: 24, orientation: 6, gps: true, xmp: true, makerNote: true, iptc: true, comment: true)
             #expect(TestImages.contains(original, "MAKERNOTE-SECRET"), "the fixture carries what must go")
@@ -37,8 +37,9 @@ struct PhotoUploadTests {
             #expect(TestImages.exifTags(inJPEG: bytes) == [0x0112: 6], "only the orientation is left in EXIF")
             #expect(!TestImages.jpegSegments(bytes).contains { $0.marker == 0xED || $0.marker == 0xFE })
             // The stored file is the served one: the original is kept nowhere.
-            let stored = try Data(contentsOf: URL(fileURLWithPath: "\(api.photoStore)/\(Self.hash(bytes).prefix(2))/\(Self.hash(bytes))"))
-            #expect([UInt8](stored) == bytes)
+            var stored: [UInt8] = []
+            try await api.store.read(Self.hash(bytes), range: 0..<bytes.count) { stored += $0.readableBytesView }
+            #expect(stored == bytes)
         }
     }
 
@@ -168,9 +169,9 @@ struct PhotoUploadTests {
         }
     }
 
-    @Test("ETag and If-None-Match give 304; a Range gives 206; a range past the end gives 416")
-    func caching() async throws {
-        try await APIHarness.run { api in
+    @Test("ETag and If-None-Match give 304; a Range gives 206; a range past the end gives 416", arguments: PhotoStoreKind.allCases)
+    func caching(store: PhotoStoreKind) async throws {
+        try await APIHarness.run(photoStore: store) { api in
             let alice = try await api.signIn("Alice")
             let photo = try Self.uploaded(try await api.upload(TestImages.jpeg(width: 64, height: 64), token: alice.accessToken))
             let full = try await api.fetch(photo.url)
@@ -192,6 +193,32 @@ struct PhotoUploadTests {
             #expect(tail.body == full.body.suffix(4))
             let beyond = try await api.fetch(photo.url, headers: [.range: "bytes=\(photo.bytes)-"])
             #expect(beyond.status == .rangeNotSatisfiable && beyond.headers[.contentRange] == "bytes */\(photo.bytes)")
+        }
+    }
+
+    @Test("a photo whose bytes the store lacks answers as a deleted photo does, never a 200 cut short", arguments: PhotoStoreKind.allCases)
+    func missingBytes(store: PhotoStoreKind) async throws {
+        try await APIHarness.run(photoStore: store) { api in
+            let alice = try await api.signIn("Alice")
+            let bytes = TestImages.jpeg(width: 48, height: 32)
+            let photo = try Self.uploaded(try await api.upload(bytes, token: alice.accessToken))
+            #expect(try await api.fetch(photo.url).status == .ok)
+            // As on a second server with a folder of its own, or after an object was lost.
+            let served = [UInt8](try await api.fetch(photo.url).body)
+            try await api.store.remove(Self.hash(served))
+            let missing = try await api.fetch(photo.url)
+            #expect(missing.status == .forbidden && missing.code == "forbidden", "\(missing.status) \(missing.text)")
+        }
+    }
+
+    @Test("an S3 store that is down: an upload is 503 with Retry-After, and nothing is recorded")
+    func storeDown() async throws {
+        try await APIHarness.run(photoStore: .s3Unreachable) { api in
+            let alice = try await api.signIn("Alice")
+            let reply = try await api.upload(TestImages.jpeg(width: 16, height: 16), token: alice.accessToken)
+            #expect(reply.status == .serviceUnavailable && reply.code == "service_unavailable", "\(reply.status) \(reply.text)")
+            #expect(reply.headers[.retryAfter] != nil)
+            #expect(try await api.asSuperuser("select count(*)::int8 as n from photo_uploads").first?.decode("n", as: Int.self) == 0)
         }
     }
 
