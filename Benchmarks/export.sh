@@ -64,8 +64,9 @@ for size in $SIZES; do
                    now() - interval '3 years' + n * interval '1 hour'
             from generate_series(1, $size - $photos) n"
         for i in $(seq 1 "$photos"); do
-            # Uploads are capped per user and day; the bench is not about that cap.
-            [ $((i % 150)) = 0 ] && super_psql -c "delete from photo_upload_days"
+            # Uploads are capped per user and day (200); the bench is not about that cap, so the
+            # count restarts before each batch of 150, the first of every size included.
+            [ $(((i - 1) % 150)) = 0 ] && super_psql -c "delete from photo_upload_days"
             id=$(curl -fsS -X POST -H "Authorization: Bearer $token" -H 'Content-Type: image/jpeg' -H 'Expect:' --data-binary "@$work/img/$i.jpg" "$base/v1/photos" | jq -r .id)
             curl -fsS -o /dev/null -X POST -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
                 -d "{\"content\":\"写真 $i\",\"photoIds\":[\"$id\"]}" "$base/v1/diaries/$diary/entries"
