@@ -193,7 +193,7 @@ let package = Package(
         ),
         .testTarget(
             name: "S3ClientTests",
-            dependencies: ["S3Client", .product(name: "AsyncHTTPClient", package: "async-http-client")]
+            dependencies: ["S3Client", "TestSupport", .product(name: "AsyncHTTPClient", package: "async-http-client")]
         ),
         .testTarget(
             name: "PostgresClientTests",
@@ -224,7 +224,7 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
-            dependencies: ["PostgresClient"],
+            dependencies: ["PostgresClient", "S3Client"],
             path: "Tests/TestSupport"
         ),
         // TLS + ALPN h2 + HTTP/2 plumbing shared by the Apple stand-ins.

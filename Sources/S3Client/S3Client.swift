@@ -72,7 +72,7 @@ public struct S3Client: Sendable {
         try await Self.expectSuccess(response, operation: "LIST", key: prefix)
         let xml = String(buffer: try await response.body.collect(upTo: 16 * 1024 * 1024))
         var objects: [Object] = []
-        for contents in S3XML.elements("Contents", in: xml) {
+        for contents in S3XML.elements("Contents", in: xml[...]) {
             guard let key = S3XML.value("Key", in: contents), let size = S3XML.value("Size", in: contents).flatMap({ Int($0) }),
                   let modified = S3XML.value("LastModified", in: contents).flatMap(Self.parseTimestamp)
             else { throw S3Error.malformed(operation: "LIST", reason: "a Contents record without Key, Size or LastModified") }

@@ -7,25 +7,18 @@ import Foundation
 enum S3XML {
     /// The text of every `<tag>…</tag>`, in order.
     static func values(_ tag: String, in xml: Substring) -> [String] {
-        var found: [String] = []
-        let open = "<\(tag)>", close = "</\(tag)>"
-        var rest = xml[...]
-        while let start = rest.range(of: open), let end = rest[start.upperBound...].range(of: close) {
-            found.append(decode(rest[start.upperBound..<end.lowerBound]))
-            rest = rest[end.upperBound...]
-        }
-        return found
+        elements(tag, in: xml).map(decode)
     }
 
     static func value(_ tag: String, in xml: Substring) -> String? {
         values(tag, in: xml).first
     }
 
-    /// Each `<tag>…</tag>` element's inside, for records such as `<Contents>`.
-    static func elements(_ tag: String, in xml: String) -> [Substring] {
+    /// Each `<tag>…</tag>` element's inside, undecoded, for records such as `<Contents>`.
+    static func elements(_ tag: String, in xml: Substring) -> [Substring] {
         var found: [Substring] = []
         let open = "<\(tag)>", close = "</\(tag)>"
-        var rest = xml[...]
+        var rest = xml
         while let start = rest.range(of: open), let end = rest[start.upperBound...].range(of: close) {
             found.append(rest[start.upperBound..<end.lowerBound])
             rest = rest[end.upperBound...]

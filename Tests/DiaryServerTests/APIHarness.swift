@@ -77,17 +77,6 @@ enum PhotoStoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible
     static let allCases: [PhotoStoreKind] = [.folder, .s3]
 
     var testDescription: String { rawValue }
-
-    /// The bucket moto serves for the tests.
-    static func testBucket() throws -> S3Configuration {
-        let environment = ProcessInfo.processInfo.environment
-        guard let endpoint = environment["TEST_S3_ENDPOINT"].flatMap(URL.init(string:)), let bucket = environment["TEST_S3_BUCKET"],
-              let key = environment["TEST_S3_ACCESS_KEY_ID"], let secret = environment["TEST_S3_SECRET_ACCESS_KEY"]
-        else { throw HarnessError("TEST_S3_* is not set: run the tests with `make test`, which starts moto (scripts/moto.sh)") }
-        return S3Configuration(
-            endpoint: endpoint, region: environment["TEST_S3_REGION"] ?? "us-east-1", bucket: bucket, pathStyle: true,
-            credentials: S3Credentials(accessKeyID: key, secretAccessKey: secret))
-    }
 }
 
 /// Drives the real application (router, middleware, repositories, PostgreSQL) in-process.
@@ -190,7 +179,7 @@ struct APIHarness: Sendable {
         case .folder:
             store = try FolderPhotoStore(root: (dataDirectory as NSString).appendingPathComponent("photos"))
         case .s3, .s3Unreachable:
-            var bucket = try PhotoStoreKind.testBucket()
+            var bucket = try TestBucket.configuration()
             if photoStore == .s3Unreachable { bucket.endpoint = URL(string: "http://127.0.0.1:1")! }
             // No "/" in it: moto checks the signature of a LIST whose prefix holds one wrongly.
             let prefix = "tests-\(UUID().uuidString.lowercased())-"

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import Testing
+import TestSupport
 @testable import S3Client
 
 /// The client against moto's S3 server with its access checks on (`scripts/moto.sh`, started
@@ -9,13 +10,9 @@ import Testing
 @Suite("S3 client against moto")
 struct S3ClientMotoTests {
     static func configuration(secret: String? = nil) throws -> S3Configuration {
-        let environment = ProcessInfo.processInfo.environment
-        guard let endpoint = environment["TEST_S3_ENDPOINT"].flatMap(URL.init(string:)), let bucket = environment["TEST_S3_BUCKET"],
-              let key = environment["TEST_S3_ACCESS_KEY_ID"], let secretKey = environment["TEST_S3_SECRET_ACCESS_KEY"]
-        else { throw S3Error.malformed(operation: "test", reason: "TEST_S3_* is not set: run the tests with `make test` (scripts/moto.sh)") }
-        return S3Configuration(
-            endpoint: endpoint, region: environment["TEST_S3_REGION"] ?? "us-east-1", bucket: bucket, pathStyle: true,
-            credentials: S3Credentials(accessKeyID: key, secretAccessKey: secret ?? secretKey))
+        var configuration = try TestBucket.configuration()
+        if let secret { configuration.credentials.secretAccessKey = secret }
+        return configuration
     }
 
     static func withClient<Result>(secret: String? = nil, _ body: (S3Client) async throws -> Result) async throws -> Result {
