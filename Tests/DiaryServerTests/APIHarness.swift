@@ -146,7 +146,7 @@ struct APIHarness: Sendable {
         push: PushConfiguration = PushConfiguration(), pushDelivery: PushDelivery.Options = PushDelivery.Options(),
         billing: BillingConfiguration = APIHarness.billing, serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
         export: ExportConfiguration = ExportConfiguration(), apple: AppleConfiguration = AppleConfiguration(), jwksURL: URL? = nil,
-        photoStore: PhotoStoreKind = .folder,
+        photoStore: PhotoStoreKind = .folder, sharing other: APIHarness? = nil,
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         // The server's own role: no ownership, no BYPASSRLS, so every policy applies.
@@ -154,7 +154,8 @@ struct APIHarness: Sendable {
         if route == .pgBouncer { serverDatabase = try TestDatabase.viaPgBouncer(serverDatabase) }
         serverDatabase.statementTimeout = statementTimeout
         let pool = PostgresPool(configuration: serverDatabase, options: .init(size: poolSize, acquireTimeout: acquireTimeout), logger: TestDatabase.logger)
-        let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("diary-tests-\(UUID().uuidString)").path
+        // A second instance shares the first's folder (its token and URL keys) and bucket prefix.
+        let dataDirectory = other?.dataDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("diary-tests-\(UUID().uuidString)").path
         var configuration = ServerConfiguration(
             host: "127.0.0.1", port: 0, database: serverDatabase, poolOptions: .init(size: poolSize), databaseWait: .seconds(1),
             auth: AuthConfiguration(
@@ -182,7 +183,7 @@ struct APIHarness: Sendable {
             var bucket = try TestBucket.configuration()
             if photoStore == .s3Unreachable { bucket.endpoint = URL(string: "http://127.0.0.1:1")! }
             // No "/" in it: moto checks the signature of a LIST whose prefix holds one wrongly.
-            let prefix = "tests-\(UUID().uuidString.lowercased())-"
+            let prefix = (other?.store as? S3PhotoStore)?.prefix ?? "tests-\(UUID().uuidString.lowercased())-"
             configuration.photos.s3 = (bucket, prefix)
             store = S3PhotoStore(client: S3Client(configuration: bucket, http: .shared), prefix: prefix, logger: TestDatabase.logger)
         }

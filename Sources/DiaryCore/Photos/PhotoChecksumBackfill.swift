@@ -25,33 +25,20 @@ package struct PhotoChecksumBackfill: Sendable {
 
     package func run(pageSize: Int = 100) async throws -> Outcome {
         var outcome = Outcome()
-        var after = ""
-        while true {
-            let rows = try await pool.query("""
-                select content_hash, min(bytes) as bytes from (
-                    select content_hash, bytes from photo_uploads where content_crc32 is null and content_hash > \(after)
-                    union all
-                    select content_hash, bytes from entry_photos where content_crc32 is null and content_hash > \(after)
-                ) as missing
-                group by content_hash order by content_hash limit \(pageSize)
-                """)
-            for row in rows {
-                let hash: String = try row.decode("content_hash")
-                after = hash
-                guard try await store.contains(hash) else {
-                    logger.error("photos: a photo's bytes are missing from the store; it keeps no checksum", metadata: ["hash": "\(hash)"])
-                    outcome.missing.append(hash)
-                    continue
-                }
-                var crc = CRC32()
-                try await store.read(hash, range: 0..<(try row.decode("bytes", as: Int.self))) { crc.update($0) }
-                try await pool.transaction([
-                    "update photo_uploads set content_crc32 = \(Int64(crc.value)) where content_hash = \(hash) and content_crc32 is null",
-                    "update entry_photos set content_crc32 = \(Int64(crc.value)) where content_hash = \(hash) and content_crc32 is null",
-                ])
-                outcome.filled += 1
+        try await PhotoHashes.forEach(in: pool, where: "content_crc32 is null", pageSize: pageSize) { hash, bytes in
+            guard try await store.contains(hash) else {
+                logger.error("photos: a photo's bytes are missing from the store; it keeps no checksum", metadata: ["hash": "\(hash)"])
+                outcome.missing.append(hash)
+                return
             }
-            if rows.count < pageSize { return outcome }
+            var crc = CRC32()
+            try await store.read(hash, range: 0..<bytes) { crc.update($0) }
+            try await pool.transaction([
+                "update photo_uploads set content_crc32 = \(Int64(crc.value)) where content_hash = \(hash) and content_crc32 is null",
+                "update entry_photos set content_crc32 = \(Int64(crc.value)) where content_hash = \(hash) and content_crc32 is null",
+            ])
+            outcome.filled += 1
         }
+        return outcome
     }
 }

@@ -40,7 +40,11 @@ extension PhotoConfiguration {
         else {
             throw ConfigurationError(description: "S3_ENDPOINT must be an https URL\(production ? "" : " (http outside production)"), not \"\(endpointText)\"")
         }
-        let pathStyle = try Setting.integer(flag: nil, environment: "S3_PATH_STYLE", default: 0, range: 0...1) == 1
+        let pathStyleText = value("S3_PATH_STYLE") ?? "0"
+        guard pathStyleText == "0" || pathStyleText == "1" else {
+            throw ConfigurationError(description: "S3_PATH_STYLE must be 0 or 1, not \"\(pathStyleText)\"")
+        }
+        let pathStyle = pathStyleText == "1"
         let bucket = value("S3_BUCKET")!
         guard bucket.utf8.count >= 3, bucket.utf8.count <= 63, bucket.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2d || $0 == 0x2e }) else {
             throw ConfigurationError(description: "S3_BUCKET must be 3 to 63 lower-case letters, digits, dots and hyphens, not \"\(bucket)\"")
