@@ -193,12 +193,12 @@ final class ServerProcess: Sendable {
 
     /// Runs the binary's subcommand `arguments` to its end and returns its exit status and
     /// its output and error streams together.
-    static func runCommand(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+    static func runCommand(_ arguments: [String], adding extra: [String: String] = [:]) async throws -> (status: Int32, output: String) {
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw HarnessError("\(binary.path) is missing: build it first (`make test` runs `swift build --product diary-server`)")
         }
         let path = binary.path
-        return try await Spawn.run(path, arguments)
+        return try await Spawn.run(path, arguments, environment: extra.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(extra) { _, new in new })
     }
 
     /// DATABASE_URL for `database`, on the test cluster's socket as TEST_DATABASE_URL gives it.

@@ -1,5 +1,7 @@
 import ArgumentParser
 import DiaryCore
+import DiaryHTTP
+import S3Client
 import Foundation
 import Logging
 import PostgresClient
@@ -22,6 +24,7 @@ struct BackupCommand: AsyncParsableCommand {
               PG_DUMP          pg_dump to run (default: the first on PATH); its major version
                                must be the server's or newer
               PHOTO_STORE_DIR  the photo store (default DIARY_DATA_DIR/photos)
+              PHOTO_STORE=s3 and S3_*  the bucket instead, unless --photo-store names a folder
             """
     )
 
@@ -39,17 +42,19 @@ struct BackupCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = AppLogger.make(label: "diary-server.backup")
         let tool: ExternalTool
-        let store: FolderPhotoStore
+        let store: ConfiguredPhotoStore
         do {
             tool = try BackupTools.pgDump(flag: pgDump)
-            store = try BackupTools.photoStore(flag: photoStore)
+            store = try BackupTools.configuredPhotoStore(flag: photoStore)
         } catch {
             printError("backup: \(error)")
             throw ExitCode.failure
         }
         let directory = directory
-        let result = try await database.withOwnerPool(command: "backup", logger: logger) { pool in
-            try await BackupRunner(pool: pool, store: store, pgDump: tool, logger: logger).backup(into: directory)
+        let result = try await store.with(logger: logger) { store in
+            try await database.withOwnerPool(command: "backup", logger: logger) { pool in
+                try await BackupRunner(pool: pool, store: store, pgDump: tool, logger: logger).backup(into: directory)
+            }
         }
         let manifest = result.manifest
         printError("""
@@ -75,7 +80,16 @@ enum BackupTools {
         try ExternalTool.locate("pg_restore", override: Setting.string(flag: flag, environment: "PG_RESTORE"), searchPath: Setting.string(flag: nil, environment: "PATH"))
     }
 
-    /// The photo store `serve` uses: PHOTO_STORE_DIR, else `photos` in DIARY_DATA_DIR (.data).
+    /// The store photos are read from: the folder the flag names; else the bucket with
+    /// PHOTO_STORE=s3; else the folder `photoStore(flag:)` finds.
+    static func configuredPhotoStore(flag: String?) throws -> ConfiguredPhotoStore {
+        if flag == nil, let s3 = try PhotoConfiguration.fromEnvironment(production: false).s3 {
+            return .bucket(s3.bucket, prefix: s3.prefix)
+        }
+        return .folder(try photoStore(flag: flag))
+    }
+
+    /// The folder store `serve` uses: PHOTO_STORE_DIR, else `photos` in DIARY_DATA_DIR (.data).
     /// It must exist: a mistyped path would otherwise back up an empty store.
     static func photoStore(flag: String?) throws -> FolderPhotoStore {
         let directory = Setting.string(flag: flag, environment: "PHOTO_STORE_DIR")
@@ -92,5 +106,19 @@ enum BackupTools {
     static func scratchDatabase(flag: String?) throws -> PostgresConfiguration? {
         guard Setting.string(flag: flag, environment: "BACKUP_SCRATCH_DATABASE_URL") != nil else { return nil }
         return try Setting.databaseURL(flag: flag, environment: "BACKUP_SCRATCH_DATABASE_URL")
+    }
+}
+
+/// The photo store a command or the backup scheduler reads, chosen before anything runs so
+/// that a bad setting is refused at once; a bucket's HTTP client lives only inside `with`.
+enum ConfiguredPhotoStore: Sendable {
+    case folder(FolderPhotoStore)
+    case bucket(S3Configuration, prefix: String)
+
+    func with<Result: Sendable>(logger: Logger, _ body: (any PhotoStore) async throws -> Result) async throws -> Result {
+        switch self {
+        case .folder(let store): try await body(store)
+        case .bucket(let bucket, let prefix): try await withS3PhotoStore((bucket, prefix), logger: logger) { try await body($0) }
+        }
     }
 }

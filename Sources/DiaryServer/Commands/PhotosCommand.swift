@@ -23,6 +23,7 @@ struct PhotosCommand: AsyncParsableCommand {
                 prints how many it filled and exits 1 if photos are missing from the store.
                 Runs as the schema's owner (MIGRATION_DATABASE_URL, else DATABASE_URL).
                   PHOTO_STORE_DIR  the photo store (default DIARY_DATA_DIR/photos)
+                  PHOTO_STORE=s3 and S3_*  the bucket instead, unless --photo-store names a folder
                 """
         )
 
@@ -33,15 +34,17 @@ struct PhotosCommand: AsyncParsableCommand {
 
         func run() async throws {
             let logger = AppLogger.make(label: "diary-server.photos")
-            let store: FolderPhotoStore
+            let store: ConfiguredPhotoStore
             do {
-                store = try BackupTools.photoStore(flag: photoStore)
+                store = try BackupTools.configuredPhotoStore(flag: photoStore)
             } catch {
                 printError("photos backfill-checksums: \(error)")
                 throw ExitCode.failure
             }
-            let outcome = try await database.withOwnerPool(command: "photos backfill-checksums", logger: logger) { pool in
-                try await PhotoChecksumBackfill(pool: pool, store: store, logger: logger).run()
+            let outcome = try await store.with(logger: logger) { store in
+                try await database.withOwnerPool(command: "photos backfill-checksums", logger: logger) { pool in
+                    try await PhotoChecksumBackfill(pool: pool, store: store, logger: logger).run()
+                }
             }
             print("\(outcome.filled) photo\(outcome.filled == 1 ? "" : "s") given a checksum; \(outcome.missing.count) missing from the store")
             if !outcome.missing.isEmpty { throw ExitCode.failure }

@@ -8,7 +8,9 @@ import ServiceLifecycle
 /// owner's small pool it reads through (a backup reads every row, past row-level security).
 struct BackupService: Service {
     let pool: PostgresPool
-    let scheduler: BackupScheduler
+    let store: ConfiguredPhotoStore
+    let options: BackupScheduler.Options
+    let logger: Logger
 
     /// nil without BACKUP_DIR. BACKUP_INTERVAL_HOURS (24), BACKUP_KEEP (7), PG_DUMP,
     /// PG_RESTORE, BACKUP_SCRATCH_DATABASE_URL; the owner's connection is
@@ -23,14 +25,16 @@ struct BackupService: Service {
         var owner = try database.migrationConfiguration()
         owner.applicationName = "diary-server backup"
         let pool = PostgresPool(configuration: owner, options: .init(size: 2, acquireTimeout: .seconds(3600)), logger: logger)
-        let scheduler = BackupScheduler(pool: pool, store: try BackupTools.photoStore(flag: nil), options: options, logger: logger)
-        return BackupService(pool: pool, scheduler: scheduler)
+        return BackupService(pool: pool, store: try BackupTools.configuredPhotoStore(flag: nil), options: options, logger: logger)
     }
 
     func run() async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await pool.run() }
-            await cancelWhenGracefulShutdown { await scheduler.run() }
+            try await store.with(logger: logger) { store in
+                let scheduler = BackupScheduler(pool: pool, store: store, options: options, logger: logger)
+                await cancelWhenGracefulShutdown { await scheduler.run() }
+            }
             group.cancelAll()
         }
         try? await pool.close()

@@ -1,6 +1,7 @@
 import DiaryModels
 import Foundation
 import PostgresClient
+import S3Client
 import Testing
 import TestSupport
 @testable import DiaryCore
@@ -115,6 +116,32 @@ struct BackupTests {
             let again = try await Self.verify(fixture, secondFolder)
             #expect(again.status == 0, "\(again.output)")
             #expect(try await Self.runs(fixture.api).map(\.verified) == [true, true])
+        }
+    }
+
+    @Test("with PHOTO_STORE=s3 the backup copies the photos from the bucket, and verify-backup re-hashes them")
+    func fromTheBucket() async throws {
+        try await APIHarness.run(photoStore: .s3) { api in
+            let couple = try await EntryPhotoTests.couple(api)
+            let photo = try await EntryPhotoTests.upload(api, couple.alice, width: 24)
+            #expect(try await EntryPhotoTests.post(api, couple, photos: [photo.id]).status == .created)
+            let hash = try await EntryPhotoTests.hash(api, of: photo)
+            let store = try #require(api.store as? S3PhotoStore)
+            let bucket = try TestBucket.configuration()
+            let backups = FileManager.default.temporaryDirectory.appendingPathComponent("diary-backups-\(UUID().uuidString)").path
+            defer { try? FileManager.default.removeItem(atPath: backups) }
+            let owner = try ServerProcess.url(of: api.database.as(TestDatabase.ownerRole))
+            let settings = [
+                "PHOTO_STORE": "s3", "S3_ENDPOINT": bucket.endpoint.absoluteString, "S3_REGION": bucket.region, "S3_BUCKET": bucket.bucket,
+                "S3_ACCESS_KEY_ID": bucket.credentials.accessKeyID, "S3_SECRET_ACCESS_KEY": bucket.credentials.secretAccessKey,
+                "S3_PATH_STYLE": "1", "S3_PREFIX": store.prefix,
+            ]
+            let made = try await ServerProcess.runCommand(["backup", "--to", backups, "--database-url", owner], adding: settings)
+            #expect(made.status == 0 && made.output.contains("photos: 1 copied"), "\(made.output)")
+            let layout = BackupLayout(root: backups)
+            #expect(PhotoRepository.hash(Array(try Data(contentsOf: URL(fileURLWithPath: layout.photo(hash))))) == hash)
+            let verified = try await ServerProcess.runCommand(["verify-backup", backups, "--database-url", owner])
+            #expect(verified.status == 0 && verified.output.contains("photos checked:  1"), "\(verified.output)")
         }
     }
 
