@@ -68,3 +68,41 @@ struct TwoInstancePhotoTests {
         }
     }
 }
+
+/// The bucket's own failures and housekeeping, as the folder's are tested in EntryPhotoTests.
+@Suite("The bucket: down, and swept")
+struct BucketStoreTests {
+    @Test("a bucket that is down: a download is 503 with Retry-After, never a 200")
+    func downloadWhileDown() async throws {
+        try await APIHarness.run(photoStore: .s3) { first in
+            let alice = try await first.signIn("Alice")
+            let photo = try PhotoUploadTests.uploaded(try await first.upload(TestImages.jpeg(width: 20, height: 12), token: alice.accessToken))
+            try await APIHarness.run(on: first.database, photoStore: .s3Unreachable, sharing: first) { second in
+                let reply = try await second.fetch(photo.url)
+                #expect(reply.status == .serviceUnavailable && reply.code == "service_unavailable", "\(reply.status) \(reply.text)")
+                #expect(reply.headers[.retryAfter] != nil)
+            }
+            #expect(try await first.fetch(photo.url).status == .ok)
+        }
+    }
+
+    @Test("the sweeper lists the bucket: an object no row names goes once past the grace, a named one stays")
+    func sweeper() async throws {
+        try await APIHarness.run(photoStore: .s3) { api in
+            let alice = try await api.signIn("Alice")
+            let kept = try PhotoUploadTests.uploaded(try await api.upload(TestImages.jpeg(width: 16, height: 8), token: alice.accessToken))
+            let keptHash = try await EntryPhotoTests.hash(api, of: kept)
+            let orphanBytes = TestImages.png(width: 2, height: 2)
+            let orphan = PhotoRepository.hash(orphanBytes)
+            try await api.store.put(orphanBytes, hash: orphan)
+            let sweeper = PhotoSweeper(pool: api.pool, store: api.store, logger: TestDatabase.logger)
+            // Within the grace (an hour by default) nothing goes: it may be an upload in progress.
+            try await sweeper.sweep()
+            #expect(try await api.store.contains(orphan))
+            try await sweeper.sweep(at: Date().addingTimeInterval(7200))
+            #expect(try await !api.store.contains(orphan))
+            #expect(try await api.store.contains(keptHash), "an object a row names stays")
+            #expect(try await api.fetch(kept.url).status == .ok)
+        }
+    }
+}
