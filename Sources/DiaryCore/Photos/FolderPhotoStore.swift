@@ -94,6 +94,12 @@ package struct FolderPhotoStore: PhotoStore {
         }
     }
 
+    /// A file's absence is known at once; the bytes are read as `read` reads them.
+    package func bytes(of hash: String, range: Range<Int>) async throws -> PhotoBytes {
+        guard try await contains(hash) else { throw PhotoStoreError.missing(hash) }
+        return PhotoBytes { [self] body in try await read(hash, range: range, body: body) }
+    }
+
     package func remove(_ hash: String) async throws {
         let file = path(of: hash)
         try await threadPool.runIfActive {

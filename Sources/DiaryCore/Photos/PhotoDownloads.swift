@@ -37,15 +37,20 @@ package struct PhotoDownloads: Sendable {
         }
         let rows = try await pool.query("select content_hash, content_type, bytes from photo_file(\(id))")
         guard let row = rows.first else { throw Self.refused }
-        let file = File(hash: try row.decode("content_hash"), contentType: try row.decode("content_type"), bytes: try row.decode("bytes"), secondsLeft: secondsLeft)
-        // Asked before the status goes out: a store without the bytes (another server's folder,
-        // a lost object) answers as a deleted photo does, never with a 200 cut short.
-        guard try await PhotoStoreError.translating({ try await store.contains(file.hash) }) else {
-            logger.error("photos: a photo's bytes are missing from the store", metadata: ["photo_id": "\(id)", "hash": "\(file.hash)"])
+        return File(hash: try row.decode("content_hash"), contentType: try row.decode("content_type"), bytes: try row.decode("bytes"), secondsLeft: secondsLeft)
+    }
+
+    /// The file's bytes in `range`, opened before the status goes out: a store without them
+    /// (another server's folder, a lost object) answers as a deleted photo does, and a store
+    /// that is away as unavailable, never with a 200 cut short.
+    package func open(_ file: File, range: Range<Int>) async throws -> PhotoBytes {
+        do {
+            return try await PhotoStoreError.translating { try await store.bytes(of: file.hash, range: range) }
+        } catch PhotoStoreError.missing {
+            logger.error("photos: a photo's bytes are missing from the store", metadata: ["hash": "\(file.hash)"])
             Counter(label: "photo_missing_total").increment()
             throw Self.refused
         }
-        return file
     }
 
     static let refused = DomainError.forbidden("this photo URL is not valid")

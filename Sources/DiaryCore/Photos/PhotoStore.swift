@@ -14,11 +14,27 @@ package protocol PhotoStore: Sendable {
     func contains(_ hash: String) async throws -> Bool
     /// Hands `range` of the object to `body` in chunks, waiting for each to be taken.
     func read(_ hash: String, range: Range<Int>, body: (ByteBuffer) async throws -> Void) async throws
+    /// Opens `range` of the object: a missing object or a store that is away throws here, before
+    /// a download's status goes out; the bytes follow through the returned `PhotoBytes`.
+    func bytes(of hash: String, range: Range<Int>) async throws -> PhotoBytes
     /// Removes the object; one that is already gone is not an error.
     func remove(_ hash: String) async throws
     /// The objects last written before `date`, in pages, and the store's stray partial
     /// writes of that age removed on the way.
     func forEachObject(writtenBefore date: Date, page: ([String]) async throws -> Void) async throws
+}
+
+/// An opened object's bytes, handed over a chunk at a time, each once the last is taken.
+package struct PhotoBytes: Sendable {
+    let forEach: @Sendable (_ body: (ByteBuffer) async throws -> Void) async throws -> Void
+
+    package init(_ forEach: @escaping @Sendable (_ body: (ByteBuffer) async throws -> Void) async throws -> Void) {
+        self.forEach = forEach
+    }
+
+    package func forEachChunk(_ body: (ByteBuffer) async throws -> Void) async throws {
+        try await forEach(body)
+    }
 }
 
 package enum PhotoStoreError: Error, Equatable {

@@ -37,24 +37,31 @@ package struct S3PhotoStore: PhotoStore {
         try await measured("head", hash) { try await client.head(key(of: hash)) != nil }
     }
 
-    /// The object's bytes a chunk at a time, as the connection brings them: the next chunk is
-    /// read only once `body` has taken the last, so a slow reader holds little memory.
     package func read(_ hash: String, range: Range<Int>, body: (ByteBuffer) async throws -> Void) async throws {
         guard !range.isEmpty else { return }
+        try await bytes(of: hash, range: range).forEachChunk(body)
+    }
+
+    /// The GET's answer is in before this returns, so a missing object or a refusal throws
+    /// here; its bytes then come a chunk at a time, as the connection brings them, the next
+    /// only once the last is taken, so that a slow reader holds little memory.
+    package func bytes(of hash: String, range: Range<Int>) async throws -> PhotoBytes {
         let chunks = try await measured("get", hash) { try await client.get(key(of: hash), range: range) }
-        var received = 0
-        do {
-            for try await chunk in chunks {
-                received += chunk.readableBytes
-                try await body(chunk)
+        return PhotoBytes { [self] body in
+            var received = 0
+            do {
+                for try await chunk in chunks {
+                    received += chunk.readableBytes
+                    try await body(chunk)
+                }
+            } catch let error as PhotoStoreError {
+                throw error
+            } catch {
+                throw failure("get", hash, S3Error.unreachable(operation: "GET", key: key(of: hash), reason: "the body broke off: \(error)"))
             }
-        } catch let error as PhotoStoreError {
-            throw error
-        } catch {
-            throw failure("get", hash, S3Error.unreachable(operation: "GET", key: key(of: hash), reason: "the body broke off: \(error)"))
-        }
-        guard received == range.count else {
-            throw failure("get", hash, S3Error.unreachable(operation: "GET", key: key(of: hash), reason: "\(received) of \(range.count) bytes"))
+            guard received == range.count else {
+                throw failure("get", hash, S3Error.unreachable(operation: "GET", key: key(of: hash), reason: "\(received) of \(range.count) bytes"))
+            }
         }
     }
 

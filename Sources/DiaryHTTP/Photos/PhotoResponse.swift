@@ -7,11 +7,11 @@ import Hummingbird
 /// a time (206, or 416 for a range outside the photo). The body streams from the store.
 struct PhotoResponse {
     let file: PhotoDownloads.File
-    let store: any PhotoStore
+    let downloads: PhotoDownloads
 
     var etag: String { "\"\(file.hash)\"" }
 
-    func response(to request: Request) throws -> Response {
+    func response(to request: Request) async throws -> Response {
         var headers: HTTPFields = [
             .eTag: etag,
             .cacheControl: "private, max-age=\(file.secondsLeft)",
@@ -36,11 +36,9 @@ struct PhotoResponse {
                 return Response(status: .rangeNotSatisfiable, headers: headers)
             }
         }
-        let store = store
-        let hash = file.hash
-        let range = byteRange
-        let body = ResponseBody(contentLength: range.count) { writer in
-            try await store.read(hash, range: range) { chunk in try await writer.write(chunk) }
+        let bytes = try await downloads.open(file, range: byteRange)
+        let body = ResponseBody(contentLength: byteRange.count) { writer in
+            try await bytes.forEachChunk { chunk in try await writer.write(chunk) }
             try await writer.finish(nil)
         }
         return Response(status: status, headers: headers, body: body)

@@ -33,7 +33,7 @@ struct PhotoRoutes {
             }
             let query = request.uri.queryParameters
             let file = try await downloads.file(id: id, exp: query.get("exp"), sig: query.get("sig"))
-            return try PhotoResponse(file: file, store: store).response(to: request)
+            return try await PhotoResponse(file: file, downloads: downloads).response(to: request)
         }
     }
 
