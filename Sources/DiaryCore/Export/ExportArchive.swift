@@ -80,29 +80,26 @@ struct ExportArchive {
             let hash: String = try row.decode("content_hash")
             let bytes: Int = try row.decode("bytes")
             let path = Self.photoPath(id: id, contentType: try row.decode("content_type"))
-            guard try await store.contains(hash) else {
+            let kept = try row.decode("content_crc32", as: Int64?.self)
+            let checksum: UInt32
+            let photo: PhotoBytes
+            do {
+                // A photo without a kept checksum (not backfilled yet) is read once more first.
+                if let kept {
+                    checksum = UInt32(truncatingIfNeeded: kept)
+                } else {
+                    checksum = try await store.checksum(of: hash, size: bytes)
+                }
+                photo = try await store.bytes(of: hash, range: 0..<bytes)
+            } catch PhotoStoreError.missing {
                 logger.error("export: a photo's file is missing from the store", metadata: ["photo_id": "\(id)", "hash": "\(hash)"])
                 Counter(label: "export_missing_photos_total").increment()
                 return
             }
-            let checksum: UInt32
-            if let kept = try row.decode("content_crc32", as: Int64?.self) {
-                checksum = UInt32(truncatingIfNeeded: kept)
-            } else {
-                checksum = try await Self.checksum(of: hash, bytes: bytes, in: store)
-            }
             try await emit(zip.startEntry(path: path, compression: .stored(crc32: checksum, size: UInt64(bytes)), modified: modified))
-            try await store.read(hash, range: 0..<bytes) { chunk in try await emit(zip.write(chunk)) }
+            try await photo.forEachChunk { chunk in try await emit(zip.write(chunk)) }
             try await emit(zip.finishEntry())
         }
-    }
-
-    /// The CRC-32 of a photo stored before checksums were kept and not backfilled yet
-    /// (`diary-server photos backfill-checksums`): its bytes read once more.
-    static func checksum(of hash: String, bytes: Int, in store: any PhotoStore) async throws -> UInt32 {
-        var crc = CRC32()
-        try await store.read(hash, range: 0..<bytes) { crc.update($0) }
-        return crc.value
     }
 
     /// Entries after `after` in (created_at, id) order, the key that exports page by.

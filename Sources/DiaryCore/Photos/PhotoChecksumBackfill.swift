@@ -26,16 +26,17 @@ package struct PhotoChecksumBackfill: Sendable {
     package func run(pageSize: Int = 100) async throws -> Outcome {
         var outcome = Outcome()
         try await PhotoHashes.forEach(in: pool, where: "content_crc32 is null", pageSize: pageSize) { hash, bytes in
-            guard try await store.contains(hash) else {
+            let checksum: UInt32
+            do {
+                checksum = try await store.checksum(of: hash, size: bytes)
+            } catch PhotoStoreError.missing {
                 logger.error("photos: a photo's bytes are missing from the store; it keeps no checksum", metadata: ["hash": "\(hash)"])
                 outcome.missing.append(hash)
                 return
             }
-            var crc = CRC32()
-            try await store.read(hash, range: 0..<bytes) { crc.update($0) }
             try await pool.transaction([
-                "update photo_uploads set content_crc32 = \(Int64(crc.value)) where content_hash = \(hash) and content_crc32 is null",
-                "update entry_photos set content_crc32 = \(Int64(crc.value)) where content_hash = \(hash) and content_crc32 is null",
+                "update photo_uploads set content_crc32 = \(Int64(checksum)) where content_hash = \(hash) and content_crc32 is null",
+                "update entry_photos set content_crc32 = \(Int64(checksum)) where content_hash = \(hash) and content_crc32 is null",
             ])
             outcome.filled += 1
         }

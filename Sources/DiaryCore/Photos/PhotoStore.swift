@@ -46,6 +46,14 @@ package enum PhotoStoreError: Error, Equatable {
 }
 
 extension PhotoStore {
+    /// The CRC-32 of the object's first `size` bytes, read once: for a photo stored before
+    /// checksums were kept (migration 0017). A missing object throws `missing`.
+    package func checksum(of hash: String, size: Int) async throws -> UInt32 {
+        var crc = CRC32()
+        try await bytes(of: hash, range: 0..<size).forEachChunk { crc.update($0) }
+        return crc.value
+    }
+
     /// Whether `text` can name an object: what `PhotoHash.of` writes, nothing else.
     package static func isHash(_ text: some StringProtocol) -> Bool {
         text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }

@@ -37,18 +37,17 @@ package struct PhotoStoreCopy: Sendable {
                 outcome.present += 1
                 return
             }
-            guard try await source.contains(hash) else {
-                logger.error("photos: a photo's bytes are missing from the source store", metadata: ["hash": "\(hash)"])
-                outcome.missing.append(hash)
-                return
-            }
             var data: [UInt8] = []
             data.reserveCapacity(bytes)
             // A file cut short is as corrupt as one whose bytes changed.
             let complete: Bool
             do {
-                try await source.read(hash, range: 0..<bytes) { data += $0.readableBytesView }
+                try await source.bytes(of: hash, range: 0..<bytes).forEachChunk { data += $0.readableBytesView }
                 complete = true
+            } catch PhotoStoreError.missing {
+                logger.error("photos: a photo's bytes are missing from the source store", metadata: ["hash": "\(hash)"])
+                outcome.missing.append(hash)
+                return
             } catch PhotoStoreError.io {
                 complete = false
             }
