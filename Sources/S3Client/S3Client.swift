@@ -84,10 +84,13 @@ public struct S3Client: Sendable {
         return (objects, next)
     }
 
-    /// A URL anyone holding it may GET `key` with until `expires` seconds after `date`.
-    public func presignedGET(_ key: String, expires: Int, date: Date = Date()) -> String {
+    /// A URL anyone holding it may GET `key` with until `expires` seconds after `date`. With
+    /// `responseContentType`, the store answers with that Content-Type whatever the object was
+    /// stored as (`response-content-type`, part of what is signed).
+    public func presignedGET(_ key: String, expires: Int, date: Date = Date(), responseContentType: String? = nil) -> String {
         let location = configuration.location(of: key)
-        let query = signer.presignedQuery(method: "GET", path: location.path, query: [], host: location.host, expires: expires, date: date)
+        let overrides = responseContentType.map { [("response-content-type", $0)] } ?? []
+        let query = signer.presignedQuery(method: "GET", path: location.path, query: overrides, host: location.host, expires: expires, date: date)
         return location.base + location.path + "?" + SigV4.encodedQueryString(query)
     }
 

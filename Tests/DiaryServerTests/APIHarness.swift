@@ -65,18 +65,32 @@ enum DatabaseRoute: String, CaseIterable, Sendable, CustomTestStringConvertible 
 }
 
 /// Where the application under test keeps photos' bytes.
-enum PhotoStoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+enum PhotoStoreKind: Sendable, Equatable, CustomTestStringConvertible {
     /// A folder of its own (`FolderPhotoStore`).
     case folder
     /// moto's S3 server (`scripts/moto.sh`, TEST_S3_*), under a prefix of its own.
     case s3
+    /// moto's open instance (TEST_S3_OPEN_ENDPOINT), photos served by presigned URL
+    /// (`PHOTO_URLS=presigned`): moto answers presigned GETs only without access checks.
+    case s3Presigned
+    /// The checked bucket at another address: where nothing listens, or a `FaultyProxy`; the
+    /// store's requests time out after 2 s.
+    case s3At(URL)
+
     /// The same bucket at an address where nothing listens: a store that is down.
-    case s3Unreachable
+    static let s3Unreachable = PhotoStoreKind.s3At(URL(string: "http://127.0.0.1:1")!)
 
     /// The stores a photo test runs on.
     static let allCases: [PhotoStoreKind] = [.folder, .s3]
 
-    var testDescription: String { rawValue }
+    var testDescription: String {
+        switch self {
+        case .folder: "folder"
+        case .s3: "s3"
+        case .s3Presigned: "s3, presigned"
+        case .s3At(let endpoint): "s3 at \(endpoint)"
+        }
+    }
 }
 
 /// Drives the real application (router, middleware, repositories, PostgreSQL) in-process.
@@ -179,9 +193,13 @@ struct APIHarness: Sendable {
         switch photoStore {
         case .folder:
             store = try FolderPhotoStore(root: (dataDirectory as NSString).appendingPathComponent("photos"))
-        case .s3, .s3Unreachable:
-            var bucket = try TestBucket.configuration()
-            if photoStore == .s3Unreachable { bucket.endpoint = URL(string: "http://127.0.0.1:1")! }
+        case .s3, .s3Presigned, .s3At:
+            var bucket = try photoStore == .s3Presigned ? TestBucket.openConfiguration() : TestBucket.configuration()
+            if case .s3At(let endpoint) = photoStore {
+                bucket.endpoint = endpoint
+                configuration.photos.storeTimeout = .seconds(2)
+            }
+            if photoStore == .s3Presigned { configuration.photos.urls = .presigned }
             // No "/" in it: moto checks the signature of a LIST whose prefix holds one wrongly.
             let prefix = (other?.store as? S3PhotoStore)?.prefix ?? "tests-\(UUID().uuidString.lowercased())-"
             configuration.photos.s3 = (bucket, prefix)

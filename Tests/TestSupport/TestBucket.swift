@@ -13,4 +13,15 @@ public enum TestBucket {
             endpoint: endpoint, region: environment["TEST_S3_REGION"] ?? "us-east-1", bucket: bucket, pathStyle: true,
             credentials: S3Credentials(accessKeyID: key, secretAccessKey: secret))
     }
+
+    /// The bucket of the same name on moto's instance without access checks
+    /// (TEST_S3_OPEN_ENDPOINT), where presigned GETs are answered: any key signs.
+    public static func openConfiguration() throws -> S3Configuration {
+        var bucket = try configuration()
+        guard let endpoint = ProcessInfo.processInfo.environment["TEST_S3_OPEN_ENDPOINT"].flatMap(URL.init(string:)) else {
+            throw SpawnError("TEST_S3_OPEN_ENDPOINT is not set: run the tests with `make test`, which starts moto (scripts/moto.sh)")
+        }
+        bucket.endpoint = endpoint
+        return bucket
+    }
 }

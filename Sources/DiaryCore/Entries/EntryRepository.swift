@@ -27,7 +27,7 @@ package struct EntryRepository: Sendable {
             entries.created_at, entries.updated_at, entries.user_id = (select app_user_id()) as is_mine,
             author.public_id as author_id, author.display_name as author_name, author.profile_image_url as author_image,
             reads.reader_ids, reads.read_at,
-            photos.photo_ids, photos.photo_types, photos.photo_bytes, photos.photo_widths, photos.photo_heights
+            photos.photo_ids, photos.photo_hashes, photos.photo_types, photos.photo_bytes, photos.photo_widths, photos.photo_heights
         from entries
         left join profiles author on author.user_id = entries.user_id
         cross join lateral (
@@ -38,6 +38,7 @@ package struct EntryRepository: Sendable {
             where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id and \(EntryReadsPolicy.select.using)) as reads
         cross join lateral (
             select array_agg(entry_photos.id order by entry_photos.position) as photo_ids,
+                   array_agg(entry_photos.content_hash order by entry_photos.position) as photo_hashes,
                    array_agg(entry_photos.content_type order by entry_photos.position) as photo_types,
                    array_agg(entry_photos.bytes order by entry_photos.position) as photo_bytes,
                    array_agg(entry_photos.width order by entry_photos.position) as photo_widths,
@@ -52,12 +53,13 @@ package struct EntryRepository: Sendable {
         let readers = try row.decodeAggregate("reader_ids", as: UUID.self)
         let readAt = try row.decodeAggregate("read_at", as: Date.self, count: readers.count)
         let photoIDs = try row.decodeAggregate("photo_ids", as: UUID.self)
+        let hashes = try row.decodeAggregate("photo_hashes", as: String.self, count: photoIDs.count)
         let types = try row.decodeAggregate("photo_types", as: String.self, count: photoIDs.count)
         let sizes = try row.decodeAggregate("photo_bytes", as: Int.self, count: photoIDs.count)
         let widths = try row.decodeAggregate("photo_widths", as: Int.self, count: photoIDs.count)
         let heights = try row.decodeAggregate("photo_heights", as: Int.self, count: photoIDs.count)
         let photos = photoIDs.indices.map {
-            links.photo(id: photoIDs[$0], contentType: types[$0], bytes: sizes[$0], width: widths[$0], height: heights[$0])
+            links.photo(id: photoIDs[$0], hash: hashes[$0], contentType: types[$0], bytes: sizes[$0], width: widths[$0], height: heights[$0])
         }
         return Entry(
             id: try row.decode("id"), diaryId: try row.decode("diary_id"),

@@ -3,35 +3,61 @@ package import DiaryModels
 package import Foundation
 import PostgresClient
 
-/// Signed, expiring photo URLs: `/v1/photos/{id}?exp=<unix seconds>&sig=<base64url HMAC>`.
+/// Signed, expiring photo URLs: `/v1/photos/{id}?exp=<unix seconds>&sig=<base64url HMAC>`,
+/// or, with `PHOTO_URLS=presigned`, the bucket's own presigned GET URLs.
 ///
 /// The HMAC-SHA256 covers the photo id and the expiry, keyed with the server's URL key
 /// (`DIARY_URL_KEY_FILE`). A URL needs no bearer token, so image loaders and caches can
 /// fetch it; it is minted only into responses that the caller's row-level security let
-/// through, which is what keeps a photo to its diary's members.
+/// through, which is what keeps a photo to its diary's members, in either mode.
 package struct PhotoLinks: Sendable {
     package static let lifetime: TimeInterval = 3600
     /// Longer than any `exp` or `sig` we mint; anything longer is not ours.
     static let maximumParameterLength = 64
 
+    /// Who serves a photo's bytes.
+    package enum Mode: Sendable {
+        /// This server, at `/v1/photos/{id}` (`PHOTO_URLS=server`, the default): a deleted
+        /// photo or a removed member is refused at once.
+        case server
+        /// The bucket, by presigned GET (`PHOTO_URLS=presigned`): no byte passes through the
+        /// server, and a URL works until it expires, whatever happens to the photo meanwhile.
+        case presigned(S3PhotoStore)
+    }
+
     let key: SymmetricKey
     let now: @Sendable () -> Date
+    package let mode: Mode
 
-    package init(key: SymmetricKey, now: @escaping @Sendable () -> Date = Date.init) {
+    package init(key: SymmetricKey, mode: Mode = .server, now: @escaping @Sendable () -> Date = Date.init) {
         self.key = key
+        self.mode = mode
         self.now = now
+    }
+
+    /// The same key and clock, with photos served as `mode` says.
+    package func serving(_ mode: Mode) -> PhotoLinks {
+        PhotoLinks(key: key, mode: mode, now: now)
     }
 
     package func path(for id: UUID, expiresAt: Int) -> String {
         "/v1/photos/\(id.canonicalText)?exp=\(expiresAt)&sig=\(signature(id: id, expiresAt: expiresAt))"
     }
 
-    /// The photo as the caller sees it, with a URL valid for `lifetime` from now.
-    package func photo(id: UUID, contentType: String, bytes: Int, width: Int, height: Int) -> Photo {
-        let expiresAt = Int(now().timeIntervalSince1970) + Int(Self.lifetime)
+    /// The photo as the caller sees it, with a URL valid for `lifetime` from now. `hash` names
+    /// its bytes in the store, for a presigned URL.
+    package func photo(id: UUID, hash: String, contentType: String, bytes: Int, width: Int, height: Int) -> Photo {
+        let issuedAt = Int(now().timeIntervalSince1970)
+        let expiresAt = issuedAt + Int(Self.lifetime)
+        let url = switch mode {
+        case .server:
+            path(for: id, expiresAt: expiresAt)
+        case .presigned(let store):
+            store.presignedURL(of: hash, contentType: contentType, lifetime: Int(Self.lifetime), date: Date(timeIntervalSince1970: TimeInterval(issuedAt)))
+        }
         return Photo(
             id: id, contentType: contentType, bytes: bytes, width: width, height: height,
-            url: path(for: id, expiresAt: expiresAt), urlExpiresAt: Date(timeIntervalSince1970: TimeInterval(expiresAt))
+            url: url, urlExpiresAt: Date(timeIntervalSince1970: TimeInterval(expiresAt))
         )
     }
 

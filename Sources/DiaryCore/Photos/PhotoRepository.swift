@@ -44,7 +44,7 @@ package struct PhotoRepository: Sendable {
                 try await store.put(image.bytes, hash: hash)
             }
         }
-        return scope.photoLinks.photo(id: id, contentType: image.contentType.rawValue, bytes: image.bytes.count, width: image.width, height: image.height)
+        return scope.photoLinks.photo(id: id, hash: hash, contentType: image.contentType.rawValue, bytes: image.bytes.count, width: image.width, height: image.height)
     }
 
     static func sanitize(_ bytes: [UInt8], declaredAs declared: PhotoContentType) throws -> SanitizedImage {

@@ -114,11 +114,14 @@ struct Photos: Sendable {
 /// The folder store when one was made, else the bucket through the shared HTTP client.
 func makePhotos(configuration: ServerConfiguration, links: PhotoLinks, folder: FolderPhotoStore?, http: OutboundHTTP, logger: Logger) -> Photos {
     var store: any PhotoStore
+    var links = links
     if let folder {
         store = folder
     } else {
         let s3 = configuration.photos.s3!
-        store = S3PhotoStore(client: S3Client(configuration: s3.bucket, http: http.client), prefix: s3.prefix, logger: logger)
+        let bucket = S3PhotoStore(client: S3Client(configuration: s3.bucket, http: http.client, timeout: configuration.photos.storeTimeout), prefix: s3.prefix, logger: logger)
+        if configuration.photos.urls == .presigned { links = links.serving(.presigned(bucket)) }
+        store = bucket
     }
     let (sweeperPool, _) = backgroundConnections(configuration: configuration, applicationName: PhotoSweeper.applicationName, logger: logger)
     let sweeper = PhotoSweeper(pool: sweeperPool, store: store, options: configuration.photos.sweeper, logger: logger)

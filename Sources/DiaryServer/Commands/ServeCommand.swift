@@ -34,6 +34,8 @@ struct ServeCommand: AsyncParsableCommand {
               S3_SECRET_ACCESS_KEY_FILE)   the bucket, with PHOTO_STORE=s3 (all required)
               S3_PATH_STYLE       1 for https://host/bucket/key (MinIO, R2, Supabase)
               S3_PREFIX           prepended to every object's key (default none)
+              PHOTO_URLS          server (default): this server streams photos; presigned: the
+                                  bucket does, by presigned GET URLs (PHOTO_STORE=s3 only)
               REVENUECAT_WEBHOOK_AUTH     the Authorization header RevenueCat's webhook sends (required
                                           in production; unset, the webhook answers 404)
               REVENUECAT_ACCEPT_SANDBOX   1 applies SANDBOX events (default 1, 0 in production)

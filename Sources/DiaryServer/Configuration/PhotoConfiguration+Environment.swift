@@ -9,7 +9,8 @@ extension PhotoConfiguration {
 
     /// PHOTO_STORE (`folder`, the default, or `s3`); the folder's PHOTO_STORE_DIR; the bucket's
     /// S3_ENDPOINT, S3_REGION, S3_BUCKET, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY (or
-    /// S3_SECRET_ACCESS_KEY_FILE), S3_PATH_STYLE=1 and S3_PREFIX; DIARY_URL_KEY_FILE.
+    /// S3_SECRET_ACCESS_KEY_FILE), S3_PATH_STYLE=1 and S3_PREFIX; PHOTO_URLS (`server`, the
+    /// default, or `presigned`, with the bucket only); DIARY_URL_KEY_FILE.
     /// `s3` with any of them missing refuses to start, naming what is missing, and so does a
     /// partial S3 set beside the folder store in production, where it is surely a mistake.
     static func fromEnvironment(production: Bool, _ environment: [String: String] = Setting.environment) throws -> PhotoConfiguration {
@@ -19,6 +20,14 @@ extension PhotoConfiguration {
         guard store == "folder" || store == "s3" else {
             throw ConfigurationError(description: "PHOTO_STORE must be folder or s3, not \"\(store)\"")
         }
+        let urls = value("PHOTO_URLS") ?? PhotoConfiguration.URLs.server.rawValue
+        guard let urlMode = PhotoConfiguration.URLs(rawValue: urls) else {
+            throw ConfigurationError(description: "PHOTO_URLS must be server or presigned, not \"\(urls)\"")
+        }
+        guard urlMode == .server || store == "s3" else {
+            throw ConfigurationError(description: "PHOTO_URLS=presigned needs PHOTO_STORE=s3: a folder has no URLs of its own")
+        }
+        photos.urls = urlMode
         var secret = value("S3_SECRET_ACCESS_KEY")
         if secret == nil, let file = value("S3_SECRET_ACCESS_KEY_FILE") {
             secret = try Setting.fileText(file, variable: "S3_SECRET_ACCESS_KEY_FILE").trimmingCharacters(in: .whitespacesAndNewlines)

@@ -42,10 +42,10 @@ struct DiaryExportTests {
         try await api.call(.get, "/v1/diaries/\(diary)/export", token: token)
     }
 
-    @Test("a member's export: every entry as the API shows it, photos matching their hashes, a book, a README")
-    func completeExport() async throws {
+    @Test("a member's export: every entry as the API shows it, photos matching their hashes, a book, a README", arguments: PhotoStoreKind.allCases)
+    func completeExport(store: PhotoStoreKind) async throws {
         // The server's statement timeout, as `serve` sets it: it travels with each transaction.
-        try await APIHarness.run(statementTimeout: .seconds(5)) { api in
+        try await APIHarness.run(statementTimeout: .seconds(5), photoStore: store) { api in
             let couple = try await EntryPhotoTests.couple(api)
             try await EntryPhotoTests.makePremium(api, couple.alice)
             let first = try await EntryPhotoTests.upload(api, couple.alice, width: 24)
@@ -99,9 +99,10 @@ struct DiaryExportTests {
         }
     }
 
-    @Test("an empty diary's export, and one whose photo predates kept checksums, open in every reader; the backfill gives it one")
-    func emptyAndOlderPhotos() async throws {
-        try await APIHarness.run { api in
+    @Test("an empty diary's export, and one whose photo predates kept checksums, open in every reader; the backfill gives it one",
+          arguments: PhotoStoreKind.allCases)
+    func emptyAndOlderPhotos(store: PhotoStoreKind) async throws {
+        try await APIHarness.run(photoStore: store) { api in
             let couple = try await EntryPhotoTests.couple(api)
             let empty = try await Self.unpack(try await Self.export(api, couple.diary.id, token: couple.alice.accessToken))
             #expect(try empty.decode([ExportedEntry].self, "entries.json").isEmpty)
@@ -114,7 +115,7 @@ struct DiaryExportTests {
             let bytes = try unpacked.data("photos/\(photo.id.canonicalText).jpg")
 
             let outcome = try await TestDatabase.withPool(api.database.as(TestDatabase.ownerRole), size: 1) { pool in
-                try await PhotoChecksumBackfill(pool: pool, store: try FolderPhotoStore(root: api.photoStore), logger: TestDatabase.logger).run(pageSize: 1)
+                try await PhotoChecksumBackfill(pool: pool, store: api.store, logger: TestDatabase.logger).run(pageSize: 1)
             }
             #expect(outcome.filled == 1 && outcome.missing.isEmpty)
             let kept = try await api.asSuperuser("select content_crc32 from entry_photos where id = \(photo.id)").first?.decode("content_crc32", as: Int64?.self)

@@ -53,4 +53,15 @@ struct PhotoConfigurationTests {
         #expect(try PhotoConfiguration.fromEnvironment(production: false, http).s3 != nil, "http is fine outside production")
         #expect(throws: (any Error).self) { try PhotoConfiguration.fromEnvironment(production: true, ["S3_BUCKET": "zutto-photos"]) }
     }
+
+    @Test("PHOTO_URLS: server by default; presigned with the bucket only; anything else is refused")
+    func urls() throws {
+        #expect(try PhotoConfiguration.fromEnvironment(production: true, Self.complete).urls == .server)
+        var presigned = Self.complete
+        presigned["PHOTO_URLS"] = "presigned"
+        #expect(try PhotoConfiguration.fromEnvironment(production: true, presigned).urls == .presigned)
+        #expect { try PhotoConfiguration.fromEnvironment(production: false, ["PHOTO_URLS": "presigned"]) } throws: { "\($0)".contains("PHOTO_STORE=s3") }
+        presigned["PHOTO_URLS"] = "cdn"
+        #expect { try PhotoConfiguration.fromEnvironment(production: false, presigned) } throws: { "\($0)".contains("PHOTO_URLS") }
+    }
 }

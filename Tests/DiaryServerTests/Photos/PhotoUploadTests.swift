@@ -138,7 +138,7 @@ struct PhotoUploadTests {
 
             let key = try SecretKeyFile.photoURLs.load(path: nil, dataDirectory: api.dataDirectory, production: false)
             let past = PhotoLinks(key: key, now: { Date().addingTimeInterval(-3601) })
-            let expired = try await api.fetch(past.photo(id: photo.id, contentType: "", bytes: 0, width: 0, height: 0).url)
+            let expired = try await api.fetch(past.photo(id: photo.id, hash: "", contentType: "", bytes: 0, width: 0, height: 0).url)
             #expect(expired.status == .forbidden && expired.code == "url_expired")
 
             let query = try #require(URLComponents(string: photo.url)?.queryItems)
@@ -161,7 +161,7 @@ struct PhotoUploadTests {
                 refusals.insert(reply.text)
             }
             // A signature minted with another key is as good as none.
-            let stranger = PhotoLinks(key: SymmetricKey(size: .bits256)).photo(id: photo.id, contentType: "", bytes: 0, width: 0, height: 0)
+            let stranger = PhotoLinks(key: SymmetricKey(size: .bits256)).photo(id: photo.id, hash: "", contentType: "", bytes: 0, width: 0, height: 0)
             refusals.insert(try await api.fetch(stranger.url).text)
             try await api.asSuperuser("delete from photo_uploads where id = \(photo.id)")
             refusals.insert(try await api.fetch(photo.url).text)
