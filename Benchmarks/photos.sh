@@ -36,6 +36,14 @@
 #     curl --limit-rate LIMIT_RATE (2M) downloads of it; VmRSS idle, sampled every 100 ms,
 #     peak and peak - idle (MiB), every download checked for status 200 and the full byte
 #     count. Target: peak - idle < 64 MiB.
+#  4. the S3 store (PHOTO_STORE=s3) beside the folder, against moto's S3 server
+#     (scripts/moto.sh, started if need be): part 1's uploads a second at UPLOAD_CONCURRENCY
+#     on a server whose store is the bucket, and part 3's RSS during SLOW_DOWNLOADS from it
+#     (PHOTO_URLS=server, the bytes streamed through the server); then with
+#     PHOTO_URLS=presigned (moto's open instance) the same downloads by the entries' presigned
+#     URLs, and the bytes the server wrote meanwhile (/proc/PID/io wchar): the target is
+#     none of the photo's. moto is a Python process on the same 2 cores: the figures are
+#     moto's as much as the server's, and say nothing of AWS's or R2's own speed.
 # Needs ImageMagick's convert (fails if missing) and installs wrk and nginx from Debian's
 # packages if missing. SERVER_BIN runs a diary-server built elsewhere instead of building
 # this tree's (SERVER_NOTE: what it is, for the results; DIARY_MIGRATIONS_DIR, read by
@@ -127,18 +135,9 @@ nginx_pids() { echo "$nginx_pid $(pgrep -P "$nginx_pid" | tr '\n' ' ')"; }
 backends() { psql -X -At -U postgres -d postgres -c "select pid from pg_stat_activity where datname = '$db' and usename = 'diary_app'" | tr '\n' ' '; }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 
-out="Benchmarks/results/photos-$(date -u +%Y%m%dT%H%M%SZ).txt"
-{
-    echo "# make bench-photos, $(date -u +%FT%TZ), $(nproc) cores, load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "# PHOTOS=$PHOTOS PHOTO_SIZE=$PHOTO_SIZE (mean $mean_body bytes) BIG_SIZE=${side}x${side} ($big_file bytes) USERS=$USERS UPLOAD_CONCURRENCY='$UPLOAD_CONCURRENCY' UPLOAD_SECONDS=$UPLOAD_SECONDS"
-    echo "# CONNECTIONS=$CONNECTIONS DOWNLOAD_SECONDS=$DOWNLOAD_SECONDS ROUNDS=$ROUNDS EVICT=$EVICT SLOW_DOWNLOADS=$SLOW_DOWNLOADS LIMIT_RATE=$LIMIT_RATE PERF=$PERF"
-    echo "# $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2), $(nginx -v 2>&1 | sed 's/^nginx version: //') (worker_processes auto, sendfile on, access_log off), $(convert -version | head -1 | cut -d' ' -f2-3), curl $(curl --version | head -1 | cut -d' ' -f2)"
-    if [ -n "${SERVER_BIN:-}" ]; then built="SERVER_BIN, built elsewhere${SERVER_NOTE:+: $SERVER_NOTE}"
-    else built="git $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- Sources Package.swift || echo ', Sources with uncommitted changes')"; fi
-    echo "# server: $server_bin ($built), DB_POOL_SIZE default, LOG_LEVEL=warning; MB = 10^6 bytes, MiB = 2^20"
-
-    echo
-    echo "## 1. uploads: $PHOTOS distinct JPEGs in turn, wrk ${UPLOAD_SECONDS}s a run, --timeout 30s; cpu_us = the server's CPU per upload, pg_us its backends'"
+# Part 1's table for the server at $1 (pid $2): uploads a second at each UPLOAD_CONCURRENCY.
+upload_table() {
+    local base=$1 server=$2 c threads pids before pbefore result after pafter
     wrk -t 1 -c 1 -d 2s --timeout 30s -s Benchmarks/photos/upload.lua "$base" >/dev/null 2>&1 || true # warm-up
     printf '%-6s %9s %8s %8s %9s %8s %8s %8s %s\n' conns uploads/s MB/s p50_ms p99_ms cpu_us pg_us uploads errors
     for c in $UPLOAD_CONCURRENCY; do
@@ -153,6 +152,51 @@ out="Benchmarks/results/photos-$(date -u +%Y%m%dT%H%M%SZ).txt"
             printf "%-6s %9.1f %8.1f %8.1f %9.1f %8d %8d %8d %s\n", c, f[2], f[2] * mean / 1e6, f[3], f[4], t * 1e6 / hz / n, pt * 1e6 / hz / n, f[7],
                 (f[5] + f[6] > 0 ? "socket errors " f[5] ", non-2xx " f[6] : "none") }'
     done
+}
+
+# Part 3's measure: SLOW_DOWNLOADS concurrent curls of $2 ($3 bytes) at LIMIT_RATE, with the
+# VmRSS of server $1 (idle, before them; peak) and the bytes it wrote meanwhile (wchar).
+slow_downloads() {
+    local pid=$1 url=$2 bytes=$3 idle peak samples start end running rss complete wrote child
+    local -a slow
+    rm -f "$work"/slow.*
+    idle=$(rss_kib "$pid")
+    wrote=$(awk '/^wchar/ {print $2}' "/proc/$pid/io")
+    slow=()
+    for i in $(seq 1 "$SLOW_DOWNLOADS"); do
+        curl -s -o /dev/null --limit-rate "$LIMIT_RATE" -w '%{http_code} %{size_download}\n' "$url" > "$work/slow.$i" & slow+=($!)
+    done
+    peak=$idle samples=0 start=$(date +%s%N)
+    while :; do
+        rss=$(rss_kib "$pid"); samples=$((samples + 1))
+        [ "$rss" -gt "$peak" ] && peak=$rss
+        running=0; for child in "${slow[@]}"; do kill -0 "$child" 2>/dev/null && running=1 && break; done
+        [ $running = 1 ] || break
+        sleep 0.1
+    done
+    end=$(date +%s%N)
+    wait "${slow[@]}" || true
+    complete=$(cat "$work"/slow.* | awk -v want="$bytes" '$1 == 200 && $2 == want' | wc -l)
+    echo "photo: $bytes bytes stored; downloads complete (200, $bytes bytes): $complete/$SLOW_DOWNLOADS in $(awk -v ns=$((end - start)) 'BEGIN {printf "%.1f", ns / 1e9}') s; $samples samples"
+    awk -v idle="$idle" -v peak="$peak" -v after="$(rss_kib "$pid")" 'BEGIN {
+        printf "VmRSS: idle %.1f MiB, peak %.1f MiB, peak - idle %.1f MiB (target < 64 MiB: %s); after %.1f MiB\n",
+            idle / 1024, peak / 1024, (peak - idle) / 1024, ((peak - idle) / 1024 < 64 ? "met" : "NOT met"), after / 1024 }'
+    echo "the server wrote $(awk -v before="$wrote" '/^wchar/ {printf "%.1f", ($2 - before) / 1e6}' "/proc/$pid/io") MB meanwhile (wchar: sockets, logs and files)"
+}
+
+out="Benchmarks/results/photos-$(date -u +%Y%m%dT%H%M%SZ).txt"
+{
+    echo "# make bench-photos, $(date -u +%FT%TZ), $(nproc) cores, load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "# PHOTOS=$PHOTOS PHOTO_SIZE=$PHOTO_SIZE (mean $mean_body bytes) BIG_SIZE=${side}x${side} ($big_file bytes) USERS=$USERS UPLOAD_CONCURRENCY='$UPLOAD_CONCURRENCY' UPLOAD_SECONDS=$UPLOAD_SECONDS"
+    echo "# CONNECTIONS=$CONNECTIONS DOWNLOAD_SECONDS=$DOWNLOAD_SECONDS ROUNDS=$ROUNDS EVICT=$EVICT SLOW_DOWNLOADS=$SLOW_DOWNLOADS LIMIT_RATE=$LIMIT_RATE PERF=$PERF"
+    echo "# $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2), $(nginx -v 2>&1 | sed 's/^nginx version: //') (worker_processes auto, sendfile on, access_log off), $(convert -version | head -1 | cut -d' ' -f2-3), curl $(curl --version | head -1 | cut -d' ' -f2)"
+    if [ -n "${SERVER_BIN:-}" ]; then built="SERVER_BIN, built elsewhere${SERVER_NOTE:+: $SERVER_NOTE}"
+    else built="git $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- Sources Package.swift || echo ', Sources with uncommitted changes')"; fi
+    echo "# server: $server_bin ($built), DB_POOL_SIZE default, LOG_LEVEL=warning; MB = 10^6 bytes, MiB = 2^20"
+
+    echo
+    echo "## 1. uploads: $PHOTOS distinct JPEGs in turn, wrk ${UPLOAD_SECONDS}s a run, --timeout 30s; cpu_us = the server's CPU per upload, pg_us its backends'"
+    upload_table "$base" "$server"
     echo "stored: $(find "$store" -mindepth 2 -type f -not -path "$store/tmp/*" | wc -l) files, $(du -sm "$store" | cut -f1) MiB"
 
     # Signed URLs for every photo, from new uploads (new rows, same files); their hashes from the rows.
@@ -285,26 +329,45 @@ out="Benchmarks/results/photos-$(date -u +%Y%m%dT%H%M%SZ).txt"
     curl -fsS -o /dev/null "http://127.0.0.1:$p2$one_url"; curl -fsS -o /dev/null -r 0-1023 "http://127.0.0.1:$p2$big_url"
     sleep 1
     idle=$(rss_kib "$server2")
-    slow=()
-    for i in $(seq 1 "$SLOW_DOWNLOADS"); do
-        curl -s -o /dev/null --limit-rate "$LIMIT_RATE" -w '%{http_code} %{size_download}\n' "http://127.0.0.1:$p2$big_url" > "$work/slow.$i" & slow+=($!)
-    done
-    peak=$idle samples=0 start=$(date +%s%N)
-    while :; do
-        rss=$(rss_kib "$server2"); samples=$((samples + 1))
-        [ "$rss" -gt "$peak" ] && peak=$rss
-        running=0; for pid in "${slow[@]}"; do kill -0 "$pid" 2>/dev/null && running=1 && break; done
-        [ $running = 1 ] || break
-        sleep 0.1
-    done
-    end=$(date +%s%N)
-    wait "${slow[@]}" || true
-    complete=$(cat "$work"/slow.* | awk -v want="$big_bytes" '$1 == 200 && $2 == want' | wc -l)
-    echo "photo: $big_bytes bytes stored; downloads complete (200, $big_bytes bytes): $complete/$SLOW_DOWNLOADS in $(awk -v ns=$((end - start)) 'BEGIN {printf "%.1f", ns / 1e9}') s; $samples samples"
-    awk -v idle="$idle" -v peak="$peak" -v after="$(rss_kib "$server2")" 'BEGIN {
-        printf "VmRSS: idle %.1f MiB, peak %.1f MiB, peak - idle %.1f MiB (target < 64 MiB: %s); after %.1f MiB\n",
-            idle / 1024, peak / 1024, (peak - idle) / 1024, ((peak - idle) / 1024 < 64 ? "met" : "NOT met"), after / 1024 }'
+    slow_downloads "$server2" "http://127.0.0.1:$p2$big_url" "$big_bytes"
     kill "$server2"; wait "$server2" 2>/dev/null || true
+
+    echo
+    echo "## 4. the S3 store: moto's S3 server (scripts/moto.sh) on loopback, path-style, access checks on"
+    scripts/moto.sh start >&2
+    eval "$(scripts/moto.sh env)"
+    s3_prefix="bench-$(date +%s)-"
+    s3_settings=(PHOTO_STORE=s3 S3_ENDPOINT="$TEST_S3_ENDPOINT" S3_REGION="$TEST_S3_REGION" S3_BUCKET="$TEST_S3_BUCKET"
+        S3_ACCESS_KEY_ID="$TEST_S3_ACCESS_KEY_ID" S3_SECRET_ACCESS_KEY="$TEST_S3_SECRET_ACCESS_KEY" S3_PATH_STYLE=1 S3_PREFIX="$s3_prefix")
+    # start_with_settings PORT LOG VARIABLE=VALUE...: a server with these settings too; its pid in server_started.
+    start_with_settings() {
+        local port=$1 log=$2; shift 2
+        (export "$@"; start_server "$server_bin" "$db" "$work" "$port" "$log"; echo "$server_started" > "$work/started"; wait) &
+        for _ in $(seq 1 100); do [ -s "$work/started" ] && curl -fs "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.1; done
+        server_started=$(cat "$work/started"); rm -f "$work/started"
+        curl -fs "http://127.0.0.1:$port/health" >/dev/null || { echo "bench-photos: the server did not start: $(tail -5 "$log")" >&2; exit 1; }
+    }
+    p3=$(free_port)
+    start_with_settings "$p3" "$work/server3.log" "${s3_settings[@]}"; server3=$server_started
+    echo "### uploads into the bucket (the folder's are part 1)"
+    upload_table "http://127.0.0.1:$p3" "$server3"
+    echo "### $SLOW_DOWNLOADS slow downloads of the $big_file-byte JPEG, PHOTO_URLS=server: streamed from the bucket through the server"
+    base=http://127.0.0.1:$p3
+    s3_big=$(upload "$(sign_in "photos big s3")" "$work/big.jpg")
+    curl -fsS -o /dev/null -r 0-1023 "$base$(jq -r .url <<< "$s3_big")"
+    slow_downloads "$server3" "$base$(jq -r .url <<< "$s3_big")" "$(jq -r .bytes <<< "$s3_big")"
+    kill "$server3" 2>/dev/null || true
+
+    echo "### the same, PHOTO_URLS=presigned (moto's open instance): the bytes come from the bucket, not the server"
+    p4=$(free_port)
+    start_with_settings "$p4" "$work/server4.log" "${s3_settings[@]}" S3_ENDPOINT="$TEST_S3_OPEN_ENDPOINT" PHOTO_URLS=presigned; server4=$server_started
+    base=http://127.0.0.1:$p4
+    presigned=$(upload "$(sign_in "photos big presigned")" "$work/big.jpg")
+    presigned_url=$(jq -r .url <<< "$presigned")
+    echo "URL: ${presigned_url%%\?*}?… ($(grep -o 'X-Amz-Expires=[0-9]*' <<< "$presigned_url"))"
+    slow_downloads "$server4" "$presigned_url" "$(jq -r .bytes <<< "$presigned")"
+    echo "# target: the server writes none of the photo's $SLOW_DOWNLOADS x $(jq -r .bytes <<< "$presigned") bytes in presigned mode"
+    kill "$server4" 2>/dev/null || true
     echo
     echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$out"
