@@ -26,6 +26,8 @@ run: db
 TEST_CLUSTER := $(CURDIR)/.data/postgres-test
 test: export DIARY_PG_CLUSTER = $(TEST_CLUSTER)
 test: export DIARY_PG_FSYNC = off
+# Every suite runs at once, each server with its own pools: more than 1,000 connections at peak.
+test: export DIARY_PG_MAX_CONNECTIONS = 3000
 # PGPORT names make run's cluster; the tests' takes the next free port.
 test:
 	unset PGPORT; $(PG) start; $(BOUNCER) start test

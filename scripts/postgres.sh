@@ -15,7 +15,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/service-user.sh
 source "$root/scripts/service-user.sh"
 data_root="$root/.data"
-# DIARY_PG_CLUSTER (a folder under .data) gives a second cluster, for Benchmarks/rls-instructions.sh.
+# DIARY_PG_CLUSTER (a folder under .data) gives a second cluster, for Benchmarks/rls-instructions.sh
+# and `make test`. DIARY_PG_FSYNC (default on) and DIARY_PG_MAX_CONNECTIONS (default 1000) set
+# those settings; a running cluster started with another max_connections is restarted.
 cluster="${DIARY_PG_CLUSTER:-$data_root/postgres}"
 pgdata="$cluster/data"
 socket_dir="$cluster/run"
@@ -106,11 +108,17 @@ start() {
         log "PGPORT=$port, but the cluster listens on $(cat "$port_file"): restarting it on $port"
         as_owner "$bin/pg_ctl" -D "$pgdata" -m fast -w stop >/dev/null
     fi
+    local connections=${DIARY_PG_MAX_CONNECTIONS:-1000}
+    if as_owner "$bin/pg_ctl" -D "$pgdata" status >/dev/null 2>&1 && [ -f "$port_file" ] \
+        && [ "$(psql_super -d postgres -At -c 'show max_connections' 2>/dev/null)" != "$connections" ]; then
+        log "restarting with max_connections=$connections"
+        as_owner "$bin/pg_ctl" -D "$pgdata" -m fast -w stop >/dev/null
+    fi
     echo "$port" > "$port_file"
     if ! as_owner "$bin/pg_ctl" -D "$pgdata" status >/dev/null 2>&1; then
         log "starting on port $port"
         as_owner "$bin/pg_ctl" -D "$pgdata" -l "$log" -w -t 60 start \
-            -o "-p $port -k $socket_dir -c listen_addresses=127.0.0.1 -c max_connections=1000 -c shared_buffers=256MB -c fsync=${DIARY_PG_FSYNC:-on}" >/dev/null \
+            -o "-p $port -k $socket_dir -c listen_addresses=127.0.0.1 -c max_connections=$connections -c shared_buffers=256MB -c fsync=${DIARY_PG_FSYNC:-on}" >/dev/null \
             || { tail -n 20 "$log" >&2; exit 1; }
     fi
     psql_super -d postgres -q -f "$root/sql/roles.sql" >/dev/null

@@ -12,7 +12,7 @@ select entries.id, entries.diary_id, entries.content, entries.question,
     entries.created_at, entries.updated_at, entries.user_id = (select app_user_id()) as is_mine,
     author.public_id as author_id, author.display_name as author_name, author.profile_image_url as author_image,
     reads.reader_ids, reads.read_at,
-    photos.photo_ids, photos.photo_types, photos.photo_bytes, photos.photo_widths, photos.photo_heights
+    photos.photo_ids, photos.photo_hashes, photos.photo_types, photos.photo_bytes, photos.photo_widths, photos.photo_heights
 from entries
 left join profiles author on author.user_id = entries.user_id
 cross join lateral (
@@ -22,7 +22,7 @@ cross join lateral (
     join profiles reader on reader.user_id = entry_reads.user_id
     where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id and (entry_reads.diary_id = any ((select app_diary_ids())::uuid[])) is true) as reads
 cross join lateral (
-    select array_agg(entry_photos.id order by entry_photos.position) as photo_ids,
+    select array_agg(entry_photos.id order by entry_photos.position) as photo_ids, array_agg(entry_photos.content_hash order by entry_photos.position) as photo_hashes,
            array_agg(entry_photos.content_type order by entry_photos.position) as photo_types,
            array_agg(entry_photos.bytes order by entry_photos.position) as photo_bytes,
            array_agg(entry_photos.width order by entry_photos.position) as photo_widths,
