@@ -7,7 +7,7 @@ BOUNCER := scripts/pgbouncer.sh
 # `make run CONFIG=release` for an optimised server.
 CONFIG ?= debug
 
-.PHONY: run test build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
+.PHONY: run test test-citus build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
 
 run: db
 	swift build -c $(CONFIG) --product diary-server
@@ -37,6 +37,11 @@ test:
 	swift test --skip FaultTests; \
 	swift test --skip-build --filter FaultTests --no-parallel; \
 	Tests/sql/run-pgtap.sh; Tests/contract/schemathesis.sh
+
+# The schema on a Citus cluster, which CI cannot run (scripts/test-citus.sh): a coordinator and two
+# workers, migrate --citus twice, and CitusClusterTests. Without Citus installed it runs nothing.
+test-citus:
+	scripts/test-citus.sh
 
 build:
 	swift build

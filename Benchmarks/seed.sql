@@ -8,6 +8,7 @@ select md5(g::text)::uuid, 'user ' || g from generate_series(1, 10000) g;
 insert into diaries (id, name, type, created_by)
 select md5('d' || d)::uuid, 'diary ' || d, 'family', md5(((d - 1) * 10 + 1)::text)::uuid
 from generate_series(1, 1000) d;
+insert into invite_codes (code, diary_id) select invite_code, id from diaries;
 
 insert into diary_members (diary_id, user_id, role)
 select md5('d' || d)::uuid, md5(((d - 1) * 10 + m)::text)::uuid, case when m = 1 then 'owner' else 'member' end

@@ -18,6 +18,7 @@ data_root="$root/.data"
 # DIARY_PG_CLUSTER (a folder under .data) gives a second cluster, for Benchmarks/rls-instructions.sh
 # and `make test`. DIARY_PG_FSYNC (default on) and DIARY_PG_MAX_CONNECTIONS (default 1000) set
 # those settings; a running cluster started with another max_connections is restarted.
+# DIARY_PG_PRELOAD names shared_preload_libraries (scripts/citus.sh: citus).
 cluster="${DIARY_PG_CLUSTER:-$data_root/postgres}"
 pgdata="$cluster/data"
 socket_dir="$cluster/run"
@@ -118,7 +119,7 @@ start() {
     if ! as_owner "$bin/pg_ctl" -D "$pgdata" status >/dev/null 2>&1; then
         log "starting on port $port"
         as_owner "$bin/pg_ctl" -D "$pgdata" -l "$log" -w -t 60 start \
-            -o "-p $port -k $socket_dir -c listen_addresses=127.0.0.1 -c max_connections=$connections -c shared_buffers=256MB -c fsync=${DIARY_PG_FSYNC:-on}" >/dev/null \
+            -o "-p $port -k $socket_dir -c listen_addresses=127.0.0.1 -c max_connections=$connections -c shared_buffers=256MB -c fsync=${DIARY_PG_FSYNC:-on}${DIARY_PG_PRELOAD:+ -c shared_preload_libraries=$DIARY_PG_PRELOAD}" >/dev/null \
             || { tail -n 20 "$log" >&2; exit 1; }
     fi
     psql_super -d postgres -q -f "$root/sql/roles.sql" >/dev/null

@@ -476,6 +476,7 @@ begin
         raise exception 'the free plan owns % diaries', free_limit using errcode = 'ZN006';
     end if;
     insert into diaries (id, name, type, created_by) values (diary, create_diary.name, create_diary.type, caller);
+    perform register_invite_code(diary);
     insert into diary_members (diary_id, user_id, role) values (diary, caller, 'owner');
 end
 $$;
@@ -661,6 +662,18 @@ end
 $$;
 
 --
+-- Name: invite_code_diary(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.invite_code_diary(code text) RETURNS uuid
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+    select d.id from invite_codes c join diaries d on d.id = c.diary_id and d.invite_code = c.code
+    where c.code = normalize_invite_code(invite_code_diary.code)
+$$;
+
+--
 -- Name: is_diary_member(uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -699,9 +712,11 @@ begin
         raise exception 'join_diary joins only the caller' using errcode = '42501';
     end if;
 
+    -- By the diary's id, so that on Citus the lock goes to the diary's own shard.
     select * into found_diary
     from diaries d
-    where d.invite_code = normalize_invite_code(join_diary.invite_code)
+    where d.id = invite_code_diary(join_diary.invite_code)
+      and d.invite_code = normalize_invite_code(join_diary.invite_code)
     for update;
     if not found then
         raise exception 'invite code is not valid' using errcode = 'ZN001';
@@ -1258,6 +1273,28 @@ begin
         registered_at = now();
     delete from devices d where d.token in (
         select token from devices where user_id = caller order by registered_at desc, token offset 20);
+end
+$$;
+
+--
+-- Name: register_invite_code(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.register_invite_code(diary uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    current_code text;
+begin
+    select d.invite_code into current_code from diaries d where d.id = diary;
+    if current_code is null then
+        return;
+    end if;
+    insert into invite_codes (code, diary_id) values (current_code, diary) on conflict (code) do nothing;
+    if not exists (select 1 from invite_codes c where c.code = current_code and c.diary_id = diary) then
+        raise exception 'invite code % is taken', current_code using errcode = '23505', constraint = 'invite_codes_pkey';
+    end if;
 end
 $$;
 
@@ -1924,6 +1961,19 @@ CREATE TABLE public.export_days (
 ALTER TABLE ONLY public.export_days FORCE ROW LEVEL SECURITY;
 
 --
+-- Name: invite_codes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.invite_codes (
+    code text NOT NULL,
+    diary_id uuid NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT invite_codes_code_check CHECK ((code ~ '^[0-9A-HJKMNP-TV-Z]{10}$'::text))
+);
+
+ALTER TABLE ONLY public.invite_codes FORCE ROW LEVEL SECURITY;
+
+--
 -- Name: users; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2198,13 +2248,6 @@ ALTER TABLE ONLY public.devices
     ADD CONSTRAINT devices_pkey PRIMARY KEY (token);
 
 --
--- Name: diaries diaries_invite_code_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.diaries
-    ADD CONSTRAINT diaries_invite_code_key UNIQUE (invite_code);
-
---
 -- Name: diaries diaries_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2245,6 +2288,13 @@ ALTER TABLE ONLY public.entry_reads
 
 ALTER TABLE ONLY public.export_days
     ADD CONSTRAINT export_days_pkey PRIMARY KEY (user_id, day);
+
+--
+-- Name: invite_codes invite_codes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.invite_codes
+    ADD CONSTRAINT invite_codes_pkey PRIMARY KEY (code);
 
 --
 -- Name: photo_garbage photo_garbage_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -2384,6 +2434,12 @@ CREATE INDEX change_log_tail ON public.change_log USING btree (xact, seq);
 --
 
 CREATE INDEX devices_user ON public.devices USING btree (user_id, registered_at);
+
+--
+-- Name: diaries_invite_code; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX diaries_invite_code ON public.diaries USING btree (invite_code);
 
 --
 -- Name: diary_members_alias; Type: INDEX; Schema: public; Owner: -
@@ -3226,6 +3282,36 @@ CREATE POLICY export_days_select ON public.export_days FOR SELECT USING ((user_i
 CREATE POLICY export_days_update ON public.export_days FOR UPDATE USING (false) WITH CHECK (false);
 
 --
+-- Name: invite_codes; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.invite_codes ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: invite_codes invite_codes_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY invite_codes_delete ON public.invite_codes FOR DELETE USING (false);
+
+--
+-- Name: invite_codes invite_codes_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY invite_codes_insert ON public.invite_codes FOR INSERT WITH CHECK (false);
+
+--
+-- Name: invite_codes invite_codes_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY invite_codes_select ON public.invite_codes FOR SELECT USING (false);
+
+--
+-- Name: invite_codes invite_codes_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY invite_codes_update ON public.invite_codes FOR UPDATE USING (false) WITH CHECK (false);
+
+--
 -- Name: photo_garbage; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
@@ -3705,6 +3791,13 @@ REVOKE ALL ON FUNCTION public.generate_invite_code() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.generate_invite_code() TO diary_app;
 
 --
+-- Name: FUNCTION invite_code_diary(code text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.invite_code_diary(code text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.invite_code_diary(code text) TO diary_app;
+
+--
 -- Name: FUNCTION is_diary_member(diary uuid); Type: ACL; Schema: public; Owner: -
 --
 
@@ -3907,6 +4000,13 @@ REVOKE ALL ON FUNCTION public.refresh_app_diary_ids_after_membership_change() FR
 
 REVOKE ALL ON FUNCTION public.register_device(device_token text, device_environment text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.register_device(device_token text, device_environment text) TO diary_app;
+
+--
+-- Name: FUNCTION register_invite_code(diary uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.register_invite_code(diary uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.register_invite_code(diary uuid) TO diary_app;
 
 --
 -- Name: FUNCTION reminder_instant(zone text, at_time time without time zone, day date); Type: ACL; Schema: public; Owner: -

@@ -20,6 +20,6 @@ cross join lateral (
            array_agg(p.role order by p.joined_at, p.public_id) as member_roles,
            array_agg(p.joined_at order by p.joined_at, p.public_id) as member_joined_at
     from member_profiles p where p.diary_id = diaries.id) as members
-where diaries.invite_code = normalize_invite_code('B' || lpad(:d::text, 9, '0')) and diaries.id = any ((select app_diary_ids())::uuid[]);
+where diaries.id = invite_code_diary('B' || lpad(:d::text, 9, '0')) and diaries.id = any ((select app_diary_ids())::uuid[]);
 COMMIT;
 \endpipeline

@@ -28,6 +28,7 @@ select md5('d' || d)::uuid, 'diary ' || d,
        md5((case when d <= 1500 then (select min(n) from home where home.d = g.d) else 4 * (d - 1500) end)::text)::uuid,
        'B' || lpad(d::text, 9, '0')
 from generate_series(1, 4000) as g(d);
+insert into invite_codes (code, diary_id) select invite_code, id from diaries;
 
 insert into diary_members (diary_id, user_id, role, joined_at)
 select md5('d' || d)::uuid, md5(n::text)::uuid, case when slot = 0 then 'owner' else 'member' end, now() - interval '400 days' + slot * interval '1 day'

@@ -29,6 +29,7 @@ insert into diaries (id, name, type, created_by, invite_code, created_at)
 select md5('g-d-' || s)::uuid, 'growth ' || n, 'family', md5('g-u-' || s || '-m')::uuid,
        'G' || lpad(s::text, 9, '0'), now() - interval '1 year'
 from (values (1, 100), (2, 10000), (3, 100000)) as sizes (s, n);
+insert into invite_codes (code, diary_id) select invite_code, id from diaries;
 insert into diary_members (diary_id, user_id, role, joined_at)
 select md5('g-d-' || s)::uuid, md5('g-u-' || s || '-m')::uuid, 'owner', now() - interval '1 year' from generate_series(1, 3) as s
 union all

@@ -38,6 +38,7 @@ enum Seed {
         let results = try await pool.transaction([
             "insert into diaries (name, type, created_by) values (\("test diary"), \(type), \(owner)) returning id, invite_code",
             "insert into diary_members (diary_id, user_id, role) select id, \(owner), 'owner' from diaries where created_by = \(owner) order by created_at desc limit 1",
+            "select register_invite_code(id) from diaries where created_by = \(owner) order by created_at desc limit 1",
         ])
         let row = try #require(results[0].first)
         return (try row.decode("id", as: UUID.self), try row.decode("invite_code", as: String.self))

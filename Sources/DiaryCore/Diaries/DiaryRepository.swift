@@ -96,7 +96,7 @@ package struct DiaryRepository: Sendable {
                 ])
                 guard let row = results[1].first else { throw DomainError.inconsistent("the new diary cannot be read back") }
                 return try Self.diary(from: row)
-            } catch let error as PostgresError where error.constraint == "diaries_invite_code_key" && attempt < 3 {
+            } catch let error as PostgresError where error.constraint == "invite_codes_pkey" && attempt < 3 {
                 attempt += 1
             }
         }
@@ -118,13 +118,15 @@ package struct DiaryRepository: Sendable {
         var attempt = 1
         while true {
             do {
-                let rows = try await scope.run(DiariesPolicy.update.guardedUpdate(
-                    set: "invite_code = generate_invite_code()", where: "diaries.id = \(id)", returning: "invite_code"
-                ))
+                let results = try await scope.run([
+                    DiariesPolicy.update.guardedUpdate(set: "invite_code = generate_invite_code()", where: "diaries.id = \(id)", returning: "invite_code"),
+                    "select register_invite_code(\(id))",
+                ])
+                let rows = results[0]
                 try PolicyTwin.requirePermitted(rows, missing: "no such diary", forbidden: "only the owner can change the invite code")
                 guard let code = try rows.first?.decode("invite_code", as: String?.self) else { throw DomainError.inconsistent("the new invite code cannot be read back") }
                 return code
-            } catch let error as PostgresError where error.constraint == "diaries_invite_code_key" && attempt < 3 {
+            } catch let error as PostgresError where error.constraint == "invite_codes_pkey" && attempt < 3 {
                 attempt += 1
             }
         }
@@ -134,7 +136,7 @@ package struct DiaryRepository: Sendable {
     package func join(inviteCode: String) async throws -> Diary {
         let results = try await scope.run([
             "select join_diary(\(inviteCode), (select app_user_id()))",
-            "\(Self.diaryColumns) where diaries.invite_code = normalize_invite_code(\(inviteCode)) and \(DiariesPolicy.select.using)",
+            "\(Self.diaryColumns) where diaries.id = invite_code_diary(\(inviteCode)) and \(DiariesPolicy.select.using)",
         ])
         guard let row = results[1].first else { throw DomainError.notFound("no such diary") }
         return try Self.diary(from: row)

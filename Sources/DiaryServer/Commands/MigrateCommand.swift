@@ -25,6 +25,9 @@ struct MigrateCommand: AsyncParsableCommand {
     @Flag(name: .customLong("dry-run"), help: "Print the migrations that would run, and change nothing.")
     var dryRun = false
 
+    @Flag(help: "On a Citus coordinator with its workers registered: then lay the schema out over the cluster, each diary on one shard (README, \"Scaling out on Citus\").")
+    var citus = false
+
     func run() async throws {
         let logger = AppLogger.make(label: "diary-server.migrate")
         let files: [MigrationFile]
@@ -48,8 +51,15 @@ struct MigrateCommand: AsyncParsableCommand {
                 }
                 if dryRun && !statuses.contains(where: { $0.state == .pending }) { print("nothing to apply") }
             } else {
+                let cluster = citus ? CitusSchema(pool: pool, logger: logger) : nil
+                try await cluster?.checkCluster()
                 let applied = try await migrator.migrate()
                 print(applied.isEmpty ? "database is up to date" : "applied \(applied.map(\.fileName).joined(separator: ", "))")
+                if let cluster {
+                    try await cluster.respellPolicies()
+                    let laidOut = try await cluster.apply()
+                    print(laidOut.isEmpty ? "the cluster's layout is up to date" : "laid out \(laidOut.joined(separator: ", "))")
+                }
             }
         }
     }

@@ -119,10 +119,16 @@ struct Migrator {
             let line = file.sql.prefix(position).split(separator: "\n", omittingEmptySubsequences: false).count
             text += " at line \(line)"
         }
-        text += ": \(error.message)"
+        return text + ": " + serverMessage(error) + "\nThe database is as it was before this file."
+    }
+
+    /// PostgreSQL's own words for a failed schema change: message, SQLSTATE, DETAIL and HINT.
+    /// Migrations and layouts bind no user data, so they are safe to show.
+    static func serverMessage(_ error: PostgresError) -> String {
+        var text = error.message
         if let state = error.sqlState { text += " (SQLSTATE \(state))" }
         if let detail = error.detail { text += "\nDETAIL: \(detail)" }
         if let hint = error.hint { text += "\nHINT: \(hint)" }
-        return text + "\nThe database is as it was before this file."
+        return text
     }
 }

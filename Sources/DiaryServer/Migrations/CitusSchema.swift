@@ -1,0 +1,152 @@
+import Foundation
+import Logging
+import PostgresClient
+
+/// `migrate --citus`: the migrated schema laid out on a Citus cluster, through its coordinator.
+///
+/// Each diary's rows live on one shard: `diaries` is distributed by id and every table keyed by
+/// diary_id by that column, co-located with it, so a diary's statements route to one worker.
+/// Tables that are not per diary stay whole: reference tables (a copy on every node) where
+/// they are read beside a diary's rows and written rarely, and tables on the coordinator
+/// (citus local tables) where most requests write them, so that a write commits on one node.
+/// Every step is skipped when already done, so a second run changes nothing.
+struct CitusSchema {
+    enum Placement: Equatable, Sendable {
+        /// Sharded by `column`, co-located with `diaries`.
+        case byDiary(column: String)
+        /// A copy on every node.
+        case reference
+        /// On the coordinator only.
+        case coordinator
+    }
+
+    /// Every table of the schema but `schema_migrations`, in the order they are laid out:
+    /// reference tables before the distributed tables whose foreign keys point at them, and
+    /// the coordinator's tables last, with everything their foreign keys reach.
+    static let placements: [(table: String, placement: Placement)] = [
+        ("users", .reference),
+        ("diaries", .byDiary(column: "id")),
+        ("diary_members", .byDiary(column: "diary_id")),
+        ("entries", .byDiary(column: "diary_id")),
+        ("entry_reads", .byDiary(column: "diary_id")),
+        ("entry_photos", .byDiary(column: "diary_id")),
+        ("change_log", .byDiary(column: "diary_id")),
+        ("invite_codes", .reference),
+        ("questions", .reference),
+        ("service_notices", .reference),
+        ("devices", .reference),
+        ("apple_tokens", .reference),
+        ("sessions", .coordinator),
+        ("refresh_tokens", .coordinator),
+        ("push_outbox", .coordinator),
+        ("reminder_schedule", .coordinator),
+        ("photo_uploads", .coordinator),
+        ("photo_upload_days", .coordinator),
+        ("photo_garbage", .coordinator),
+        ("export_days", .coordinator),
+        ("billing_events", .coordinator),
+        ("apple_notifications", .coordinator),
+        ("apple_revocations", .coordinator),
+        ("backup_runs", .coordinator),
+        ("change_log_horizon", .coordinator),
+    ]
+
+    enum Failure: Error, CustomStringConvertible {
+        case noExtension
+        case noWorkers
+
+        var description: String {
+            switch self {
+            case .noExtension:
+                "the citus extension is not installed in this database: as a superuser, CREATE EXTENSION citus here and on every worker, and register the workers (citus_add_node)"
+            case .noWorkers:
+                "no Citus worker is registered: add them with citus_add_node before migrate --citus"
+            }
+        }
+    }
+
+    let pool: PostgresPool
+    let logger: Logger
+
+    /// Refuses before anything changes when the database is not a Citus coordinator with workers.
+    func checkCluster() async throws {
+        let rows = try await pool.query("select exists (select from pg_extension where extname = 'citus') as citus")
+        guard try rows.first?.decode("citus", as: Bool.self) == true else { throw Failure.noExtension }
+        let workers = try await pool.query("select count(*)::int8 as n from pg_dist_node where groupid <> 0 and noderole = 'primary' and isactive")
+        guard try (workers.first?.decode("n", as: Int.self) ?? 0) > 0 else { throw Failure.noWorkers }
+    }
+
+    /// The policies' `(select app_user_id())`, which PostgreSQL evaluates once a statement,
+    /// respelled as the plain call: Citus refuses subqueries in the policies of distributed
+    /// tables. They pass the same rows; a single PostgreSQL keeps the cheaper spelling.
+    static func respelled(_ expression: String) -> String {
+        var text = expression
+        for function in ["app_user_id", "app_diary_ids", "app_visible_user_ids"] {
+            // pg_policies qualifies the name unless public is on the search path.
+            for spelling in ["public.\(function)", function] {
+                text = text.replacingOccurrences(of: "( SELECT \(spelling)() AS \(function))", with: "public.\(function)()")
+            }
+        }
+        return text
+    }
+
+    /// Respells every policy that holds one of those subqueries; returns how many.
+    @discardableResult
+    func respellPolicies() async throws -> Int {
+        let rows = try await pool.query("""
+            select policyname, tablename, qual, with_check from pg_policies
+            where schemaname = 'public' and (qual like '%( SELECT %app_%' or with_check like '%( SELECT %app_%')
+            """)
+        for row in rows {
+            let name = try row.decode("policyname", as: String.self), table = try row.decode("tablename", as: String.self)
+            // Names from the catalog, spelled as the migrations spell every policy and table.
+            guard Self.isPlainIdentifier(name), Self.isPlainIdentifier(table) else { preconditionFailure("unexpected name \(table).\(name)") }
+            var clauses: [String] = []
+            if let qual = try row.decode("qual", as: String?.self) { clauses.append("using (\(Self.respelled(qual)))") }
+            if let check = try row.decode("with_check", as: String?.self) { clauses.append("with check (\(Self.respelled(check)))") }
+            try await pool.query(PostgresQuery(unsafeSQL: "alter policy \(name) on public.\(table) \(clauses.joined(separator: " "))"))
+        }
+        if !rows.isEmpty { logger.info("migrate --citus: policies respelled without subqueries", metadata: ["count": "\(rows.count)"]) }
+        return rows.count
+    }
+
+    static func isPlainIdentifier(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.allSatisfy { (0x61...0x7a).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5f }
+    }
+
+    /// Lays out every table not laid out yet; returns the tables it changed.
+    @discardableResult
+    func apply() async throws -> [String] {
+        var changed: [String] = []
+        for (table, placement) in Self.placements where try await !isLaidOut(table) {
+            let statement: PostgresQuery = switch placement {
+            case .byDiary(let column) where table == "diaries":
+                "select create_distributed_table(\(table)::regclass, \(column))"
+            case .byDiary(let column):
+                "select create_distributed_table(\(table)::regclass, \(column), colocate_with => 'diaries')"
+            case .reference:
+                "select create_reference_table(\(table)::regclass)"
+            case .coordinator:
+                "select citus_add_local_table_to_metadata(\(table)::regclass, cascade_via_foreign_keys => true)"
+            }
+            do {
+                try await pool.withTransaction { connection in
+                    // Else a reference table turns every local table that points at it into a
+                    // coordinator table, which then can no longer be distributed by diary.
+                    try await connection.query("set local citus.enable_local_reference_table_foreign_keys = off")
+                    try await connection.query(statement)
+                }
+            } catch let error as PostgresError {
+                throw MigrationError(description: "laying out \(table) (\(placement)) failed: \(Migrator.serverMessage(error))")
+            }
+            logger.info("migrate --citus: laid out", metadata: ["table": "\(table)", "placement": "\(placement)"])
+            changed.append(table)
+        }
+        return changed
+    }
+
+    private func isLaidOut(_ table: String) async throws -> Bool {
+        let rows = try await pool.query("select exists (select from pg_dist_partition where logicalrelid = \(table)::regclass) as done")
+        return try rows.first?.decode("done", as: Bool.self) == true
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import PostgresClient
+import Testing
+import TestSupport
+@testable import DiaryServer
+
+/// What keeps the schema distributable by diary, checked on a single PostgreSQL from its
+/// catalog: CI has no Citus. `make test-citus` lays it out on a real cluster.
+@Suite("The schema, laid out for Citus")
+struct CitusSchemaTests {
+    @Test("the layout names every table once, and every key of a table sharded by diary holds its diary column")
+    func layoutCoversTheSchema() async throws {
+        try await MigratedTemplate.withDatabase { database in
+            let rows = try await TestDatabase.withPool(database, size: 1) { pool in
+                try await pool.query("""
+                    select c.relname as name,
+                        array(select pg_get_constraintdef(k.oid) from pg_constraint k where k.conrelid = c.oid and k.contype in ('p', 'u', 'x')
+                              order by 1) as keys
+                    from pg_class c where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p') and c.relname <> 'schema_migrations'
+                    """)
+            }
+            let tables = try Dictionary(uniqueKeysWithValues: rows.map { (try $0.decode("name", as: String.self), try $0.decodeAggregate("keys", as: String.self)) })
+            let laidOut = CitusSchema.placements.map(\.table)
+            #expect(Set(laidOut) == Set(tables.keys), "tables without a placement, or placements without a table")
+            #expect(Set(laidOut).count == laidOut.count)
+            for (table, placement) in CitusSchema.placements {
+                guard case .byDiary(let column) = placement else { continue }
+                for key in tables[table] ?? [] {
+                    let columns = key.drop { $0 != "(" }.prefix { $0 != ")" }.dropFirst().split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                    #expect(columns.contains(column), "\(table): \(key) lacks \(column); Citus refuses it")
+                }
+            }
+        }
+    }
+
+    @Test("every policy, respelled for Citus, holds no subquery, and a single PostgreSQL keeps the once-a-statement spelling")
+    func policiesRespelled() async throws {
+        try await MigratedTemplate.withDatabase { database in
+            let rows = try await TestDatabase.withPool(database, size: 1) { pool in
+                try await pool.query("select policyname, coalesce(qual, '') as qual, coalesce(with_check, '') as checked from pg_policies where schemaname = 'public'")
+            }
+            var respelled = 0
+            for row in rows {
+                let name = try row.decode("policyname", as: String.self)
+                for expression in [try row.decode("qual", as: String.self), try row.decode("checked", as: String.self)] {
+                    #expect(!CitusSchema.respelled(expression).uppercased().contains("SELECT"), "\(name): \(expression)")
+                    if CitusSchema.respelled(expression) != expression { respelled += 1 }
+                }
+            }
+            #expect(respelled > 0, "the schema's own spelling uses the subquery, which the respelling removes")
+        }
+    }
+
+    @Test("migrate --citus on a PostgreSQL without the citus extension refuses before it changes anything, and says why")
+    func refusedWithoutCitus() async throws {
+        try await TestDatabase.with { database in
+            let owner = try ServerProcess.url(of: database.as(TestDatabase.ownerRole))
+            let run = try await ServerProcess.runCommand(["migrate", "--citus", "--database-url", owner])
+            #expect(run.status == 1)
+            #expect(run.output.contains("the citus extension is not installed"), "\(run.output)")
+            let migrated = try await TestDatabase.withPool(database, size: 1) { pool in
+                try await pool.query("select to_regclass('public.schema_migrations') is not null as made").first?.decode("made", as: Bool.self)
+            }
+            #expect(migrated == false, "nothing is applied")
+        }
+    }
+}

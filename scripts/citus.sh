@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# A Citus cluster on this machine for `make test-citus`: a coordinator and two workers, each a
+# cluster of scripts/postgres.sh (.data/postgres-citus-*) with citus preloaded.
+#
+#   scripts/citus.sh available   exit 0 if the citus extension is installed for PostgreSQL 15
+#   scripts/citus.sh start       start the three, create the extension in each one's database,
+#                                and register the coordinator and the workers
+#   scripts/citus.sh stop        stop the three
+#   scripts/citus.sh env         the coordinator's variables, as `scripts/postgres.sh env` prints
+#
+# Citus is not among Debian's packages, and this project neither ships nor builds it: install
+# Citus Data's own packages for PostgreSQL 15 (README, "Scaling out on Citus").
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+nodes=(coordinator worker1 worker2)
+
+log() { echo "citus.sh: $*" >&2; }
+
+node() {
+    local name=$1
+    shift
+    DIARY_PG_CLUSTER="$root/.data/postgres-citus-$name" DIARY_PG_PRELOAD=citus "$root/scripts/postgres.sh" "$@"
+}
+
+node_psql() {
+    local name=$1
+    shift
+    (eval "$(node "$name" env)" && psql -X -q -At -v ON_ERROR_STOP=1 -U postgres -d diary "$@")
+}
+
+node_port() { cat "$root/.data/postgres-citus-$1/port"; }
+
+available() {
+    local sharedir
+    sharedir=$(/usr/lib/postgresql/15/bin/pg_config --sharedir 2>/dev/null) || return 1
+    [ -f "$sharedir/extension/citus.control" ]
+}
+
+start() {
+    if ! available; then
+        log "the citus extension is not installed for PostgreSQL 15; install Citus Data's packages"
+        exit 3
+    fi
+    local name
+    for name in "${nodes[@]}"; do
+        node "$name" start
+        node_psql "$name" -c "create extension if not exists citus"
+    done
+    node_psql coordinator -c "select citus_set_coordinator_host('127.0.0.1', $(node_port coordinator))" >/dev/null
+    for name in worker1 worker2; do
+        node_psql coordinator -c "select citus_add_node('127.0.0.1', $(node_port "$name"))
+            where not exists (select from pg_dist_node where nodeport = $(node_port "$name"))" >/dev/null
+    done
+    log "coordinator on $(node_port coordinator), workers on $(node_port worker1) and $(node_port worker2)"
+}
+
+stop() {
+    local name
+    for name in "${nodes[@]}"; do
+        [ -d "$root/.data/postgres-citus-$name" ] && node "$name" stop
+    done
+    return 0
+}
+
+case "${1:-}" in
+    available) available ;;
+    start) start ;;
+    stop) stop ;;
+    env) node coordinator env ;;
+    *) echo "usage: $0 available|start|stop|env" >&2; exit 2 ;;
+esac

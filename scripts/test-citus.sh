@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# make test-citus: the schema on a real Citus cluster (scripts/citus.sh), which CI cannot run.
+# Without the citus extension it says so and runs nothing. Otherwise, on a database made
+# afresh on every node: `migrate --citus`, then again (it must change nothing), then the
+# tests that need the cluster (CITUS_DATABASE_URL; `swift test --filter CitusClusterTests`).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+if ! scripts/citus.sh available; then
+    echo "test-citus: the citus extension is not installed for PostgreSQL 15 (Citus Data's packages); nothing run"
+    exit 0
+fi
+scripts/citus.sh start
+unset DATABASE_URL MIGRATION_DATABASE_URL TEST_DATABASE_URL PGHOST PGPORT
+eval "$(scripts/citus.sh env)"
+database=diary_citus_test
+for node in coordinator worker1 worker2; do
+    port=$(cat ".data/postgres-citus-$node/port")
+    psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres -d postgres \
+        -c "drop database if exists $database with (force)" -c "create database $database owner diary_owner"
+    psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres -d "$database" -c "create extension citus"
+done
+psql -X -q -v ON_ERROR_STOP=1 -U postgres -d "$database" -c "select citus_set_coordinator_host('127.0.0.1', $PGPORT)" >/dev/null
+for node in worker1 worker2; do
+    psql -X -q -v ON_ERROR_STOP=1 -U postgres -d "$database" -c "select citus_add_node('127.0.0.1', $(cat ".data/postgres-citus-$node/port"))" >/dev/null
+done
+
+swift build --product diary-server
+bin="$(swift build --show-bin-path)/diary-server"
+url="postgres://diary_owner@localhost:$PGPORT/$database?host=$PGHOST"
+"$bin" migrate --citus --database-url "$url"
+second=$("$bin" migrate --citus --database-url "$url")
+echo "$second"
+grep -q "database is up to date" <<< "$second" && grep -q "layout is up to date" <<< "$second" \
+    || { echo "test-citus: a second migrate --citus changed something" >&2; exit 1; }
+CITUS_DATABASE_URL="postgres://diary_app@localhost:$PGPORT/$database?host=$PGHOST" swift test --filter CitusClusterTests
