@@ -98,9 +98,9 @@ begin
         delete from apple_tokens t where t.user_id = account;
         result := 'sessions_revoked';
     elsif event_type = 'account-delete' then
-        perform set_config('app.user_id', account::text, true);
+        perform set_app_setting('app.user_id', account::text);
         perform delete_my_account();
-        perform set_config('app.user_id', '', true);
+        perform set_app_setting('app.user_id', '');
         result := 'account_deleted';
     elsif event_type = 'email-disabled' then
         update users u set email = null where u.id = account;
@@ -214,7 +214,7 @@ begin
     ) then
         raise exception 'session is not valid' using errcode = 'ZN401';
     end if;
-    perform set_config('app.user_id', caller::text, true);
+    perform set_app_setting('app.user_id', caller::text);
     perform refresh_app_diary_ids();
 end
 $$;
@@ -923,7 +923,7 @@ begin
     end if;
     insert into sessions (id, user_id) values (session, account);
     insert into refresh_tokens (token_hash, session_id, expires_at) values (refresh_token_hash, session, now() + lifetime);
-    perform set_config('app.user_id', account::text, true);
+    perform set_app_setting('app.user_id', account::text);
     perform refresh_app_diary_ids();
     return account;
 end
@@ -1214,12 +1214,12 @@ declare
     caller constant uuid := app_user_id();
 begin
     if caller is null then
-        perform set_config('app.diary_ids', '{}', true), set_config('app.visible_user_ids', '{}', true);
+        perform set_app_setting('app.diary_ids', '{}'), set_app_setting('app.visible_user_ids', '{}');
         return;
     end if;
     perform
-        set_config('app.diary_ids', array(select m.diary_id from diary_members m where m.user_id = caller)::text, true),
-        set_config('app.visible_user_ids', array(
+        set_app_setting('app.diary_ids', array(select m.diary_id from diary_members m where m.user_id = caller)::text),
+        set_app_setting('app.visible_user_ids', array(
             select caller
             union
             select co.user_id
@@ -1227,7 +1227,7 @@ begin
             join diaries d on d.id = mine.diary_id and d.type <> 'anonymous'
             join diary_members co on co.diary_id = mine.diary_id
             where mine.user_id = caller
-        )::text, true);
+        )::text);
 end
 $$;
 
@@ -1390,14 +1390,14 @@ begin
         update refresh_tokens t set rotated_at = now() where t.token_hash = presented;
         insert into refresh_tokens (token_hash, session_id, issued_at, expires_at)
         values (successor, owning_session.id, now(), now() + lifetime);
-        perform set_config('app.user_id', owning_session.user_id::text, true);
+        perform set_app_setting('app.user_id', owning_session.user_id::text);
         perform refresh_app_diary_ids();
         return query select 'rotated'::text, owning_session.id, owning_session.user_id, now();
         return;
     end if;
     select * into next_token from refresh_tokens t where t.token_hash = successor and t.session_id = owning_session.id;
     if token.rotated_at > now() - interval '10 seconds' and found and next_token.rotated_at is null then
-        perform set_config('app.user_id', owning_session.user_id::text, true);
+        perform set_app_setting('app.user_id', owning_session.user_id::text);
         perform refresh_app_diary_ids();
         return query select 'replayed'::text, owning_session.id, owning_session.user_id, next_token.issued_at;
         return;
@@ -1512,6 +1512,27 @@ begin
     return null;
 end
 $$;
+
+--
+-- Name: set_app_setting(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.set_app_setting(setting text, value text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $_$
+begin
+    if setting !~ '^app\.[a-z_]+$' then
+        raise exception 'not an app setting: %', setting using errcode = '22023';
+    end if;
+    if current_setting('citus.propagate_set_commands', true) is null then
+        perform set_config(setting, value, true);
+    else
+        set local citus.propagate_set_commands = 'local';
+        execute format('set local %s = %L', setting, value);
+    end if;
+end
+$_$;
 
 --
 -- Name: set_entry_photos(uuid, uuid, uuid[]); Type: FUNCTION; Schema: public; Owner: -
@@ -4040,6 +4061,12 @@ GRANT ALL ON FUNCTION public.run_reminders(now_at timestamp with time zone, max_
 --
 
 REVOKE ALL ON FUNCTION public.schedule_reminder() FROM PUBLIC;
+
+--
+-- Name: FUNCTION set_app_setting(setting text, value text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.set_app_setting(setting text, value text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION set_entry_photos(diary uuid, entry uuid, photos uuid[]); Type: ACL; Schema: public; Owner: -
