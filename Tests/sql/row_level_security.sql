@@ -20,6 +20,8 @@ insert into sessions (id, user_id) values
 insert into diaries (id, name, type, created_by) values
     ('aaaaaaaa-d1a2-0000-0000-000000000001', 'A の日記', 'couple', 'aaaaaaaa-0000-0000-0000-000000000001'),
     ('bbbbbbbb-d1a2-0000-0000-000000000002', 'B の日記', 'couple', 'bbbbbbbb-0000-0000-0000-000000000002');
+-- Codes are joinable once registered, as create_diary does (0018).
+select register_invite_code(id) from diaries;
 insert into diary_members (diary_id, user_id, role) values
     ('aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-0000-0000-0000-000000000001', 'owner'),
     ('bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-0000-0000-0000-000000000002', 'owner');
