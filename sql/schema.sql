@@ -666,11 +666,16 @@ $$;
 --
 
 CREATE FUNCTION public.invite_code_diary(code text) RETURNS uuid
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
-    select d.id from invite_codes c join diaries d on d.id = c.diary_id and d.invite_code = c.code
-    where c.code = normalize_invite_code(invite_code_diary.code)
+declare
+    normalized constant text := normalize_invite_code(invite_code_diary.code);
+    named uuid;
+begin
+    select c.diary_id into named from invite_codes c where c.code = normalized;
+    return (select d.id from diaries d where d.id = named and d.invite_code = normalized);
+end
 $$;
 
 --
@@ -678,10 +683,12 @@ $$;
 --
 
 CREATE FUNCTION public.is_diary_member(diary uuid) RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
-    select exists (select 1 from diary_members m where m.diary_id = diary and m.user_id = (select app_user_id()))
+begin
+    return exists (select 1 from diary_members m where m.diary_id = diary and m.user_id = app_user_id());
+end
 $$;
 
 --
@@ -689,10 +696,12 @@ $$;
 --
 
 CREATE FUNCTION public.is_diary_owner(diary uuid) RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
-    select exists (select 1 from diary_members m where m.diary_id = diary and m.user_id = (select app_user_id()) and m.role = 'owner')
+begin
+    return exists (select 1 from diary_members m where m.diary_id = diary and m.user_id = app_user_id() and m.role = 'owner');
+end
 $$;
 
 --
@@ -934,13 +943,15 @@ $$;
 --
 
 CREATE FUNCTION public.photo_file(photo_id uuid) RETURNS TABLE(content_hash text, content_type text, bytes integer)
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
-    select p.content_hash, p.content_type, p.bytes from entry_photos p where p.id = photo_id
-    union all
-    select u.content_hash, u.content_type, u.bytes from photo_uploads u where u.id = photo_id
-    limit 1
+begin
+    return query select p.content_hash, p.content_type, p.bytes from entry_photos p where p.id = photo_id limit 1;
+    if not found then
+        return query select u.content_hash, u.content_type, u.bytes from photo_uploads u where u.id = photo_id limit 1;
+    end if;
+end
 $$;
 
 --
@@ -1022,17 +1033,26 @@ $$;
 --
 
 CREATE FUNCTION public.push_author_name(in_diary uuid, author uuid) RETURNS text
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
-    select case when d.type = 'anonymous'
-        then '匿名' || (select count(*) from diary_members o
-                      where o.diary_id = m.diary_id and (o.joined_at, o.alias_id) <= (m.joined_at, m.alias_id))
-        else u.display_name end
-    from diaries d
-    join diary_members m on m.diary_id = d.id and m.user_id = author
-    join users u on u.id = author
-    where d.id = in_diary
+declare
+    diary_type text;
+    joined timestamptz;
+    alias uuid;
+begin
+    select d.type, m.joined_at, m.alias_id into diary_type, joined, alias
+    from diaries d join diary_members m on m.diary_id = d.id and m.user_id = author
+    where d.id = in_diary;
+    if not found then
+        return null;
+    end if;
+    if diary_type = 'anonymous' then
+        return '匿名' || (select count(*) from diary_members o
+                         where o.diary_id = in_diary and (o.joined_at, o.alias_id) <= (joined, alias));
+    end if;
+    return (select u.display_name from users u where u.id = author);
+end
 $$;
 
 --
@@ -1649,21 +1669,30 @@ $$;
 --
 
 CREATE FUNCTION public.user_plan(user_id uuid) RETURNS text
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
-    select case
-        when u.premium_expires_at > now() then case when u.premium_couple then 'couple' else 'premium' end
-        when exists (
-            select 1 from diary_members me
-            join diaries d on d.id = me.diary_id and d.type = 'couple'
-            join diary_members partner on partner.diary_id = me.diary_id and partner.user_id <> me.user_id
-            join users p on p.id = partner.user_id
-            where me.user_id = u.id and p.premium_couple and p.premium_expires_at > now()
-        ) then 'couple'
-        else 'free'
-    end
-    from users u where u.id = user_plan.user_id
+declare
+    account users%rowtype;
+begin
+    select * into account from users u where u.id = user_plan.user_id;
+    if not found then
+        return null;
+    end if;
+    if account.premium_expires_at > now() then
+        return case when account.premium_couple then 'couple' else 'premium' end;
+    end if;
+    if exists (
+        select 1 from diary_members me
+        join diaries d on d.id = me.diary_id and d.type = 'couple'
+        join diary_members partner on partner.diary_id = me.diary_id and partner.user_id <> me.user_id
+        join users p on p.id = partner.user_id
+        where me.user_id = account.id and p.premium_couple and p.premium_expires_at > now()
+    ) then
+        return 'couple';
+    end if;
+    return 'free';
+end
 $$;
 
 SET default_tablespace = '';
