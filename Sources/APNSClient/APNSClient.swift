@@ -24,7 +24,7 @@ public final class APNSClient: Sendable {
         }
         var http = HTTPClient.Configuration(tlsConfiguration: tls)
         http.httpVersion = .automatic
-        http.timeout = .init(connect: .seconds(5), read: .seconds(Int64(configuration.requestTimeout.components.seconds)))
+        http.timeout = .init(connect: .seconds(5), read: TimeAmount(configuration.requestTimeout))
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
         do {
             try self.init(configuration: configuration, http: client, ownsHTTP: true, logger: logger)
@@ -77,7 +77,7 @@ public final class APNSClient: Sendable {
         request.headers.add(name: "content-type", value: "application/json")
         request.body = .bytes(ByteBuffer(bytes: notification.payload))
         do {
-            let response = try await http.execute(request, timeout: .seconds(Int64(configuration.requestTimeout.components.seconds)))
+            let response = try await http.execute(request, timeout: TimeAmount(configuration.requestTimeout))
             let body = try await response.body.collect(upTo: 64 * 1024)
             if response.status == .ok { return .delivered }
             let reason = (try? JSONDecoder().decode(Refusal.self, from: body))?.reason ?? "HTTP \(response.status.code)"

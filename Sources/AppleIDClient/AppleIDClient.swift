@@ -23,7 +23,7 @@ public final class AppleIDClient: Sendable {
         self.credentials = credentials
         clientSecret = try credentials.map { try AppleClientSecret(credentials: $0) }
         self.http = http
-        self.requestTimeout = .seconds(Int64(requestTimeout.components.seconds))
+        self.requestTimeout = TimeAmount(requestTimeout)
     }
 
     /// Tokens are small; a larger answer is not Apple's.
@@ -44,7 +44,7 @@ public final class AppleIDClient: Sendable {
     /// Apple's JWKS (`GET {APPLE_AUTH_URL}/auth/keys`, unless a key set is named elsewhere), as bytes.
     public static func keys(at url: URL, using http: HTTPClient, timeout: Duration = .seconds(5)) async throws -> Data {
         let request = HTTPClientRequest(url: url.absoluteString)
-        let response = try await http.execute(request, timeout: .seconds(Int64(timeout.components.seconds)))
+        let response = try await http.execute(request, timeout: TimeAmount(timeout))
         let body = try await response.body.collect(upTo: Self.maximumResponseBytes)
         guard response.status == .ok else { throw Failure(description: "Apple's keys answered HTTP \(response.status.code)") }
         return Data(buffer: body)

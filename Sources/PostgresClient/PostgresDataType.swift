@@ -14,6 +14,7 @@ public struct PostgresDataType: Sendable, Hashable, CustomStringConvertible {
     public static let textArray = PostgresDataType(oid: 1009)
     public static let timestamptz = PostgresDataType(oid: 1184)
     public static let timestamptzArray = PostgresDataType(oid: 1185)
+    public static let interval = PostgresDataType(oid: 1186)
     public static let uuid = PostgresDataType(oid: 2950)
     public static let uuidArray = PostgresDataType(oid: 2951)
     public static let jsonb = PostgresDataType(oid: 3802)

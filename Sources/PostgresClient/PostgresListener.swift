@@ -17,23 +17,30 @@ public struct PostgresNotification: Sendable, Equatable {
 /// connection drops, it reconnects with backoff and listens again; notifications
 /// sent while it was away are lost, as PostgreSQL does not queue them.
 public enum PostgresListener {
+    /// 100 ms after a failure, doubling to 5 s while failures follow each other; a connection
+    /// that listened starts over.
+    public static let reconnection = Backoff(base: .milliseconds(100), cap: .seconds(5))
+
     public static func notifications(
         configuration: PostgresConfiguration,
         channels: [String],
-        logger: Logger
+        logger: Logger,
+        backoff: Backoff = reconnection
     ) -> AsyncStream<PostgresNotification> {
         let (stream, continuation) = AsyncStream.makeStream(of: PostgresNotification.self, bufferingPolicy: .bufferingNewest(10_000))
         let stopped = NIOLockedValueBox(false)
         continuation.onTermination = { _ in stopped.withLockedValue { $0 = true } }
         let thread = Thread {
-            var backoff: UInt32 = 100_000
+            var attempts = Backoff.Attempts(backoff)
             while !stopped.withLockedValue({ $0 }) {
                 do {
-                    try listen(configuration: configuration, channels: channels, stopped: stopped, continuation: continuation)
+                    try listen(configuration: configuration, channels: channels, stopped: stopped, continuation: continuation) {
+                        attempts.succeeded()
+                    }
                 } catch {
-                    logger.warning("postgres listener reconnecting", metadata: ["error": "\(error)"])
-                    usleep(backoff)
-                    backoff = min(backoff * 2, 5_000_000)
+                    let delay = attempts.failed()
+                    logger.warning("postgres listener reconnecting", metadata: ["error": "\(error)", "retryIn": "\(delay)"])
+                    usleep(UInt32(clamping: delay.microseconds))
                 }
             }
         }
@@ -46,7 +53,8 @@ public enum PostgresListener {
         configuration: PostgresConfiguration,
         channels: [String],
         stopped: NIOLockedValueBox<Bool>,
-        continuation: AsyncStream<PostgresNotification>.Continuation
+        continuation: AsyncStream<PostgresNotification>.Continuation,
+        listening: () -> Void
     ) throws {
         let pairs = configuration.keywords
         guard let handle = withCStringArray(pairs.map(\.0) + [nil], { keywords in
@@ -73,6 +81,7 @@ public enum PostgresListener {
                 throw LibPQConnection.error(from: result, connection: handle)
             }
         }
+        listening()
         while !stopped.withLockedValue({ $0 }) {
             var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
             let ready = poll(&descriptor, 1, 200)

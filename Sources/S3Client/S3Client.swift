@@ -17,7 +17,7 @@ public struct S3Client: Sendable {
         self.configuration = configuration
         self.http = http
         self.signer = SigV4Signer(credentials: configuration.credentials, region: configuration.region)
-        self.timeout = .seconds(Int64(timeout.components.seconds))
+        self.timeout = TimeAmount(timeout)
     }
 
     public struct Object: Sendable, Equatable {

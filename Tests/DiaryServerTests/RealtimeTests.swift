@@ -176,7 +176,7 @@ struct RealtimeTests {
             let posted = try await api.post("届いた?", in: diary.id, token: alice.accessToken).decode(Entry.self)
             // The feed starts once no transaction in the cluster is older than the entry, so
             // that its first position is past it, as on a quiet machine a second later.
-            try await waitUntil(.seconds(60)) {
+            try await waitUntil(within: .seconds(60)) {
                 try await api.asSuperuser("""
                     select 1 from change_log where entry_id = \(posted.id) and xact < pg_snapshot_xmin(pg_current_snapshot())
                     """).count == 1

@@ -34,13 +34,12 @@ struct AdvisoryGate: Sendable {
     }
 }
 
-/// Polls `condition` for up to 20 s, recording an issue if it never holds. It does not
-/// throw, so a test goes on to open its gate rather than hang on a query held there.
+/// TestSupport's `waitUntil` for up to 20 s, recording an issue instead of throwing, so a
+/// test goes on to open its gate rather than hang on a query held there.
 func waitUntil(_ what: String, _ condition: () async -> Bool) async {
-    let deadline = ContinuousClock.now + .seconds(20)
-    while ContinuousClock.now < deadline {
-        if await condition() { return }
-        try? await Task.sleep(for: .milliseconds(10))
+    do {
+        try await TestSupport.waitUntil(what, within: .seconds(20), condition)
+    } catch {
+        Issue.record("\(error)")
     }
-    Issue.record("never happened: \(what)")
 }

@@ -215,4 +215,31 @@ struct TransactionAndPoolTests {
             }
         }
     }
+
+    /// Fixed: the delay used to double on every reconnect for the life of the process, so a
+    /// listener that lost its connection now and then was soon 5 s late each time.
+    @Test("a listener that reconnected and listened waits the backoff's base after its next failure, not a doubled delay")
+    func listenerBackoffStartsOver() async throws {
+        try await TestDatabase.with { configuration in
+            let recorder = LogRecorder()
+            let notifications = PostgresListener.notifications(configuration: configuration, channels: ["diary_events"], logger: recorder.logger())
+            defer { _ = notifications }
+            try await TestDatabase.withAdminPool { admin in
+                func listeningBackend() async throws -> Int32? {
+                    try await admin.query("""
+                        select pid from pg_stat_activity where datname = \(configuration.database!) and query ilike 'listen%'
+                        """).first?.decode("pid", as: Int32.self)
+                }
+                var backend = try await waitForValue("the listener listens") { try await listeningBackend() }
+                for _ in 0..<3 {
+                    try await admin.query("select pg_terminate_backend(\(backend))")
+                    let previous = backend
+                    backend = try await waitForValue("the listener listens again") { try await listeningBackend().flatMap { $0 == previous ? nil : $0 } }
+                }
+            }
+            let delays = recorder.all.filter { $0.message == "postgres listener reconnecting" }.compactMap { $0.metadata["retryIn"] }
+            #expect(delays == Array(repeating: "\(PostgresListener.reconnection.base)", count: 3), "\(delays)")
+        }
+    }
 }
+

@@ -21,9 +21,9 @@ package final class AppleTokenRevoker: Sendable {
         /// A claimed row is due again after this, should its server die mid-request.
         package var lease: Duration = .seconds(120)
         package var pollInterval: Duration = .seconds(30)
-        /// Retries wait base × 2^(attempt−1), with jitter, up to the cap.
-        package var backoffBase: Duration = .seconds(30)
-        package var backoffCap: Duration = .seconds(6 * 3600)
+        /// Retries wait 30 s × 2^(attempt−1) up to 6 hours, and up to a fifth more, so that a
+        /// queue that failed together does not retry together.
+        package var backoff = Backoff(base: .seconds(30), cap: .seconds(6 * 3600), jitter: 1.0...1.2)
         package var gaugeInterval: Duration = .seconds(15)
         package init() {}
     }
@@ -93,7 +93,7 @@ package final class AppleTokenRevoker: Sendable {
     private func claim() async throws -> [Claimed] {
         let rows = try await pool.query("""
             select token_id, client_id, sealed, attempts
-            from claim_apple_revocations(\(options.batchSize)::integer, make_interval(secs => \(Double(options.lease.components.seconds))))
+            from claim_apple_revocations(\(options.batchSize)::integer, \(options.lease))
             """)
         return try rows.map { row in
             Claimed(
@@ -126,7 +126,7 @@ package final class AppleTokenRevoker: Sendable {
 
     private func settle(_ row: Claimed, _ outcome: Outcome) async throws {
         let tokenID = row.sealed.sealed.tokenID
-        let delay = backoff(attempt: row.attempts)
+        let delay = options.backoff.delay(attempt: row.attempts)
         let name: String, error: String
         switch outcome {
         case .revoked: (name, error) = ("revoked", "")
@@ -152,15 +152,6 @@ package final class AppleTokenRevoker: Sendable {
             logger.notice("apple: revocation will be retried", metadata: ["token": "\(tokenID)", "attempt": "\(row.attempts)", "in": "\(delay)", "error": "\(why)"])
         }
         Counter(label: "apple_revocations_total", dimensions: [("result", result)]).increment()
-    }
-
-    /// base × 2^(attempt−1), capped, with up to a fifth more of jitter so that a queue that
-    /// failed together does not retry together.
-    func backoff(attempt: Int) -> Duration {
-        let exponent = min(max(attempt - 1, 0), 20)
-        let raw = options.backoffBase * (1 << exponent)
-        let capped = min(raw, options.backoffCap)
-        return capped + capped * Double.random(in: 0...0.2)
     }
 
     private func recordGauges() async {

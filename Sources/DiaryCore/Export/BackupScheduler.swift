@@ -111,7 +111,7 @@ package final class BackupScheduler: Sendable {
             let layout = BackupLayout(root: directory)
             return (layout, layout.completeBackups().last.flatMap { Self.createdAt(of: layout.folder($0)) })
         }
-        if let newest, now.timeIntervalSince(newest) < Double(options.interval.components.seconds) {
+        if let newest, now.timeIntervalSince(newest) < options.interval.totalSeconds {
             return .notDue
         }
         logger.info("backup starting", metadata: ["directory": "\(options.directory)"])
@@ -119,7 +119,7 @@ package final class BackupScheduler: Sendable {
         let result = try await runner.backup(into: options.directory)
         let duration = ContinuousClock.now - started
         logger.info("backup made", metadata: [
-            "folder": "\(result.folder)", "seconds": "\(Self.seconds(duration))", "dumpBytes": "\(result.manifest.database.bytes)",
+            "folder": "\(result.folder)", "seconds": "\(duration.totalSeconds)", "dumpBytes": "\(result.manifest.database.bytes)",
             "entries": "\(result.manifest.entries.count)", "photosCopied": "\(result.photosCopied)",
             "photoBytesCopied": "\(result.bytesCopied)", "photosAlreadyThere": "\(result.photosPresent)",
         ])
@@ -145,7 +145,7 @@ package final class BackupScheduler: Sendable {
             logger.info("backups pruned", metadata: ["backups": "\(pruned.backups)", "photos": "\(pruned.photos)", "kept": "\(options.keep)"])
         }
         let total = ContinuousClock.now - started
-        Timer(label: "backup_duration_seconds", dimensions: [], preferredDisplayUnit: .seconds).recordSeconds(Self.seconds(total))
+        Timer(label: "backup_duration_seconds", dimensions: [], preferredDisplayUnit: .seconds).recordSeconds(total.totalSeconds)
         if healthy {
             Gauge(label: "backup_last_success_timestamp_seconds", dimensions: []).record(Date().timeIntervalSince1970)
         } else {
@@ -194,7 +194,4 @@ package final class BackupScheduler: Sendable {
         return try? BackupManifest.decode(data).createdAt
     }
 
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
 }

@@ -88,12 +88,12 @@ package final class PhotoSweeper: Sendable {
 
     /// Expires unattached uploads, collects, then removes files no row names.
     package func sweep(at now: Date = Date()) async throws {
-        let expired = try await pool.query("select expire_photo_uploads(\(Self.seconds(options.unattachedLifetime))::interval) as expired")
+        let expired = try await pool.query("select expire_photo_uploads(\(options.unattachedLifetime)) as expired")
         let expiredCount = try expired.first?.decode("expired", as: Int.self) ?? 0
         if expiredCount > 0 { logger.info("photos: deleted uploads never attached", metadata: ["uploads": "\(expiredCount)"]) }
         try await collect()
         var orphans = 0
-        try await store.forEachObject(writtenBefore: now.addingTimeInterval(-Double(options.orphanGrace.components.seconds))) { page in
+        try await store.forEachObject(writtenBefore: now.addingTimeInterval(-options.orphanGrace.totalSeconds)) { page in
             orphans += try await pool.withTransaction { connection in
                 let hashes = try await connection.query("select unnamed_photo_files(\(page)) as hash").map { try $0.decode("hash", as: String.self) }
                 for hash in hashes { try await store.remove(hash) }
@@ -106,9 +106,6 @@ package final class PhotoSweeper: Sendable {
         }
     }
 
-    static func seconds(_ duration: Duration) -> String {
-        "\(duration.components.seconds) seconds"
-    }
 
     private func logged(_ what: String, _ body: () async throws -> Void) async {
         do {

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 package import Foundation
 package import Logging
 import Metrics
+import PostgresClient
 package import NIOCore
 package import S3Client
 
@@ -118,8 +119,3 @@ package struct S3PhotoStore: PhotoStore {
     }
 }
 
-extension Duration {
-    var nanoseconds: Int64 {
-        components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
-    }
-}

@@ -22,10 +22,9 @@ package final class PushDelivery: Sendable {
         /// than a request may take.
         package var lease: Duration = .seconds(30)
         package var pollInterval: Duration = .seconds(1)
-        /// Retries wait base × 2^(attempt−1), with jitter, up to the cap, or longer if Apple
-        /// says so (Retry-After).
-        package var backoffBase: Duration = .seconds(1)
-        package var backoffCap: Duration = .seconds(600)
+        /// Retries wait 1 s × 2^(attempt−1) up to 10 minutes, a random half to all of it, or
+        /// longer if Apple says so (Retry-After).
+        package var backoff = Backoff(base: .seconds(1), cap: .seconds(600), jitter: 0.5...1.0)
         /// Rows held back by a configuration error (a refused provider token) are tried again after this.
         package var configurationHold: Duration = .seconds(60)
         package var gaugeInterval: Duration = .seconds(5)
@@ -109,7 +108,7 @@ package final class PushDelivery: Sendable {
     private func claim() async throws -> [Claimed] {
         let rows = try await pool.query("""
             select id, device_token, environment, payload::text as payload, created_at, attempts
-            from claim_push_batch(\(options.batchSize)::integer, make_interval(secs => \(Double(options.lease.components.seconds))))
+            from claim_push_batch(\(options.batchSize)::integer, \(options.lease))
             """)
         return try rows.map { row in
             Claimed(
@@ -120,7 +119,7 @@ package final class PushDelivery: Sendable {
     }
 
     private func send(_ batch: [Claimed], with client: APNSClient) async -> [(Claimed, PushOutcome)] {
-        let expiration = Date().addingTimeInterval(Double(options.expiration.components.seconds))
+        let expiration = Date().addingTimeInterval(options.expiration.totalSeconds)
         return await withTaskGroup(of: (Claimed, PushOutcome).self) { group in
             for row in batch {
                 group.addTask {
@@ -167,10 +166,13 @@ package final class PushDelivery: Sendable {
                 return
             } catch where attempt < 3 && !Task.isCancelled {
                 logger.notice("push: settling a batch failed; trying again", metadata: ["error": "\(error)", "attempt": "\(attempt)"])
-                try await Task.sleep(for: .milliseconds(250 * attempt))
+                try await Task.sleep(for: Self.settleRetry.delay(attempt: attempt))
             }
         }
     }
+
+    /// Settling again: 250 ms, then 500 ms.
+    static let settleRetry = Backoff(base: .milliseconds(250), cap: .milliseconds(500))
 
     private func recordGauges() async {
         do {

@@ -1,4 +1,5 @@
 import APNSClient
+import PostgresClient
 
 /// What Apple's answer means for one outbox row.
 enum PushOutcome: Sendable, Equatable {
@@ -22,12 +23,12 @@ enum PushOutcome: Sendable, Equatable {
         case .delivered:
             self = .sent
         case .failed(let error):
-            self = .retry(after: Self.backoff(attempts: attempts, options: options), reason: error)
+            self = .retry(after: options.backoff.delay(attempt: attempts), reason: error)
         case .refused(let status, let reason, let retryAfter):
             if status == 410 || (status == 400 && Self.unregisteredReasons.contains(reason)) {
                 self = .unregistered(reason: reason)
             } else if status == 429 || status >= 500 {
-                let backoff = Self.backoff(attempts: attempts, options: options)
+                let backoff = options.backoff.delay(attempt: attempts)
                 self = .retry(after: max(backoff, retryAfter ?? .zero), reason: "\(status) \(reason)")
             } else if status == 403 || Self.configurationReasons.contains(reason) {
                 self = .hold(reason: "\(status) \(reason)")
@@ -35,14 +36,6 @@ enum PushOutcome: Sendable, Equatable {
                 self = .dead(reason: "\(status) \(reason)")
             }
         }
-    }
-
-    /// base × 2^(attempts−1), capped, then a random half to all of it, so that servers
-    /// that failed together do not retry together.
-    static func backoff(attempts: Int, options: PushDelivery.Options) -> Duration {
-        let exponential = options.backoffBase * (1 << min(max(attempts - 1, 0), 30))
-        let capped = min(exponential, options.backoffCap)
-        return capped * Double.random(in: 0.5...1.0)
     }
 
     /// The outcome as finish_push_batch and push_sent_total name it.

@@ -168,7 +168,7 @@ package final class ChangeFeed: Sendable {
             var total = 0
             while !Task.isCancelled {
                 let rows = try await pool.query(
-                    "select prune_change_log(make_interval(secs => \(Double(options.retention.components.seconds))), 10000::integer) as removed")
+                    "select prune_change_log(\(options.retention), 10000::integer) as removed")
                 let removed = try rows.first?.decode("removed", as: Int.self) ?? 0
                 total += removed
                 if removed < 10000 { break }

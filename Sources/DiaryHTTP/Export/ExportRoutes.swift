@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import Logging
 import Metrics
+import PostgresClient
 
 /// The Data Safety Center's routes: a diary's export, the caller's own (APPI disclosure),
 /// and the backups' state. Exports are free for every member and stream as they are built.
@@ -81,7 +82,7 @@ struct ExportRoutes {
             withExtendedLifetime(ticket) {}
             let elapsed = ContinuousClock.now - started
             Counter(label: "exports_total", dimensions: [("kind", kind), ("result", "ok")]).increment()
-            Timer(label: "export_duration_seconds", dimensions: [("kind", kind)]).recordSeconds(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            Timer(label: "export_duration_seconds", dimensions: [("kind", kind)]).recordSeconds(elapsed.totalSeconds)
             logger.info("export sent", metadata: ["kind": "\(kind)", "bytes": "\(sent)", "seconds": "\(elapsed)"])
         })
     }

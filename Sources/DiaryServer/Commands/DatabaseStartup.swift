@@ -4,14 +4,17 @@ import PostgresClient
 
 /// Start-up's first contact with the database.
 enum DatabaseStartup {
+    /// 250 ms after the first failure, doubling to 5 s.
+    static let backoff = Backoff(base: .milliseconds(250), cap: .seconds(5))
+
     /// Retries `select 1` with exponential backoff until it succeeds or `limit` passes,
     /// logging each failure, so a server started alongside its database waits for it.
     static func waitUntilReachable(_ pool: PostgresPool, limit: Duration, logger: Logger) async throws {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: limit)
-        var delay = Duration.milliseconds(250)
         var attempt = 1
         while true {
+            let delay = backoff.delay(attempt: attempt)
             do {
                 try await pool.query("select 1")
                 if attempt > 1 { logger.info("database reachable", metadata: ["attempts": "\(attempt)"]) }
@@ -24,7 +27,6 @@ enum DatabaseStartup {
                     "target": "\(pool.configuration)", "attempt": "\(attempt)", "retryIn": "\(delay)", "reason": "\(error.message)",
                 ])
                 try await Task.sleep(for: delay)
-                delay = min(delay * 2, .seconds(5))
                 attempt += 1
             }
         }

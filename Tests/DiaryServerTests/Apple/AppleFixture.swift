@@ -29,8 +29,7 @@ struct AppleFixture: Sendable {
             credentials: AppleIDCredentials(teamID: teamID, clientID: AppleTestKeys.audience, keyID: keyID, privateKeyPEM: key.pemRepresentation),
             caFile: standIn.caFile)
         apple.revocations.pollInterval = .milliseconds(200)
-        apple.revocations.backoffBase = .milliseconds(200)
-        apple.revocations.backoffCap = .milliseconds(500)
+        apple.revocations.backoff = Backoff(base: .milliseconds(200), cap: .milliseconds(500), jitter: 1.0...1.2)
         do {
             // Apple's keys come from the stand-in too, through the shared HTTP client.
             try await APIHarness.run(testing: testing, apple: apple, jwksURL: standIn.endpoint.appendingPathComponent("auth/keys")) { api in

@@ -3,6 +3,7 @@ import DiaryModels
 import Foundation
 import Hummingbird
 import Testing
+import TestSupport
 @testable import DiaryCore
 @testable import DiaryHTTP
 

@@ -170,7 +170,7 @@ struct EntryPhotoTests {
                     return entry
                 }.first
             }
-            try await waitUntil(.seconds(30)) { try await created() != nil }
+            try await waitUntil(within: .seconds(30)) { try await created() != nil }
             let changed = try #require(try await created())
             #expect(try await api.fetch(try #require(changed.photos.first?.url)).status == .ok)
             let changes = try await api.call(.get, "/v1/diaries/\(couple.diary.id)/changes?since=\(cursor)", token: carol.accessToken)

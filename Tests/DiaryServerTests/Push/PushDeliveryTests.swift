@@ -233,11 +233,3 @@ struct PushDeliveryTests {
     }
 }
 
-/// Polls `condition` until it holds, for up to `limit`.
-func waitUntil(_ limit: Duration = .seconds(10), _ condition: @Sendable () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + limit
-    while try await !condition() {
-        guard ContinuousClock.now < deadline else { throw HarnessError("the condition did not hold within \(limit)") }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-}

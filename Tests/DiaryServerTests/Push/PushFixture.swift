@@ -42,8 +42,7 @@ struct PushFixture: Sendable {
     static var quickOptions: PushDelivery.Options {
         var options = PushDelivery.Options()
         options.pollInterval = .milliseconds(100)
-        options.backoffBase = .milliseconds(200)
-        options.backoffCap = .seconds(2)
+        options.backoff = Backoff(base: .milliseconds(200), cap: .seconds(2), jitter: 0.5...1.0)
         options.configurationHold = .milliseconds(300)
         options.lease = .seconds(5)
         return options

@@ -65,7 +65,7 @@ struct PushProcessTests {
                 // Posts go through both servers, so both wake and claim.
                 let expected = try await Self.burst(first, posting: [first, second], http, members: 4, devicesEach: 5, entries: 10)
                 _ = try await push.standIn.waitForRequests(count: expected, timeout: .seconds(60))
-                try await waitUntil(.seconds(20)) { try await Self.outboxIsEmpty(database) }
+                try await waitUntil(within: .seconds(20)) { try await Self.outboxIsEmpty(database) }
                 try await Task.sleep(for: .seconds(1))
                 #expect(push.standIn.requests.count == expected)
                 #expect(Self.duplicates(push.standIn.requests) == 0)
@@ -108,7 +108,7 @@ struct PushProcessTests {
                 let restarted = try ServerProcess(database: database.as(TestDatabase.appRole), dataDirectory: shared, environment: environment)
                 defer { restarted.kill() }
                 try await restarted.waitUntilHealthy(http)
-                try await waitUntil(.seconds(60)) { try await Self.outboxIsEmpty(database) }
+                try await waitUntil(within: .seconds(60)) { try await Self.outboxIsEmpty(database) }
                 let requests = push.standIn.requests
                 let delivered = Set(requests.map { "\($0.deviceToken) \($0.payload["entryId"] as? String ?? "")" })
                 #expect(delivered.count == expected, "every notification arrived")

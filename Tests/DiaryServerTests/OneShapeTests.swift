@@ -1,0 +1,38 @@
+import Foundation
+import Testing
+
+/// Recurring things that have one shape, held so that a second one fails here rather than
+/// creep back: retry delays come from `Backoff`, and a Duration is taken apart, or handed to
+/// SQL, only by the helpers in PostgresClient's Duration+Postgres.swift.
+@Suite("One shape for each recurring thing")
+struct OneShapeTests {
+    /// Lines of the server's targets that match `pattern`, outside `exempt` files.
+    static func lines<Output>(matching pattern: Regex<Output>, in targets: [String], except exempt: Set<String>) throws -> [String] {
+        try targets.flatMap { target in
+            let folder = LayeringTests.sources.appendingPathComponent(target)
+            let files = FileManager.default.enumerator(atPath: folder.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") } ?? []
+            return try files.filter { !exempt.contains("\(target)/\($0)") }.flatMap { file in
+                try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8).split(separator: "\n").enumerated()
+                    .filter { $0.element.contains(pattern) }.map { "\(target)/\(file):\($0.offset + 1): \($0.element.trimmingCharacters(in: .whitespaces))" }
+            }
+        }
+    }
+
+    static let layers = ["PostgresClient", "DiaryCore", "DiaryHTTP", "DiaryServer"]
+
+    @Test("a retry delay is computed only by Backoff: no doubling, shifting or sleeping by hand")
+    func oneBackoff() throws {
+        let found = try Self.lines(
+            matching: /\* \(1 <<|(delay|backoff|wait)\w* \* 2\b|usleep\(\d|Task\.sleep\(for: \.\w+\(\d+ \*/,
+            in: Self.layers, except: ["PostgresClient/Backoff.swift"])
+        #expect(found.isEmpty, "\(found.joined(separator: "\n"))")
+    }
+
+    @Test("a Duration is taken apart, or handed to SQL, only by Duration+Postgres.swift")
+    func oneDurationConversion() throws {
+        let found = try Self.lines(
+            matching: /components\.(seconds|attoseconds)|make_interval\(secs|::interval/,
+            in: Self.layers, except: ["PostgresClient/Duration+Postgres.swift"])
+        #expect(found.isEmpty, "\(found.joined(separator: "\n"))")
+    }
+}
