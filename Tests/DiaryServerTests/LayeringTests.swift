@@ -37,6 +37,21 @@ struct LayeringTests {
         }
     }
 
+    @Test("docs/ARCHITECTURE.md's table names every module each target may import", arguments: ["PostgresClient", "APNSClient", "AppleIDClient", "S3Client", "DiaryModels", "DiaryCore", "DiaryHTTP", "DiaryServer"])
+    func documentedImportsAgree(target: String) throws {
+        let document = try String(contentsOf: Self.sources.deletingLastPathComponent().appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8)
+        let row = try #require(document.split(separator: "\n").first { $0.hasPrefix("| `\(target)`") }, "no row for \(target)")
+        let mayImport = try #require(row.split(separator: "|").last { !$0.trimmingCharacters(in: .whitespaces).isEmpty })
+        let named = Set(mayImport.split { !($0.isLetter || $0.isNumber || $0 == "_") }.map(String.init))
+        for module in try #require(Self.allowed[target]) where !named.contains(module) {
+            Issue.record("\(target) may import \(module), which docs/ARCHITECTURE.md does not name")
+        }
+        let modules = Set(Self.allowed.values.flatMap { $0 }).union(Self.allowed.keys)
+        for word in named where modules.contains(word) && word != target && !(Self.allowed[target] ?? []).contains(word) {
+            Issue.record("docs/ARCHITECTURE.md lets \(target) import \(word), which LayeringTests does not")
+        }
+    }
+
     /// Every `import` of the target's files: (file, module).
     static func imports(of target: String) throws -> [(String, String)] {
         let folder = sources.appendingPathComponent(target)

@@ -1,4 +1,6 @@
 import DiaryModels
+// The one `public import` of the layer: a conformance of DiaryModels' public types is as
+// public as they are, and Swift refuses it unless the protocol's module is imported publicly.
 public import Hummingbird
 
 // The API types live in DiaryModels, which knows nothing of Hummingbird.
