@@ -56,8 +56,8 @@ package func buildApplication(
         ),
         // Stopped in reverse order: the shared HTTP client after everything that calls out.
         services: [
-            outbound, pool, feed.pool, RealtimeService(feed: feed), push.pool, push.service, photos.sweeper.pool, PhotoService(sweeper: photos.sweeper),
-            apple.revoker.pool, AppleRevocationService(revoker: apple.revoker),
+            outbound, pool, feed.pool, WorkerService(feed.run), push.pool, push.service, photos.sweeper.pool, WorkerService(photos.sweeper.run),
+            apple.revoker.pool, WorkerService(apple.revoker.run),
         ],
         logger: logger
     )
@@ -71,7 +71,7 @@ package func makeChangeFeed(configuration: ServerConfiguration, logger: Logger) 
 }
 
 /// Push delivery and reminders share a small pool of their own, like the realtime feed's.
-func makePush(configuration: ServerConfiguration, http: OutboundHTTP, logger: Logger) -> (pool: PostgresPool, service: PushService) {
+func makePush(configuration: ServerConfiguration, http: OutboundHTTP, logger: Logger) -> (pool: PostgresPool, service: WorkerService) {
     let (pool, listen) = backgroundConnections(configuration: configuration, applicationName: PushDelivery.applicationName, logger: logger)
     let push = configuration.push
     if push.apns == nil {
@@ -79,7 +79,12 @@ func makePush(configuration: ServerConfiguration, http: OutboundHTTP, logger: Lo
     }
     let delivery = PushDelivery(pool: pool, listenConfiguration: listen, apns: push.apns, http: http.client, options: push.delivery, logger: logger)
     let reminders = push.runsReminders ? ReminderScheduler(pool: pool, options: push.reminders, logger: logger) : nil
-    return (pool, PushService(delivery: delivery, reminders: reminders))
+    return (pool, WorkerService {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await delivery.run() }
+            if let reminders { group.addTask { await reminders.run() } }
+        }
+    })
 }
 
 /// Apple's keys through the shared client, the code exchange when Sign in with Apple's key

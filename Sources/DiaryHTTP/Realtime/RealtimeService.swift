@@ -1,15 +1,6 @@
 package import DiaryCore
 import ServiceLifecycle
 
-/// Runs the server's `ChangeFeed` beside the HTTP server.
-struct RealtimeService: Service {
-    let feed: ChangeFeed
-
-    func run() async throws {
-        await cancelWhenGracefulShutdown { await feed.run() }
-    }
-}
-
 /// On SIGTERM, closes every realtime socket with 1001 before the HTTP server stops (which
 /// would close them with 1000). It must come after the application in the service group,
 /// whose members stop in reverse order.

@@ -1,7 +1,6 @@
 package import APNSClient
 package import DiaryCore
 import Foundation
-import ServiceLifecycle
 
 /// Push settings: APNs, when configured, and the outbox's and reminders' timing.
 package struct PushConfiguration: Sendable {
@@ -19,17 +18,3 @@ package struct PushConfiguration: Sendable {
     }
 }
 
-/// Runs the server's push delivery and reminder clock beside the HTTP server.
-struct PushService: Service {
-    let delivery: PushDelivery
-    let reminders: ReminderScheduler?
-
-    func run() async throws {
-        await cancelWhenGracefulShutdown {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await delivery.run() }
-                if let reminders { group.addTask { await reminders.run() } }
-            }
-        }
-    }
-}
