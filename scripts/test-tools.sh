@@ -11,7 +11,7 @@
 # The tests open an export's index.html in headless Chromium, offline, to check that the book
 # renders with its photos. The book names no web font and uses the system's, so without a CJK
 # font Japanese text comes out as boxes in the screenshot: fonts-noto-cjk gives the machine one.
-# Every export is opened by each ZIP reader (Tests/DiaryServerTests/Export/ZipReaders.swift):
+# Every export is opened by each ZIP reader (Tests/DiaryServerTests/Zip/ZipReaders.swift):
 # people open exports with all of them, and a streaming reader needs what the others do not.
 set -euo pipefail
 

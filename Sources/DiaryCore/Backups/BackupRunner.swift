@@ -258,11 +258,3 @@ package struct BackupRunner: Sendable {
         return copy
     }
 }
-
-extension NIOThreadPool {
-    /// Runs `body` on the pool and waits for it, ignoring a pool that is shutting down: for
-    /// clean-up after a failure, which must not hide the failure.
-    func runIfActiveQuietly(_ body: @escaping @Sendable () -> Void) async {
-        _ = try? await runIfActive(body)
-    }
-}
