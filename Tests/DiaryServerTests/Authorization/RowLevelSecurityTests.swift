@@ -11,7 +11,7 @@ import TestSupport
 /// PostgreSQL's row-level security agrees with the Swift policies, keeps identities apart
 /// on a shared connection, and turns an identity that cannot be set into 401.
 @Suite("Row-level security: the second wall")
-struct SecondWallTests {
+struct RowLevelSecurityTests {
     typealias Role = AuthorizationMatrixTests.Role
 
     enum Verdict: Equatable, CustomStringConvertible {

@@ -8,7 +8,7 @@ import TestSupport
 
 /// A database migrated once per set of migration files, used as the template every test clones.
 enum MigratedTemplate {
-    static let migrationsDirectory = URL(fileURLWithPath: #filePath)
+    static let migrationsDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("sql/migrations")
 

@@ -6,7 +6,7 @@ import Testing
 /// CLibPQ through PostgresClient), so the compiler alone does not hold the line.
 @Suite("Layering")
 struct LayeringTests {
-    static let sources = URL(fileURLWithPath: #filePath)
+    static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Sources")
 

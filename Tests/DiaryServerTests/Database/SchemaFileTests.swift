@@ -8,7 +8,7 @@ import TestSupport
 /// changed without `make schema` fails here.
 @Suite("sql/schema.sql")
 struct SchemaFileTests {
-    static let root = URL(fileURLWithPath: #filePath)
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     @Test("is the dump of a freshly migrated database: after changing sql/migrations, run `make schema`")

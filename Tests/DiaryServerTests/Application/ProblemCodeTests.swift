@@ -6,7 +6,7 @@ import Testing
 /// name exactly those.
 @Suite("Problem codes")
 struct ProblemCodeTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static var codes: [String] { ProblemCode.allCases.map(\.rawValue) }
 
     @Test("openapi.yaml's Problem.code enum is ProblemCode, in the same order")

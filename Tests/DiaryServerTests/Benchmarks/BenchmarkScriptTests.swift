@@ -16,7 +16,7 @@ import TestSupport
 /// one pipeline.
 @Suite("The benchmark's pgbench scripts send the server's SQL")
 struct BenchmarkScriptTests {
-    static let scripts = URL(fileURLWithPath: #filePath)
+    static let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Benchmarks/endpoints")
 

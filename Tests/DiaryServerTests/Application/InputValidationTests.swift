@@ -8,7 +8,7 @@ import Testing
 /// What someone new to the API meets first: lengths as the phone counts them, names that
 /// cannot hide control characters, bodies that must say they are JSON, and HEAD on probes.
 @Suite("Newcomer's rough edges")
-struct NewcomerTests {
+struct InputValidationTests {
     static let family = "👨‍👩‍👧"
     static let decomposedE = "e\u{301}"
 
@@ -110,7 +110,7 @@ struct NewcomerTests {
     }
 }
 
-extension NewcomerTests {
+extension InputValidationTests {
     @Test("a key repeated in one object is 400; errors name the field and the allowed values in the API's words")
     func duplicateKeysAndPlainMessages() async throws {
         try await APIHarness.run { api in
@@ -138,7 +138,7 @@ extension NewcomerTests {
     }
 }
 
-extension NewcomerTests {
+extension InputValidationTests {
     @Test("a PATCH that changes nothing leaves updatedAt alone; one that changes something moves it")
     func emptyPatch() async throws {
         try await APIHarness.run { api in
@@ -158,7 +158,7 @@ extension NewcomerTests {
     }
 }
 
-extension NewcomerTests {
+extension InputValidationTests {
     @Test("a since that cannot be a cursor is 400; a well-formed one the server does not know is 410 resync_required")
     func malformedCursor() async throws {
         try await APIHarness.run { api in
@@ -174,7 +174,7 @@ extension NewcomerTests {
     }
 }
 
-extension NewcomerTests {
+extension InputValidationTests {
     @Test("a declared Content-Length past any route's limit is 413 at the header, even where the route reads no body")
     func declaredLengthRefusedAtTheHeader() async throws {
         try await APIHarness.run(testing: .live) { api in
