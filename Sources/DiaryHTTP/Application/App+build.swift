@@ -39,7 +39,8 @@ package func buildApplication(
         billing: configuration.billing,
         serviceStatus: configuration.serviceStatus,
         export: configuration.export,
-        sharedReads: configuration.sharedReads
+        sharedReads: configuration.sharedReads,
+        contract: OpenAPIDocument.text(file: configuration.openAPIFile)
     )
     let feed = feed ?? makeChangeFeed(configuration: configuration, logger: logger)
     let realtime = RealtimeGateway(
@@ -149,7 +150,7 @@ private func backgroundConnections(
 func buildRouter(
     pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenService, apple: AppleAccounts, devSignIn: Bool, photos: Photos,
     billing: BillingConfiguration = BillingConfiguration(), serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
-    export: ExportConfiguration = ExportConfiguration(), sharedReads: Bool = false
+    export: ExportConfiguration = ExportConfiguration(), sharedReads: Bool = false, contract: String = OpenAPIDocument.text(file: nil)
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     // Outermost, so it records the status the client gets, problems included.
@@ -162,7 +163,7 @@ func buildRouter(
     HealthRoutes(pool: pool).register(on: router)
     MetricsRoutes(pool: pool).register(on: router)
     router.get("/openapi.yaml") { _, _ -> Response in
-        Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.text)))
+        Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: contract)))
     }
 
     // Reached only without the upgrade headers: the socket itself never gets here.

@@ -2,10 +2,11 @@ import Foundation
 
 /// The contract, `openapi.yaml` at the repository root, served at `GET /openapi.yaml`.
 enum OpenAPIDocument {
-    /// Looked for in $DIARY_OPENAPI_FILE, the working directory, then beside the sources.
-    static let text: String = {
+    /// Read once, as the application is built: looked for in `file` (DIARY_OPENAPI_FILE), the
+    /// working directory, then beside the sources.
+    static func text(file: String?) -> String {
         let candidates = [
-            ProcessInfo.processInfo.environment["DIARY_OPENAPI_FILE"],
+            file,
             "openapi.yaml",
             URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("openapi.yaml").path,
@@ -14,5 +15,5 @@ enum OpenAPIDocument {
             if let text = try? String(contentsOfFile: path, encoding: .utf8) { return text }
         }
         return "openapi: 3.1.0\ninfo: {title: diary-server, version: unknown}\npaths: {}\n"
-    }()
+    }
 }

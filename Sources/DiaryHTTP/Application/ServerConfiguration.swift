@@ -35,6 +35,9 @@ package struct ServerConfiguration: Sendable {
     package var export = ExportConfiguration()
     /// Sign in with Apple's REST API: code exchange and token revocation.
     package var apple = AppleConfiguration()
+    /// `DIARY_OPENAPI_FILE`: the contract served at /openapi.yaml; nil looks in the working
+    /// directory, then beside the sources (`OpenAPIDocument`).
+    package var openAPIFile: String?
 
     package init(
         host: String, port: Int, database: PostgresConfiguration, listenDatabase: PostgresConfiguration? = nil,
@@ -59,24 +62,4 @@ package struct ServerConfiguration: Sendable {
     package static let defaultMaxConcurrentRequests = 256
     package static let defaultAcquireTimeoutMilliseconds = 2000
     package static let defaultStatementTimeoutMilliseconds = 5000
-}
-
-/// Sign-in and token settings.
-package struct AuthConfiguration: Sendable {
-    /// `DIARY_ENV=production`: no dev sign-in, no generated keys.
-    package var production: Bool
-    /// `DIARY_DEV_AUTH=1` outside production.
-    package var devSignIn: Bool
-    package var jwtKeyFile: String?
-    /// Where development keeps its generated JWT key (`DIARY_DATA_DIR`, default .data).
-    package var dataDirectory: String
-    package var apple: AppleIdentityVerifier.Configuration
-
-    package init(production: Bool, devSignIn: Bool, jwtKeyFile: String?, dataDirectory: String, apple: AppleIdentityVerifier.Configuration) {
-        self.production = production
-        self.devSignIn = devSignIn
-        self.jwtKeyFile = jwtKeyFile
-        self.dataDirectory = dataDirectory
-        self.apple = apple
-    }
 }

@@ -10,17 +10,6 @@ struct DatabaseOptions: ParsableArguments {
     @Option(name: .customLong("database-wait"), help: "Seconds to keep retrying an unreachable database at start-up (default: $DB_WAIT_SECONDS or 30).")
     var databaseWaitSeconds: Int?
 
-    /// The server's connection: DATABASE_URL, as the unprivileged role diary_app.
-    func configuration() throws -> PostgresConfiguration {
-        try Setting.databaseURL(flag: databaseURL)
-    }
-
-    /// Migrations run as the owner of the schema: MIGRATION_DATABASE_URL, or DATABASE_URL
-    /// where one role does both (a superuser in development).
-    func migrationConfiguration() throws -> PostgresConfiguration {
-        try Setting.databaseURL(flag: databaseURL, environment: ["MIGRATION_DATABASE_URL", "DATABASE_URL"])
-    }
-
     /// Runs `body` on one connection as the schema's owner (`migrationConfiguration`), once
     /// the database answers, then closes it. For the maintenance commands: a failure prints
     /// "`command`: error" and exits 1.
@@ -44,7 +33,4 @@ struct DatabaseOptions: ParsableArguments {
         }
     }
 
-    func waitDuration() throws -> Duration {
-        .seconds(try Setting.integer(flag: databaseWaitSeconds, environment: "DB_WAIT_SECONDS", default: 30, range: 0...3600))
-    }
 }

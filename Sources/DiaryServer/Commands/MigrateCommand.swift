@@ -32,7 +32,7 @@ struct MigrateCommand: AsyncParsableCommand {
         let logger = AppLogger.make(label: "diary-server.migrate")
         let files: [MigrationFile]
         do {
-            let directory = Setting.string(flag: migrationsDirectory, environment: "DIARY_MIGRATIONS_DIR", default: "sql/migrations")!
+            let directory = MigrationFile.directory(flag: migrationsDirectory)
             files = try MigrationFile.load(from: URL(fileURLWithPath: directory))
         } catch {
             printError("migrate: \(error)")

@@ -90,41 +90,7 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = AppLogger.make(label: "diary-server")
         var configuration: ServerConfiguration
         do {
-            var databaseConfiguration = try database.configuration()
-            databaseConfiguration.statementTimeout = .milliseconds(
-                try Setting.integer(flag: nil, environment: "DB_STATEMENT_TIMEOUT_MS", default: ServerConfiguration.defaultStatementTimeoutMilliseconds, range: 1...600_000)
-            )
-            databaseConfiguration.preparedStatements = try Setting.integer(flag: nil, environment: "DB_PREPARED_STATEMENTS", default: 1, range: 0...1) == 1
-            var listenConfiguration = databaseConfiguration
-            if Setting.string(flag: nil, environment: "DATABASE_LISTEN_URL") != nil {
-                listenConfiguration = try Setting.databaseURL(flag: nil, environment: "DATABASE_LISTEN_URL")
-                listenConfiguration.statementTimeout = databaseConfiguration.statementTimeout
-            }
-            let auth = try AuthConfiguration.fromEnvironment()
-            let push = try PushConfiguration.fromEnvironment(production: auth.production)
-            let billing = try BillingConfiguration.fromEnvironment(production: auth.production)
-            configuration = ServerConfiguration(
-                host: Setting.string(flag: host, environment: "HOST", default: ServerConfiguration.defaultHost)!,
-                port: try Setting.integer(flag: port, environment: "PORT", default: ServerConfiguration.defaultPort, range: 0...65535),
-                database: databaseConfiguration,
-                listenDatabase: listenConfiguration,
-                poolOptions: .init(
-                    size: try Setting.integer(flag: poolSize, environment: "DB_POOL_SIZE", default: ServerConfiguration.defaultPoolSize, range: 1...ServerConfiguration.maximumPoolSize),
-                    acquireTimeout: .milliseconds(
-                        try Setting.integer(flag: nil, environment: "DB_ACQUIRE_TIMEOUT_MS", default: ServerConfiguration.defaultAcquireTimeoutMilliseconds, range: 1...60_000)
-                    )
-                ),
-                databaseWait: try database.waitDuration(),
-                auth: auth,
-                maxConcurrentRequests: try Setting.integer(flag: nil, environment: "MAX_CONCURRENT_REQUESTS", default: ServerConfiguration.defaultMaxConcurrentRequests, range: 1...100_000),
-                sharedReads: try Setting.integer(flag: nil, environment: "DB_SHARED_READS", default: 0, range: 0...1) == 1
-            )
-            configuration.push = push
-            configuration.apple = try AppleConfiguration.fromEnvironment(production: auth.production)
-            configuration.billing = billing
-            configuration.serviceStatus = try ServiceStatusConfiguration.fromEnvironment()
-            configuration.export = try ExportConfiguration.fromEnvironment(poolSize: configuration.poolOptions.size)
-            configuration.photos = try PhotoConfiguration.fromEnvironment(production: auth.production)
+            configuration = try ServerConfiguration.fromEnvironment(host: host, port: port, poolSize: poolSize, database: database)
         } catch let error as ConfigurationError {
             logger.critical("invalid configuration", metadata: ["reason": "\(error)"])
             throw ExitCode.failure

@@ -3,9 +3,8 @@ import Foundation
 import PostgresClient
 
 /// Reads one setting from the process's environment: a flag wins over the variable, which
-/// wins over the default. Every setting of `serve` and `migrate` is read in this folder;
-/// the one other variable, DIARY_OPENAPI_FILE, only says where the contract's file lies
-/// (`OpenAPIDocument`).
+/// wins over the default. Every setting of every command is read in this folder, from the
+/// environment it is given (`OneShapeTests` fails on a read elsewhere).
 enum Setting {
     static var environment: [String: String] { ProcessInfo.processInfo.environment }
 
@@ -15,11 +14,13 @@ enum Setting {
         return defaultValue
     }
 
-    static func integer(flag: Int?, environment name: String, default defaultValue: Int, range: ClosedRange<Int>) throws -> Int {
+    static func integer(
+        flag: Int?, environment name: String, default defaultValue: Int, range: ClosedRange<Int>, in environment: [String: String] = Setting.environment
+    ) throws -> Int {
         let value: Int
         if let flag {
             value = flag
-        } else if let text = string(flag: nil, environment: name) {
+        } else if let text = string(flag: nil, environment: name, in: environment) {
             guard let parsed = Int(text) else { throw ConfigurationError(description: "\(name) must be a whole number, not \"\(text)\"") }
             value = parsed
         } else {
@@ -48,14 +49,14 @@ enum Setting {
         return url
     }
 
-    static func databaseURL(flag: String?, environment name: String = "DATABASE_URL") throws -> PostgresConfiguration {
-        try databaseURL(flag: flag, environment: [name])
+    static func databaseURL(flag: String?, environment name: String = "DATABASE_URL", in environment: [String: String] = Setting.environment) throws -> PostgresConfiguration {
+        try databaseURL(flag: flag, environment: [name], in: environment)
     }
 
     /// The first of `names` that is set wins, after the flag.
-    static func databaseURL(flag: String?, environment names: [String]) throws -> PostgresConfiguration {
-        let name = names.first { string(flag: nil, environment: $0) != nil } ?? names[names.count - 1]
-        guard let url = string(flag: flag, environment: name) else {
+    static func databaseURL(flag: String?, environment names: [String], in environment: [String: String] = Setting.environment) throws -> PostgresConfiguration {
+        let name = names.first { string(flag: nil, environment: $0, in: environment) != nil } ?? names[names.count - 1]
+        guard let url = string(flag: flag, environment: name, in: environment) else {
             throw ConfigurationError(description: "\(name) is not set; give a postgres:// URL in \(name) or with --database-url")
         }
         do {
