@@ -215,8 +215,11 @@ struct BackupTests {
     func toolCancelled() async throws {
         let sleep = try ExternalTool.locate("sleep", override: nil, searchPath: "/usr/bin:/bin")
         let began = ContinuousClock.now
-        let run = Task { try await sleep.run(["30"]) }
-        try await Task.sleep(for: .milliseconds(200))
+        // 30 s, spelled so that this test's sleep is told apart from any other's.
+        let marker = "30.\(Int.random(in: 100_000...999_999))"
+        let run = Task { try await sleep.run([marker]) }
+        // Cancelled once the tool runs, so that it is the tool that is killed, not a launch.
+        try await waitUntil("sleep runs") { Self.runningChildren(named: "sleep").contains { $0.arguments.last == marker } }
         run.cancel()
         await #expect(throws: CancellationError.self) { try await run.value }
         #expect(ContinuousClock.now - began < .seconds(5))
@@ -274,4 +277,20 @@ struct BackupTests {
             #expect(try left[0].decode("n", as: Int.self) == 0, "every scratch database is dropped")
         }
     }
+
+    /// This process's children named `name`, with their command lines, from /proc.
+    static func runningChildren(named name: String) -> [(pid: Int32, arguments: [String])] {
+        let me = getpid()
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry -> (pid: Int32, arguments: [String])? in
+            guard let pid = Int32(entry),
+                  let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return nil }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 1, Int32(fields[1]) == me, stat.contains("(\(name))"),
+                  let raw = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return nil }
+            return (pid, raw.split(separator: 0).map { String(decoding: $0, as: UTF8.self) })
+        }
+    }
 }
+

@@ -214,7 +214,13 @@ struct CounterTests {
                     try await connection.query("delete from entries where diary_id = \(diary.id) and id = \(entry)")
                     // The read finds the entry in its snapshot and waits for this transaction's lock on it.
                     let read = Task { try await api.call(.post, "/v1/diaries/\(diary.id)/entries/\(entry)/read", token: b.token) }
-                    try await Task.sleep(for: .milliseconds(300))
+                    try await waitUntil("the read waits for the delete's lock") {
+                        try await TestDatabase.withAdminPool { admin in
+                            try await admin.query("""
+                                select 1 from pg_stat_activity where datname = \(api.database.database!) and wait_event_type = 'Lock'
+                                """).count > 0
+                        }
+                    }
                     try await connection.query("select 1")
                     return read
                 }

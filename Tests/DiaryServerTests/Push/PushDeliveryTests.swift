@@ -62,7 +62,8 @@ struct PushDeliveryTests {
                 #expect(payload["entryId"] as? String == entry.id.canonicalText)
                 #expect(!request.text.contains("秘密"))
             }
-            try await Task.sleep(for: .milliseconds(300))
+            // Every row the post queued is settled: no request can follow.
+            try await waitUntil("the outbox is settled") { try await Self.pending(api) == 0 }
             #expect(push.standIn.requests.count == 2, "the author's own device gets nothing")
             #expect(push.standIn.violations.isEmpty, "\(push.standIn.violations)")
             #expect(try await Self.pending(api) == 0)
@@ -130,7 +131,7 @@ struct PushDeliveryTests {
             try await push.delivering(pool: api.pool, listen: Self.listen(api)) {
                 let delivered = try await push.standIn.waitForRequests(count: 2, timeout: .seconds(10))
                 #expect(delivered.allSatisfy { $0.deviceToken == carolDevice })
-                try await Task.sleep(for: .milliseconds(500))
+                try await waitUntil("the outbox is settled") { try await Self.pending(api) == 0 }
             }
             #expect(push.standIn.requests.count == 2, "\(push.standIn.requests.map(\.deviceToken))")
             #expect(try await Self.pending(api) == 0)

@@ -7,6 +7,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOWebSocket
 import PostgresClient
+import TestSupport
 
 /// A real WebSocket client on `/v1/realtime`, reading every text frame into a queue the test
 /// awaits. `paused` holds reading back (a slow consumer) until `resume()`.
@@ -21,6 +22,8 @@ final class TestSocket: Sendable {
     private let consumed = NIOLockedValueBox(0)
     private let finished = NIOLockedValueBox(false)
     private let gate: AsyncStream<Void>.Continuation
+    /// Set once the upgrade is done and the socket open, paused or not.
+    private let connected = NIOLockedValueBox(false)
     /// Every text frame, in order, as it came.
     let frames = NIOLockedValueBox<[String]>([])
 
@@ -32,6 +35,7 @@ final class TestSocket: Sendable {
         self.gate = gate
         let frames = self.frames
         let finished = self.finished
+        let connected = self.connected
         var headers: HTTPFields = [:]
         if let token { headers[.authorization] = "Bearer \(token)" }
         closing = Task {
@@ -41,6 +45,7 @@ final class TestSocket: Sendable {
                 configuration: .init(maxFrameSize: 1 << 20, additionalHeaders: headers),
                 logger: Logger(label: "test-socket")
             ) { inbound, outbound, _ in
+                connected.withLockedValue { $0 = true }
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         for await _ in gateStream { break }
@@ -66,6 +71,11 @@ final class TestSocket: Sendable {
     }
 
     func send(_ message: Outgoing) { outgoing.yield(message) }
+
+    /// Waits until the upgrade is done: a paused socket reads no frame to tell it by.
+    func waitUntilConnected(within limit: Duration = .seconds(15)) async throws {
+        try await waitUntil("the socket is open", within: limit) { self.connected.withLockedValue { $0 } }
+    }
     func resume() { gate.yield() }
 
     /// The next text frame, or nil if the socket closed first. The default wait is long:
