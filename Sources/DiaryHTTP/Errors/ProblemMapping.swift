@@ -3,7 +3,7 @@ import Hummingbird
 import PostgresClient
 
 /// The one table from errors to problem+json: the domain's refusals, database errors by
-/// SQLSTATE and kind, Hummingbird's own errors, and Apple's keys being out of reach. The
+/// kind (each named SQLSTATE the client knows has one), Hummingbird's own errors, and Apple's keys being out of reach. The
 /// app's own SQLSTATEs never get here: the data layer turns them into `DomainError`s
 /// (`AppSQLState`).
 enum ProblemMapping {
@@ -28,12 +28,11 @@ enum ProblemMapping {
     }
 
     static func problem(for error: PostgresError) -> Problem {
-        switch error.sqlState {
-        case SQLState.insufficientPrivilege: return Problem.forbidden("this change is not allowed for you")
-        case SQLState.queryCanceled: return Problem(status: .gatewayTimeout, code: .timeout, detail: "the database took too long")
-        default: break
-        }
         switch error.kind {
+        case .insufficientPrivilege:
+            return Problem.forbidden("this change is not allowed for you")
+        case .queryCanceled:
+            return Problem(status: .gatewayTimeout, code: .timeout, detail: "the database took too long")
         case .poolExhausted:
             return Problem.serviceUnavailable("the server is busy", code: .poolExhausted)
         case .connectionFailure, .poolClosed:

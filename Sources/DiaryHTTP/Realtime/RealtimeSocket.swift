@@ -23,6 +23,9 @@ import PostgresClient
 /// Memory per socket stays bounded: changes are read a page at a time, and only after the
 /// previous page was handed to the channel, whose writes wait while its buffer is full.
 struct RealtimeSocket: Sendable {
+    /// A socket whose changes cannot be read waits this long before it reads again.
+    static let databaseRetry = Backoff(base: .seconds(1), cap: .seconds(1))
+
     struct Options: Sendable {
         var maxFramesPerSecond = 10
         var slowConsumerGrace: Duration = .seconds(10)
@@ -176,7 +179,7 @@ struct RealtimeSocket: Sendable {
             } catch let error as PostgresError {
                 // The database is away: keep the socket, try again shortly.
                 logger.warning("realtime socket cannot read changes", metadata: ["error": "\(error)"])
-                try? await Task.sleep(for: .seconds(1))
+                try? await Task.sleep(for: Self.databaseRetry.delay(attempt: 1))
                 continue
             } catch {
                 return nil
