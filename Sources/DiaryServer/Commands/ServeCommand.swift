@@ -28,6 +28,7 @@ struct ServeCommand: AsyncParsableCommand {
               DIARY_DEV_AUTH      1 enables POST /v1/auth/dev (never in production)
               DIARY_JWT_KEY_FILE  key for access tokens (development generates one in DIARY_DATA_DIR)
               DIARY_URL_KEY_FILE  key for signed photo URLs (development generates one in DIARY_DATA_DIR)
+              DIARY_OPENAPI_FILE  the contract GET /openapi.yaml serves (default openapi.yaml here)
               PHOTO_STORE         folder (default) or s3: where photos' bytes are kept
               PHOTO_STORE_DIR     the folder that keeps photos (default DIARY_DATA_DIR/photos)
               S3_ENDPOINT, S3_REGION, S3_BUCKET, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY (or
