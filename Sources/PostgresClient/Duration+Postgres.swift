@@ -10,6 +10,10 @@ extension Duration: PostgresEncodable {
 /// A span's size in the units that C calls, metrics and PostgreSQL settings take, rounded
 /// toward zero: the one place a Duration is taken apart.
 extension Duration {
+    public var wholeSeconds: Int64 {
+        components.seconds
+    }
+
     public var milliseconds: Int64 {
         components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
     }

@@ -71,7 +71,7 @@ package struct AccountRepository: Sendable {
     private func session(me: Me, sessionID: UUID, refreshToken: String, issuedAt: Date) async throws -> Session {
         let identity = TokenService.Identity(userID: me.id, sessionID: sessionID)
         let access = try await tokens.accessToken(for: identity, issuedAt: issuedAt)
-        let remaining = Int(TokenService.accessLifetime) - Int(Date().timeIntervalSince1970 - issuedAt.timeIntervalSince1970.rounded(.down))
+        let remaining = Int(TokenService.accessLifetime.wholeSeconds) - Int(Date().timeIntervalSince1970 - issuedAt.timeIntervalSince1970.rounded(.down))
         return Session(accessToken: access, refreshToken: refreshToken, expiresIn: max(0, remaining), user: me)
     }
 }

@@ -28,7 +28,7 @@ package struct TokenService: Sendable {
                 .add(hmac: hmac, digestAlgorithm: .sha256, parser: parser, serializer: Self.serializer)
         }
     }
-    package static let accessLifetime: TimeInterval = 3600
+    package static let accessLifetime: Duration = .seconds(3600)
     package static let refreshLifetimeDays = 60
 
     /// Tokens are small; anything longer than this is refused before it is parsed.
@@ -146,7 +146,7 @@ package struct TokenService: Sendable {
 
     func accessToken(for identity: Identity, issuedAt: Date) async throws -> String {
         let issued = Int(issuedAt.timeIntervalSince1970)
-        let claims = AccessClaims(sub: identity.userID.canonicalText, sid: identity.sessionID.canonicalText, iat: issued, exp: issued + Int(Self.accessLifetime))
+        let claims = AccessClaims(sub: identity.userID.canonicalText, sid: identity.sessionID.canonicalText, iat: issued, exp: issued + Int(Self.accessLifetime.wholeSeconds))
         return try await keys.value.sign(claims)
     }
 

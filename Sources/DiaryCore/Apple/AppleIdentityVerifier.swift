@@ -3,6 +3,7 @@ package import Foundation
 import JWTKit
 package import Logging
 import NIOConcurrencyHelpers
+import PostgresClient
 
 /// Verifies what Apple signs, identity tokens and server-to-server notifications, against
 /// Apple's published keys.
@@ -18,8 +19,8 @@ package final class AppleIdentityVerifier: Sendable {
         package var audiences: Set<String>
         package var jwksURL: URL
         package var jwksFile: String?
-        package var leeway: TimeInterval = 60
-        package var refetchInterval: TimeInterval = 60
+        package var leeway: Duration = .seconds(60)
+        package var refetchInterval: Duration = .seconds(60)
 
         package init(audiences: Set<String>, jwksURL: URL, jwksFile: String? = nil) {
             self.audiences = audiences
@@ -69,7 +70,7 @@ package final class AppleIdentityVerifier: Sendable {
 
     package static let issuer = "https://appleid.apple.com"
     /// Notifications older than this are refused: well inside the 90 days their jtis are kept.
-    package static let notificationMaximumAge: TimeInterval = 30 * 24 * 3600
+    package static let notificationMaximumAge: Duration = .seconds(30 * 24 * 3600)
 
     package let configuration: Configuration
     private let fetchKeys: (@Sendable () async throws -> Data)?
@@ -89,8 +90,8 @@ package final class AppleIdentityVerifier: Sendable {
         let claims = try await verified(token, as: Claims.self)
         try checkIssuerAndAudience(iss: claims.iss, aud: claims.aud)
         let moment = now.timeIntervalSince1970
-        guard claims.exp + configuration.leeway >= moment else { throw Failure.invalid("expired") }
-        guard claims.iat - configuration.leeway <= moment else { throw Failure.invalid("issued in the future") }
+        guard claims.exp + configuration.leeway.totalSeconds >= moment else { throw Failure.invalid("expired") }
+        guard claims.iat - configuration.leeway.totalSeconds <= moment else { throw Failure.invalid("issued in the future") }
         guard !claims.sub.isEmpty, claims.sub.count <= 255 else { throw Failure.invalid("bad subject") }
         switch (claims.nonce, rawNonce) {
         case (nil, nil):
@@ -111,10 +112,10 @@ package final class AppleIdentityVerifier: Sendable {
     package func verifyNotification(_ payload: String, now: Date = Date()) async throws -> AppleNotification {
         let claims = try await verified(payload, as: AppleNotification.Claims.self)
         try checkIssuerAndAudience(iss: claims.iss, aud: claims.aud)
-        guard claims.iat - configuration.leeway <= now.timeIntervalSince1970 else { throw Failure.invalid("issued in the future") }
+        guard claims.iat - configuration.leeway.totalSeconds <= now.timeIntervalSince1970 else { throw Failure.invalid("issued in the future") }
         // Applied jtis are kept 90 days (apple_notifications); an older notification could be
         // a replay the table no longer remembers.
-        guard claims.iat >= now.timeIntervalSince1970 - Self.notificationMaximumAge else { throw Failure.invalid("issued more than 30 days ago") }
+        guard claims.iat >= now.timeIntervalSince1970 - Self.notificationMaximumAge.totalSeconds else { throw Failure.invalid("issued more than 30 days ago") }
         return try AppleNotification(claims: claims)
     }
 
@@ -137,7 +138,7 @@ package final class AppleIdentityVerifier: Sendable {
     /// The cached keys if they hold `kid`, else freshly fetched ones if they may be.
     private func keys(holding kid: String) async throws -> JWTKeyCollection {
         let cached = cache.withLockedValue { cache -> (keys: JWTKeyCollection?, mayRefetch: Bool) in
-            let mayRefetch = cache.fetchedAt.map { Date().timeIntervalSince($0) >= configuration.refetchInterval } ?? true
+            let mayRefetch = cache.fetchedAt.map { Date().timeIntervalSince($0) >= configuration.refetchInterval.totalSeconds } ?? true
             return (cache.kids.contains(kid) ? cache.keys : nil, mayRefetch)
         }
         if let keys = cached.keys { return keys }

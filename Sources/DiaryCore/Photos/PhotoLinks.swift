@@ -11,7 +11,7 @@ import PostgresClient
 /// fetch it; it is minted only into responses that the caller's row-level security let
 /// through, which is what keeps a photo to its diary's members, in either mode.
 package struct PhotoLinks: Sendable {
-    package static let lifetime: TimeInterval = 3600
+    package static let lifetime: Duration = .seconds(3600)
     /// Longer than any `exp` or `sig` we mint; anything longer is not ours.
     static let maximumParameterLength = 64
 
@@ -48,12 +48,12 @@ package struct PhotoLinks: Sendable {
     /// its bytes in the store, for a presigned URL.
     package func photo(id: UUID, hash: String, contentType: String, bytes: Int, width: Int, height: Int) -> Photo {
         let issuedAt = Int(now().timeIntervalSince1970)
-        let expiresAt = issuedAt + Int(Self.lifetime)
+        let expiresAt = issuedAt + Int(Self.lifetime.wholeSeconds)
         let url = switch mode {
         case .server:
             path(for: id, expiresAt: expiresAt)
         case .presigned(let store):
-            store.presignedURL(of: hash, contentType: contentType, lifetime: Int(Self.lifetime), date: Date(timeIntervalSince1970: TimeInterval(issuedAt)))
+            store.presignedURL(of: hash, contentType: contentType, lifetime: Int(Self.lifetime.wholeSeconds), date: Date(timeIntervalSince1970: TimeInterval(issuedAt)))
         }
         return Photo(
             id: id, contentType: contentType, bytes: bytes, width: width, height: height,

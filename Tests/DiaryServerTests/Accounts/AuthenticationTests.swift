@@ -73,7 +73,7 @@ struct AuthenticationTests {
         let service = TokenService(key: key)
         let identity = TokenService.Identity(userID: UUID(), sessionID: UUID())
         let issued = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
-        let exp = Int(issued.timeIntervalSince1970) + Int(TokenService.accessLifetime)
+        let exp = Int(issued.timeIntervalSince1970) + Int(TokenService.accessLifetime.wholeSeconds)
         let claims = #"{"exp":\#(exp),"iat":\#(Int(issued.timeIntervalSince1970)),"sid":"\#(identity.sessionID.canonicalText)","sub":"\#(identity.userID.canonicalText)"}"#
 
         // Our own token, and the same claims under another spelling of an HS256 header.
@@ -218,8 +218,8 @@ struct AuthenticationTests {
                 ("alg none", try token(header: #"{"alg":"none","typ":"JWT"}"#, claims: claims, signature: "")),
                 ("alg none, signed", Self.hmacSigned(header: #"{"alg":"none","typ":"JWT"}"#, claims: claimsJSON, key: serverKey)),
                 ("alg RS256, signed", Self.hmacSigned(header: #"{"alg":"RS256","typ":"JWT"}"#, claims: claimsJSON, key: serverKey)),
-                ("expired", try await server.accessToken(for: identity, issuedAt: Date().addingTimeInterval(-TokenService.accessLifetime - 10))),
-                ("expired, other key", try await TokenService(key: key).accessToken(for: identity, issuedAt: Date().addingTimeInterval(-TokenService.accessLifetime - 10))),
+                ("expired", try await server.accessToken(for: identity, issuedAt: Date().addingTimeInterval(-TokenService.accessLifetime.totalSeconds - 10))),
+                ("expired, other key", try await TokenService(key: key).accessToken(for: identity, issuedAt: Date().addingTimeInterval(-TokenService.accessLifetime.totalSeconds - 10))),
                 ("other key", try await TokenService(key: key).accessToken(for: identity, issuedAt: Date())),
                 ("too long", Self.hmacSigned(header: #"{"alg":"HS256","typ":"JWT"}"#, claims: String(claimsJSON.dropLast()) + #","pad":""# + String(repeating: "x", count: TokenService.maximumTokenLength) + #""}"#, key: serverKey)),
                 ("malformed", "abc"),

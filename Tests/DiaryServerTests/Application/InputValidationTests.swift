@@ -91,7 +91,7 @@ struct InputValidationTests {
             let session = try await api.signIn("erin")
             let server = TokenService(key: try TokenService.loadKey(path: nil, dataDirectory: api.dataDirectory, production: false))
             let identity = try await server.verifyAccessToken(session.accessToken)
-            let old = Date().addingTimeInterval(-TokenService.accessLifetime - 10)
+            let old = Date().addingTimeInterval(-TokenService.accessLifetime.totalSeconds - 10)
             let expired = try await api.call(.get, "/v1/me", token: try await server.accessToken(for: identity, issuedAt: old))
             #expect(expired.status == .unauthorized)
             #expect(expired.code == "token_expired")

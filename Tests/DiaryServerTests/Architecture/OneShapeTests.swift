@@ -28,6 +28,12 @@ struct OneShapeTests {
         #expect(found.isEmpty, "\(found.joined(separator: "\n"))")
     }
 
+    @Test("a span is a Duration: nothing is declared a TimeInterval")
+    func spansAreDurations() throws {
+        let found = try Self.lines(matching: /:\s*TimeInterval\b(?!\()/, in: Self.layers, except: [])
+        #expect(found.isEmpty, "\(found.joined(separator: "\n"))")
+    }
+
     @Test("a Duration is taken apart, or handed to SQL, only by Duration+Postgres.swift")
     func oneDurationConversion() throws {
         let found = try Self.lines(

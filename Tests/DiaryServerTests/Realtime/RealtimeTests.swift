@@ -230,7 +230,7 @@ struct RealtimeTests {
             let tokens = TokenService(key: try TokenService.loadKey(path: nil, dataDirectory: api.dataDirectory, production: false))
             let aliceIdentity = try await tokens.verifyAccessToken(alice.accessToken)
             func shortToken(_ identity: TokenService.Identity, seconds: Double) async throws -> String {
-                try await tokens.accessToken(for: identity, issuedAt: Date().addingTimeInterval(seconds - TokenService.accessLifetime))
+                try await tokens.accessToken(for: identity, issuedAt: Date().addingTimeInterval(seconds - TokenService.accessLifetime.totalSeconds))
             }
             let expiring = TestSocket(port: port, token: try await shortToken(aliceIdentity, seconds: 2))
             #expect(try await expiring.nextType() == "ready")
