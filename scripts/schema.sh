@@ -31,7 +31,8 @@ pg() {
     fi
 }
 
-# Prints the dump with what differs between runs and machines taken out:
+# Prints the dump, grouped by table (scripts/schema-by-table.py), with what differs between runs
+# and machines taken out:
 #   * pg_dump's "Dumped from database version" and "Dumped by pg_dump version" comments;
 #   * the \restrict and \unrestrict lines (15.14 and later), whose key is random on every run;
 #   * runs of blank lines, and blank lines at the start and end, left as one or none.
@@ -47,7 +48,8 @@ dump() {
     } | sed -E \
             -e '/^-- Dumped (from database|by pg_dump) version /d' \
             -e '/^\\(un)?restrict( |$)/d' \
-        | awk '$0 == "" { blank = 1; next } { if (blank && started) print ""; print; started = 1; blank = 0 }'
+        | awk '$0 == "" { blank = 1; next } { if (blank && started) print ""; print; started = 1; blank = 0 }' \
+        | python3 "$root/scripts/schema-by-table.py"
 }
 
 # `url_with url key=value…`: url with these libpq parameters added to its query. libpq takes the

@@ -29,6 +29,2186 @@ CREATE EXTENSION IF NOT EXISTS pgcrypto WITH SCHEMA public;
 COMMENT ON EXTENSION pgcrypto IS 'cryptographic functions';
 
 --
+-- ============================== apple_notifications ==============================
+--
+
+--
+-- Name: apple_notifications; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.apple_notifications (
+    jti text NOT NULL,
+    type text NOT NULL,
+    outcome text NOT NULL,
+    received_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT apple_notifications_jti_check CHECK (((char_length(jti) >= 1) AND (char_length(jti) <= 255))),
+    CONSTRAINT apple_notifications_type_check CHECK ((char_length(type) <= 64))
+);
+
+ALTER TABLE ONLY public.apple_notifications FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: apple_notifications apple_notifications_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.apple_notifications
+    ADD CONSTRAINT apple_notifications_pkey PRIMARY KEY (jti);
+
+--
+-- Name: apple_notifications; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.apple_notifications ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: apple_notifications apple_notifications_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_notifications_delete ON public.apple_notifications FOR DELETE USING (false);
+
+--
+-- Name: apple_notifications apple_notifications_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_notifications_insert ON public.apple_notifications FOR INSERT WITH CHECK (false);
+
+--
+-- Name: apple_notifications apple_notifications_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_notifications_select ON public.apple_notifications FOR SELECT USING (false);
+
+--
+-- Name: apple_notifications apple_notifications_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_notifications_update ON public.apple_notifications FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- ============================== apple_revocations ==============================
+--
+
+--
+-- Name: apple_revocations; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.apple_revocations (
+    token_id uuid NOT NULL,
+    client_id text NOT NULL,
+    sealed bytea,
+    queued_at timestamp with time zone DEFAULT now() NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    state text DEFAULT 'pending'::text NOT NULL,
+    last_error text,
+    finished_at timestamp with time zone,
+    CONSTRAINT apple_revocations_sealed_while_pending CHECK (((state = 'pending'::text) = (sealed IS NOT NULL))),
+    CONSTRAINT apple_revocations_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'revoked'::text, 'failed'::text])))
+);
+
+ALTER TABLE ONLY public.apple_revocations FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: apple_revocations apple_revocations_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.apple_revocations
+    ADD CONSTRAINT apple_revocations_pkey PRIMARY KEY (token_id);
+
+--
+-- Name: apple_revocations_due; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX apple_revocations_due ON public.apple_revocations USING btree (available_at) WHERE (state = 'pending'::text);
+
+--
+-- Name: apple_revocations; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.apple_revocations ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: apple_revocations apple_revocations_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_revocations_delete ON public.apple_revocations FOR DELETE USING (false);
+
+--
+-- Name: apple_revocations apple_revocations_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_revocations_insert ON public.apple_revocations FOR INSERT WITH CHECK (false);
+
+--
+-- Name: apple_revocations apple_revocations_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_revocations_select ON public.apple_revocations FOR SELECT USING (false);
+
+--
+-- Name: apple_revocations apple_revocations_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_revocations_update ON public.apple_revocations FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- ============================== apple_tokens ==============================
+--
+
+--
+-- Name: apple_tokens; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.apple_tokens (
+    user_id uuid NOT NULL,
+    token_id uuid NOT NULL,
+    client_id text NOT NULL,
+    sealed bytea NOT NULL,
+    stored_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT apple_tokens_client_id_check CHECK (((char_length(client_id) >= 1) AND (char_length(client_id) <= 255))),
+    CONSTRAINT apple_tokens_sealed_check CHECK (((octet_length(sealed) >= 29) AND (octet_length(sealed) <= 4096)))
+);
+
+ALTER TABLE ONLY public.apple_tokens FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: apple_tokens apple_tokens_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.apple_tokens
+    ADD CONSTRAINT apple_tokens_pkey PRIMARY KEY (user_id);
+
+--
+-- Name: apple_tokens apple_tokens_token_id_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.apple_tokens
+    ADD CONSTRAINT apple_tokens_token_id_key UNIQUE (token_id);
+
+--
+-- Name: apple_tokens apple_tokens_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.apple_tokens
+    ADD CONSTRAINT apple_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: apple_tokens; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.apple_tokens ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: apple_tokens apple_tokens_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_tokens_delete ON public.apple_tokens FOR DELETE USING (false);
+
+--
+-- Name: apple_tokens apple_tokens_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_tokens_insert ON public.apple_tokens FOR INSERT WITH CHECK (false);
+
+--
+-- Name: apple_tokens apple_tokens_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_tokens_select ON public.apple_tokens FOR SELECT USING (false);
+
+--
+-- Name: apple_tokens apple_tokens_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY apple_tokens_update ON public.apple_tokens FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- ============================== backup_runs ==============================
+--
+
+--
+-- Name: backup_runs; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.backup_runs (
+    id bigint NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    location text NOT NULL,
+    entry_count bigint NOT NULL,
+    entries_checksum text NOT NULL,
+    verified_at timestamp with time zone,
+    verified boolean
+);
+
+ALTER TABLE ONLY public.backup_runs FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: backup_runs_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.backup_runs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.backup_runs_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
+-- Name: backup_runs backup_runs_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.backup_runs
+    ADD CONSTRAINT backup_runs_pkey PRIMARY KEY (id);
+
+--
+-- Name: backup_runs_latest; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX backup_runs_latest ON public.backup_runs USING btree (finished_at DESC);
+
+--
+-- Name: backup_runs; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.backup_runs ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: backup_runs backup_runs_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY backup_runs_delete ON public.backup_runs FOR DELETE USING (false);
+
+--
+-- Name: backup_runs backup_runs_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY backup_runs_insert ON public.backup_runs FOR INSERT WITH CHECK (false);
+
+--
+-- Name: backup_runs backup_runs_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY backup_runs_select ON public.backup_runs FOR SELECT USING (true);
+
+--
+-- Name: backup_runs backup_runs_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY backup_runs_update ON public.backup_runs FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: TABLE backup_runs; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.backup_runs TO diary_app;
+
+--
+-- ============================== billing_events ==============================
+--
+
+--
+-- Name: billing_events; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.billing_events (
+    event_id text NOT NULL,
+    event_type text NOT NULL,
+    user_ids text[] DEFAULT '{}'::text[] NOT NULL,
+    transferred_from text[] DEFAULT '{}'::text[] NOT NULL,
+    transferred_to text[] DEFAULT '{}'::text[] NOT NULL,
+    product_id text,
+    couple boolean DEFAULT false NOT NULL,
+    expiration_at timestamp with time zone,
+    event_at timestamp with time zone NOT NULL,
+    environment text NOT NULL,
+    received_at timestamp with time zone DEFAULT now() NOT NULL,
+    outcome text NOT NULL,
+    user_id uuid,
+    applied_at timestamp with time zone,
+    body jsonb NOT NULL,
+    CONSTRAINT billing_events_event_id_check CHECK (((char_length(event_id) >= 1) AND (char_length(event_id) <= 200))),
+    CONSTRAINT billing_events_event_type_check CHECK (((char_length(event_type) >= 1) AND (char_length(event_type) <= 100))),
+    CONSTRAINT billing_events_outcome_check CHECK ((outcome = ANY (ARRAY['applied'::text, 'older'::text, 'ignored'::text, 'sandbox'::text, 'unknown_user'::text])))
+);
+
+ALTER TABLE ONLY public.billing_events FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: billing_events billing_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.billing_events
+    ADD CONSTRAINT billing_events_pkey PRIMARY KEY (event_id);
+
+--
+-- Name: billing_events_user; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX billing_events_user ON public.billing_events USING btree (user_id, event_at) WHERE (user_id IS NOT NULL);
+
+--
+-- Name: billing_events_waiting; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX billing_events_waiting ON public.billing_events USING btree (received_at) WHERE (outcome = 'unknown_user'::text);
+
+--
+-- Name: billing_events; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.billing_events ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: billing_events billing_events_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY billing_events_delete ON public.billing_events FOR DELETE USING (false);
+
+--
+-- Name: billing_events billing_events_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY billing_events_insert ON public.billing_events FOR INSERT WITH CHECK (false);
+
+--
+-- Name: billing_events billing_events_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY billing_events_select ON public.billing_events FOR SELECT USING (false);
+
+--
+-- Name: billing_events billing_events_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY billing_events_update ON public.billing_events FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- ============================== change_log ==============================
+--
+
+--
+-- Name: change_log; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.change_log (
+    diary_id uuid NOT NULL,
+    xact xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    seq bigint NOT NULL,
+    kind text NOT NULL,
+    entry_id uuid,
+    user_id uuid,
+    user_alias uuid,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT change_log_kind_check CHECK ((kind = ANY (ARRAY['entry.created'::text, 'entry.updated'::text, 'entry.deleted'::text, 'entry.read'::text, 'member.joined'::text, 'member.left'::text, 'diary.updated'::text])))
+);
+
+ALTER TABLE ONLY public.change_log FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: change_log_seq_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.change_log ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.change_log_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
+-- Name: change_log change_log_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.change_log
+    ADD CONSTRAINT change_log_pkey PRIMARY KEY (diary_id, xact, seq);
+
+--
+-- Name: change_log_at; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX change_log_at ON public.change_log USING btree (at);
+
+--
+-- Name: change_log_departures; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX change_log_departures ON public.change_log USING btree (user_id, xact, seq) WHERE (kind = 'member.left'::text);
+
+--
+-- Name: change_log_tail; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX change_log_tail ON public.change_log USING btree (xact, seq);
+
+--
+-- Name: change_log; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.change_log ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: change_log change_log_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY change_log_delete ON public.change_log FOR DELETE USING (false);
+
+--
+-- Name: change_log change_log_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY change_log_insert ON public.change_log FOR INSERT WITH CHECK (false);
+
+--
+-- Name: change_log change_log_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY change_log_select ON public.change_log FOR SELECT USING ((((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])) IS TRUE) OR ((kind = 'member.left'::text) AND (user_id = ( SELECT public.app_user_id() AS app_user_id)))));
+
+--
+-- Name: change_log change_log_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY change_log_update ON public.change_log FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: TABLE change_log; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.change_log TO diary_app;
+
+--
+-- ============================== change_log_horizon ==============================
+--
+
+--
+-- Name: change_log_horizon; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.change_log_horizon (
+    singleton boolean DEFAULT true NOT NULL,
+    xact xid8 NOT NULL,
+    seq bigint NOT NULL,
+    CONSTRAINT change_log_horizon_singleton_check CHECK (singleton)
+);
+
+ALTER TABLE ONLY public.change_log_horizon FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: change_log_horizon change_log_horizon_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.change_log_horizon
+    ADD CONSTRAINT change_log_horizon_pkey PRIMARY KEY (singleton);
+
+--
+-- Name: change_log_horizon; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.change_log_horizon ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: change_log_horizon change_log_horizon_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY change_log_horizon_delete ON public.change_log_horizon FOR DELETE USING (false);
+
+--
+-- Name: change_log_horizon change_log_horizon_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY change_log_horizon_insert ON public.change_log_horizon FOR INSERT WITH CHECK (false);
+
+--
+-- Name: change_log_horizon change_log_horizon_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY change_log_horizon_select ON public.change_log_horizon FOR SELECT USING (true);
+
+--
+-- Name: change_log_horizon change_log_horizon_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY change_log_horizon_update ON public.change_log_horizon FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: TABLE change_log_horizon; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.change_log_horizon TO diary_app;
+
+--
+-- ============================== diaries ==============================
+--
+
+--
+-- Name: diaries; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.diaries (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    name text NOT NULL,
+    type text NOT NULL,
+    invite_code text DEFAULT public.generate_invite_code() NOT NULL,
+    created_by uuid,
+    settings jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    entry_count integer DEFAULT 0 NOT NULL,
+    CONSTRAINT diaries_invite_code_check CHECK ((invite_code ~ '^[0-9A-HJKMNP-TV-Z]{10}$'::text)),
+    CONSTRAINT diaries_name_check CHECK (((char_length(name) >= 1) AND (char_length(name) <= 500))),
+    CONSTRAINT diaries_settings_check CHECK ((jsonb_typeof(settings) = 'object'::text)),
+    CONSTRAINT diaries_type_check CHECK ((type = ANY (ARRAY['couple'::text, 'family'::text, 'friends'::text, 'anonymous'::text])))
+)
+WITH (fillfactor='70');
+
+ALTER TABLE ONLY public.diaries FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: diaries diaries_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.diaries
+    ADD CONSTRAINT diaries_pkey PRIMARY KEY (id);
+
+--
+-- Name: diaries diaries_created_by_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.diaries
+    ADD CONSTRAINT diaries_created_by_fkey FOREIGN KEY (created_by) REFERENCES public.users(id) ON DELETE SET NULL;
+
+--
+-- Name: diaries_invite_code; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX diaries_invite_code ON public.diaries USING btree (invite_code);
+
+--
+-- Name: diaries; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.diaries ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: diaries diaries_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY diaries_delete ON public.diaries FOR DELETE USING (public.is_diary_owner(id));
+
+--
+-- Name: diaries diaries_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY diaries_insert ON public.diaries FOR INSERT WITH CHECK ((created_by = ( SELECT public.app_user_id() AS app_user_id)));
+
+--
+-- Name: diaries diaries_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY diaries_select ON public.diaries FOR SELECT USING (((id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])) IS TRUE));
+
+--
+-- Name: diaries diaries_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY diaries_update ON public.diaries FOR UPDATE USING ((id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))) WITH CHECK (public.is_diary_owner(id));
+
+--
+-- Name: diaries diaries_exactly_one_owner; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE CONSTRAINT TRIGGER diaries_exactly_one_owner AFTER INSERT ON public.diaries DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.check_diary_has_one_owner();
+
+--
+-- Name: diaries diaries_log_renamed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER diaries_log_renamed AFTER UPDATE OF name ON public.diaries FOR EACH ROW WHEN ((old.name IS DISTINCT FROM new.name)) EXECUTE FUNCTION public.log_renamed_diary();
+
+--
+-- Name: diaries diaries_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER diaries_set_updated_at BEFORE UPDATE OF name, invite_code, settings ON public.diaries FOR EACH ROW EXECUTE FUNCTION public.set_updated_at();
+
+--
+-- Name: diaries diaries_type_fixed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER diaries_type_fixed BEFORE UPDATE OF type ON public.diaries FOR EACH ROW WHEN ((old.type IS DISTINCT FROM new.type)) EXECUTE FUNCTION public.forbid_diary_type_change();
+
+--
+-- Name: TABLE diaries; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.diaries TO diary_app;
+
+--
+-- ============================== diary_members ==============================
+--
+
+--
+-- Name: diary_members; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.diary_members (
+    diary_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    role text DEFAULT 'member'::text NOT NULL,
+    joined_at timestamp with time zone DEFAULT now() NOT NULL,
+    alias_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    unread_count integer DEFAULT 0 NOT NULL,
+    CONSTRAINT diary_members_role_check CHECK ((role = ANY (ARRAY['owner'::text, 'member'::text])))
+)
+WITH (fillfactor='50');
+
+ALTER TABLE ONLY public.diary_members FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: diary_members diary_members_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.diary_members
+    ADD CONSTRAINT diary_members_pkey PRIMARY KEY (diary_id, user_id);
+
+--
+-- Name: diary_members diary_members_diary_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.diary_members
+    ADD CONSTRAINT diary_members_diary_id_fkey FOREIGN KEY (diary_id) REFERENCES public.diaries(id) ON DELETE CASCADE;
+
+--
+-- Name: diary_members diary_members_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.diary_members
+    ADD CONSTRAINT diary_members_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: diary_members_alias; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX diary_members_alias ON public.diary_members USING btree (diary_id, alias_id);
+
+--
+-- Name: diary_members_one_owner; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX diary_members_one_owner ON public.diary_members USING btree (diary_id) WHERE (role = 'owner'::text);
+
+--
+-- Name: diary_members_user; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX diary_members_user ON public.diary_members USING btree (user_id, diary_id);
+
+--
+-- Name: diary_members; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.diary_members ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: diary_members diary_members_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY diary_members_delete ON public.diary_members FOR DELETE USING (((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])) AND ((user_id = ( SELECT public.app_user_id() AS app_user_id)) OR public.is_diary_owner(diary_id))));
+
+--
+-- Name: diary_members diary_members_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY diary_members_insert ON public.diary_members FOR INSERT WITH CHECK (false);
+
+--
+-- Name: diary_members diary_members_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY diary_members_select ON public.diary_members FOR SELECT USING ((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])));
+
+--
+-- Name: diary_members diary_members_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY diary_members_update ON public.diary_members FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: diary_members diary_members_count_unread; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER diary_members_count_unread BEFORE INSERT ON public.diary_members FOR EACH ROW EXECUTE FUNCTION public.count_unread_for_new_member();
+
+--
+-- Name: diary_members diary_members_exactly_one_owner; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE CONSTRAINT TRIGGER diary_members_exactly_one_owner AFTER INSERT OR DELETE OR UPDATE OF role ON public.diary_members DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.check_diary_has_one_owner();
+
+--
+-- Name: diary_members diary_members_log_joined; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER diary_members_log_joined AFTER INSERT ON public.diary_members REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.log_membership_changes();
+
+--
+-- Name: diary_members diary_members_log_left; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER diary_members_log_left AFTER DELETE ON public.diary_members REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.log_membership_changes();
+
+--
+-- Name: diary_members diary_members_refresh_app_diary_ids; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER diary_members_refresh_app_diary_ids AFTER INSERT OR DELETE ON public.diary_members FOR EACH ROW EXECUTE FUNCTION public.refresh_app_diary_ids_after_membership_change();
+
+--
+-- Name: TABLE diary_members; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.diary_members TO diary_app;
+
+--
+-- ============================== entries ==============================
+--
+
+--
+-- Name: entries; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.entries (
+    diary_id uuid NOT NULL,
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    user_id uuid NOT NULL,
+    content text NOT NULL,
+    question text,
+    images text[] DEFAULT '{}'::text[] NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT entries_content_check CHECK (((char_length(content) >= 1) AND (char_length(content) <= 100000))),
+    CONSTRAINT entries_images_check CHECK ((cardinality(images) <= 10)),
+    CONSTRAINT entries_question_check CHECK ((char_length(question) <= 5000))
+);
+
+ALTER TABLE ONLY public.entries FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: entries entries_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.entries
+    ADD CONSTRAINT entries_pkey PRIMARY KEY (diary_id, id);
+
+--
+-- Name: entries entries_diary_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.entries
+    ADD CONSTRAINT entries_diary_id_fkey FOREIGN KEY (diary_id) REFERENCES public.diaries(id) ON DELETE CASCADE;
+
+--
+-- Name: entries entries_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.entries
+    ADD CONSTRAINT entries_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: entries_id; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX entries_id ON public.entries USING btree (id);
+
+--
+-- Name: entries_timeline; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX entries_timeline ON public.entries USING btree (diary_id, created_at DESC, id DESC);
+
+--
+-- Name: entries_user_diary_created; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX entries_user_diary_created ON public.entries USING btree (user_id, diary_id, created_at);
+
+--
+-- Name: entries; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.entries ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: entries entries_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY entries_delete ON public.entries FOR DELETE USING (((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])) AND (user_id = ( SELECT public.app_user_id() AS app_user_id))));
+
+--
+-- Name: entries entries_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY entries_insert ON public.entries FOR INSERT WITH CHECK (((user_id = ( SELECT public.app_user_id() AS app_user_id)) AND (diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))));
+
+--
+-- Name: entries entries_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY entries_select ON public.entries FOR SELECT USING ((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])));
+
+--
+-- Name: entries entries_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY entries_update ON public.entries FOR UPDATE USING ((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))) WITH CHECK (((user_id = ( SELECT public.app_user_id() AS app_user_id)) AND (diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))));
+
+--
+-- Name: entries entries_count_deleted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entries_count_deleted AFTER DELETE ON public.entries REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.count_deleted_entries();
+
+--
+-- Name: entries entries_count_posted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entries_count_posted AFTER INSERT ON public.entries REFERENCING NEW TABLE AS posted FOR EACH STATEMENT EXECUTE FUNCTION public.count_posted_entries();
+
+--
+-- Name: entries entries_keys_fixed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entries_keys_fixed AFTER UPDATE OF diary_id, id, user_id ON public.entries FOR EACH ROW WHEN (((old.diary_id IS DISTINCT FROM new.diary_id) OR (old.id IS DISTINCT FROM new.id) OR (old.user_id IS DISTINCT FROM new.user_id))) EXECUTE FUNCTION public.forbid_key_change();
+
+--
+-- Name: entries entries_log_created; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entries_log_created AFTER INSERT ON public.entries REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.log_entry_changes();
+
+--
+-- Name: entries entries_log_deleted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entries_log_deleted AFTER DELETE ON public.entries REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.log_entry_changes();
+
+--
+-- Name: entries entries_log_updated; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entries_log_updated AFTER UPDATE OF content, question, images ON public.entries FOR EACH ROW WHEN ((((old.content IS DISTINCT FROM new.content) OR (old.question IS DISTINCT FROM new.question)) OR (old.images IS DISTINCT FROM new.images))) EXECUTE FUNCTION public.log_edited_entry();
+
+--
+-- Name: entries entries_queue_notifications; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entries_queue_notifications AFTER INSERT ON public.entries REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.queue_entry_notifications();
+
+--
+-- Name: entries entries_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entries_set_updated_at BEFORE UPDATE ON public.entries FOR EACH ROW EXECUTE FUNCTION public.set_updated_at();
+
+--
+-- Name: TABLE entries; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.entries TO diary_app;
+
+--
+-- ============================== entry_reads ==============================
+--
+
+--
+-- Name: entry_reads; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.entry_reads (
+    diary_id uuid NOT NULL,
+    entry_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    read_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY public.entry_reads FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: entry_reads entry_reads_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.entry_reads
+    ADD CONSTRAINT entry_reads_pkey PRIMARY KEY (diary_id, entry_id, user_id);
+
+--
+-- Name: entry_reads entry_reads_diary_id_entry_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.entry_reads
+    ADD CONSTRAINT entry_reads_diary_id_entry_id_fkey FOREIGN KEY (diary_id, entry_id) REFERENCES public.entries(diary_id, id) DEFERRABLE INITIALLY DEFERRED;
+
+--
+-- Name: entry_reads entry_reads_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.entry_reads
+    ADD CONSTRAINT entry_reads_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: entry_reads_user_diary; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX entry_reads_user_diary ON public.entry_reads USING btree (user_id, diary_id);
+
+--
+-- Name: entry_reads; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.entry_reads ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: entry_reads entry_reads_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY entry_reads_delete ON public.entry_reads FOR DELETE USING (false);
+
+--
+-- Name: entry_reads entry_reads_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY entry_reads_insert ON public.entry_reads FOR INSERT WITH CHECK (((user_id = ( SELECT public.app_user_id() AS app_user_id)) AND (diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))));
+
+--
+-- Name: entry_reads entry_reads_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY entry_reads_select ON public.entry_reads FOR SELECT USING (((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])) IS TRUE));
+
+--
+-- Name: entry_reads entry_reads_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY entry_reads_update ON public.entry_reads FOR UPDATE USING ((user_id = ( SELECT public.app_user_id() AS app_user_id))) WITH CHECK (((user_id = ( SELECT public.app_user_id() AS app_user_id)) AND (diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))));
+
+--
+-- Name: entry_reads entry_reads_count_first_read; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entry_reads_count_first_read AFTER INSERT ON public.entry_reads REFERENCING NEW TABLE AS receipts FOR EACH STATEMENT EXECUTE FUNCTION public.count_first_reads();
+
+--
+-- Name: entry_reads entry_reads_keys_fixed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entry_reads_keys_fixed AFTER UPDATE OF diary_id, entry_id, user_id ON public.entry_reads FOR EACH ROW WHEN (((old.diary_id IS DISTINCT FROM new.diary_id) OR (old.entry_id IS DISTINCT FROM new.entry_id) OR (old.user_id IS DISTINCT FROM new.user_id))) EXECUTE FUNCTION public.forbid_key_change();
+
+--
+-- Name: entry_reads entry_reads_log_first_read; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entry_reads_log_first_read AFTER INSERT ON public.entry_reads REFERENCING NEW TABLE AS receipts FOR EACH STATEMENT EXECUTE FUNCTION public.log_first_reads();
+
+--
+-- Name: TABLE entry_reads; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.entry_reads TO diary_app;
+
+--
+-- ============================== devices ==============================
+--
+
+--
+-- Name: devices; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.devices (
+    token text NOT NULL,
+    user_id uuid NOT NULL,
+    environment text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    registered_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT devices_environment_check CHECK ((environment = ANY (ARRAY['sandbox'::text, 'production'::text]))),
+    CONSTRAINT devices_token_check CHECK ((token ~ '^[0-9a-f]{64,200}$'::text))
+);
+
+ALTER TABLE ONLY public.devices FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: devices devices_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.devices
+    ADD CONSTRAINT devices_pkey PRIMARY KEY (token);
+
+--
+-- Name: devices devices_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.devices
+    ADD CONSTRAINT devices_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: devices_user; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX devices_user ON public.devices USING btree (user_id, registered_at);
+
+--
+-- Name: devices; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.devices ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: devices devices_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY devices_delete ON public.devices FOR DELETE USING ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
+
+--
+-- Name: devices devices_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY devices_insert ON public.devices FOR INSERT WITH CHECK (false);
+
+--
+-- Name: devices devices_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY devices_select ON public.devices FOR SELECT USING ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
+
+--
+-- Name: devices devices_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY devices_update ON public.devices FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: TABLE devices; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,DELETE ON TABLE public.devices TO diary_app;
+
+--
+-- ============================== entry_photos ==============================
+--
+
+--
+-- Name: entry_photos; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.entry_photos (
+    diary_id uuid NOT NULL,
+    id uuid NOT NULL,
+    entry_id uuid NOT NULL,
+    "position" smallint NOT NULL,
+    uploader_id uuid NOT NULL,
+    content_hash text NOT NULL,
+    content_type text NOT NULL,
+    bytes integer NOT NULL,
+    width integer NOT NULL,
+    height integer NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    content_crc32 bigint,
+    CONSTRAINT entry_photos_bytes_check CHECK (((bytes >= 1) AND (bytes <= 10485760))),
+    CONSTRAINT entry_photos_content_crc32_check CHECK (((content_crc32 >= 0) AND (content_crc32 <= '4294967295'::bigint))),
+    CONSTRAINT entry_photos_content_hash_check CHECK ((content_hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT entry_photos_content_type_check CHECK ((content_type = ANY (ARRAY['image/jpeg'::text, 'image/png'::text, 'image/webp'::text]))),
+    CONSTRAINT entry_photos_height_check CHECK (((height >= 1) AND (height <= 12000))),
+    CONSTRAINT entry_photos_position_check CHECK ((("position" >= 0) AND ("position" <= 3))),
+    CONSTRAINT entry_photos_width_check CHECK (((width >= 1) AND (width <= 12000)))
+);
+
+ALTER TABLE ONLY public.entry_photos FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: entry_photos entry_photos_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.entry_photos
+    ADD CONSTRAINT entry_photos_pkey PRIMARY KEY (diary_id, id);
+
+--
+-- Name: entry_photos entry_photos_diary_id_entry_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.entry_photos
+    ADD CONSTRAINT entry_photos_diary_id_entry_id_fkey FOREIGN KEY (diary_id, entry_id) REFERENCES public.entries(diary_id, id) ON DELETE CASCADE;
+
+--
+-- Name: entry_photos entry_photos_uploader_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.entry_photos
+    ADD CONSTRAINT entry_photos_uploader_id_fkey FOREIGN KEY (uploader_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: entry_photos_entry; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX entry_photos_entry ON public.entry_photos USING btree (diary_id, entry_id, "position");
+
+--
+-- Name: entry_photos_hash; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX entry_photos_hash ON public.entry_photos USING btree (content_hash);
+
+--
+-- Name: entry_photos_id; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX entry_photos_id ON public.entry_photos USING btree (id);
+
+--
+-- Name: entry_photos_missing_crc32; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX entry_photos_missing_crc32 ON public.entry_photos USING btree (content_hash) WHERE (content_crc32 IS NULL);
+
+--
+-- Name: entry_photos; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.entry_photos ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: entry_photos entry_photos_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY entry_photos_delete ON public.entry_photos FOR DELETE USING (false);
+
+--
+-- Name: entry_photos entry_photos_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY entry_photos_insert ON public.entry_photos FOR INSERT WITH CHECK (false);
+
+--
+-- Name: entry_photos entry_photos_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY entry_photos_select ON public.entry_photos FOR SELECT USING (((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])) IS TRUE));
+
+--
+-- Name: entry_photos entry_photos_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY entry_photos_update ON public.entry_photos FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: entry_photos entry_photos_queue_garbage; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entry_photos_queue_garbage AFTER DELETE ON public.entry_photos REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.queue_photo_garbage();
+
+--
+-- Name: TABLE entry_photos; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.entry_photos TO diary_app;
+
+--
+-- ============================== export_days ==============================
+--
+
+--
+-- Name: export_days; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.export_days (
+    user_id uuid NOT NULL,
+    day date NOT NULL,
+    exports integer NOT NULL,
+    CONSTRAINT export_days_exports_check CHECK ((exports > 0))
+);
+
+ALTER TABLE ONLY public.export_days FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: export_days export_days_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.export_days
+    ADD CONSTRAINT export_days_pkey PRIMARY KEY (user_id, day);
+
+--
+-- Name: export_days export_days_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.export_days
+    ADD CONSTRAINT export_days_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: export_days; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.export_days ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: export_days export_days_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY export_days_delete ON public.export_days FOR DELETE USING (false);
+
+--
+-- Name: export_days export_days_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY export_days_insert ON public.export_days FOR INSERT WITH CHECK (false);
+
+--
+-- Name: export_days export_days_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY export_days_select ON public.export_days FOR SELECT USING ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
+
+--
+-- Name: export_days export_days_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY export_days_update ON public.export_days FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: TABLE export_days; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.export_days TO diary_app;
+
+--
+-- ============================== invite_codes ==============================
+--
+
+--
+-- Name: invite_codes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.invite_codes (
+    code text NOT NULL,
+    diary_id uuid NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT invite_codes_code_check CHECK ((code ~ '^[0-9A-HJKMNP-TV-Z]{10}$'::text))
+);
+
+ALTER TABLE ONLY public.invite_codes FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: invite_codes invite_codes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.invite_codes
+    ADD CONSTRAINT invite_codes_pkey PRIMARY KEY (code);
+
+--
+-- Name: invite_codes; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.invite_codes ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: invite_codes invite_codes_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY invite_codes_delete ON public.invite_codes FOR DELETE USING (false);
+
+--
+-- Name: invite_codes invite_codes_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY invite_codes_insert ON public.invite_codes FOR INSERT WITH CHECK (false);
+
+--
+-- Name: invite_codes invite_codes_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY invite_codes_select ON public.invite_codes FOR SELECT USING (false);
+
+--
+-- Name: invite_codes invite_codes_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY invite_codes_update ON public.invite_codes FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- ============================== users ==============================
+--
+
+--
+-- Name: users; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.users (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    apple_sub text,
+    email text,
+    display_name text DEFAULT 'ユーザー'::text NOT NULL,
+    profile_image_url text,
+    settings jsonb DEFAULT '{"reminder_time": "21:00", "notification_reminder": true, "notification_new_entry": true}'::jsonb NOT NULL,
+    time_zone text DEFAULT 'Asia/Tokyo'::text NOT NULL,
+    premium_expires_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    dev_name text,
+    premium_product_id text,
+    premium_couple boolean DEFAULT false NOT NULL,
+    premium_event_at timestamp with time zone,
+    CONSTRAINT users_apple_sub_check CHECK (((char_length(apple_sub) >= 1) AND (char_length(apple_sub) <= 255))),
+    CONSTRAINT users_dev_name_check CHECK (((char_length(dev_name) >= 1) AND (char_length(dev_name) <= 500))),
+    CONSTRAINT users_display_name_check CHECK (((char_length(display_name) >= 1) AND (char_length(display_name) <= 500))),
+    CONSTRAINT users_email_check CHECK ((char_length(email) <= 320)),
+    CONSTRAINT users_profile_image_url_check CHECK ((char_length(profile_image_url) <= 2048)),
+    CONSTRAINT users_settings_check CHECK ((jsonb_typeof(settings) = 'object'::text)),
+    CONSTRAINT users_time_zone_check CHECK (((char_length(time_zone) >= 1) AND (char_length(time_zone) <= 64)))
+);
+
+ALTER TABLE ONLY public.users FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: users users_apple_sub_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.users
+    ADD CONSTRAINT users_apple_sub_key UNIQUE (apple_sub);
+
+--
+-- Name: users users_dev_name_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.users
+    ADD CONSTRAINT users_dev_name_key UNIQUE (dev_name);
+
+--
+-- Name: users users_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.users
+    ADD CONSTRAINT users_pkey PRIMARY KEY (id);
+
+--
+-- Name: users; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.users ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: users users_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY users_delete ON public.users FOR DELETE USING ((id = ( SELECT public.app_user_id() AS app_user_id)));
+
+--
+-- Name: users users_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY users_insert ON public.users FOR INSERT WITH CHECK (false);
+
+--
+-- Name: users users_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY users_select ON public.users FOR SELECT USING (((id = ANY (( SELECT public.app_visible_user_ids() AS app_visible_user_ids)::uuid[])) IS TRUE));
+
+--
+-- Name: users users_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY users_update ON public.users FOR UPDATE USING ((id = ( SELECT public.app_user_id() AS app_user_id))) WITH CHECK ((id = ( SELECT public.app_user_id() AS app_user_id)));
+
+--
+-- Name: users users_apply_waiting_billing_events; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER users_apply_waiting_billing_events AFTER INSERT ON public.users FOR EACH ROW EXECUTE FUNCTION public.apply_waiting_billing_events();
+
+--
+-- Name: users users_queue_apple_revocation; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER users_queue_apple_revocation BEFORE DELETE ON public.users FOR EACH ROW EXECUTE FUNCTION public.queue_apple_revocation();
+
+--
+-- Name: users users_schedule_reminder; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER users_schedule_reminder AFTER INSERT OR UPDATE OF settings, time_zone ON public.users FOR EACH ROW EXECUTE FUNCTION public.schedule_reminder();
+
+--
+-- Name: users users_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER users_set_updated_at BEFORE UPDATE ON public.users FOR EACH ROW EXECUTE FUNCTION public.set_updated_at();
+
+--
+-- Name: TABLE users; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.users TO diary_app;
+
+--
+-- ============================== photo_garbage ==============================
+--
+
+--
+-- Name: photo_garbage; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.photo_garbage (
+    content_hash text NOT NULL,
+    queued_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY public.photo_garbage FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: photo_garbage photo_garbage_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.photo_garbage
+    ADD CONSTRAINT photo_garbage_pkey PRIMARY KEY (content_hash);
+
+--
+-- Name: photo_garbage; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.photo_garbage ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: photo_garbage photo_garbage_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_garbage_delete ON public.photo_garbage FOR DELETE USING (false);
+
+--
+-- Name: photo_garbage photo_garbage_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_garbage_insert ON public.photo_garbage FOR INSERT WITH CHECK (false);
+
+--
+-- Name: photo_garbage photo_garbage_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_garbage_select ON public.photo_garbage FOR SELECT USING (false);
+
+--
+-- Name: photo_garbage photo_garbage_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_garbage_update ON public.photo_garbage FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- ============================== photo_upload_days ==============================
+--
+
+--
+-- Name: photo_upload_days; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.photo_upload_days (
+    user_id uuid NOT NULL,
+    day date NOT NULL,
+    uploads integer NOT NULL
+);
+
+ALTER TABLE ONLY public.photo_upload_days FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: photo_upload_days photo_upload_days_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.photo_upload_days
+    ADD CONSTRAINT photo_upload_days_pkey PRIMARY KEY (user_id, day);
+
+--
+-- Name: photo_upload_days photo_upload_days_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.photo_upload_days
+    ADD CONSTRAINT photo_upload_days_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: photo_upload_days; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.photo_upload_days ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: photo_upload_days photo_upload_days_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_upload_days_delete ON public.photo_upload_days FOR DELETE USING (false);
+
+--
+-- Name: photo_upload_days photo_upload_days_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_upload_days_insert ON public.photo_upload_days FOR INSERT WITH CHECK (false);
+
+--
+-- Name: photo_upload_days photo_upload_days_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_upload_days_select ON public.photo_upload_days FOR SELECT USING ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
+
+--
+-- Name: photo_upload_days photo_upload_days_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_upload_days_update ON public.photo_upload_days FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: TABLE photo_upload_days; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.photo_upload_days TO diary_app;
+
+--
+-- ============================== photo_uploads ==============================
+--
+
+--
+-- Name: photo_uploads; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.photo_uploads (
+    id uuid NOT NULL,
+    uploader_id uuid NOT NULL,
+    content_hash text NOT NULL,
+    content_type text NOT NULL,
+    bytes integer NOT NULL,
+    width integer NOT NULL,
+    height integer NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    content_crc32 bigint,
+    CONSTRAINT photo_uploads_bytes_check CHECK (((bytes >= 1) AND (bytes <= 10485760))),
+    CONSTRAINT photo_uploads_content_crc32_check CHECK (((content_crc32 >= 0) AND (content_crc32 <= '4294967295'::bigint))),
+    CONSTRAINT photo_uploads_content_hash_check CHECK ((content_hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT photo_uploads_content_type_check CHECK ((content_type = ANY (ARRAY['image/jpeg'::text, 'image/png'::text, 'image/webp'::text]))),
+    CONSTRAINT photo_uploads_height_check CHECK (((height >= 1) AND (height <= 12000))),
+    CONSTRAINT photo_uploads_width_check CHECK (((width >= 1) AND (width <= 12000)))
+);
+
+ALTER TABLE ONLY public.photo_uploads FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: photo_uploads photo_uploads_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.photo_uploads
+    ADD CONSTRAINT photo_uploads_pkey PRIMARY KEY (id);
+
+--
+-- Name: photo_uploads photo_uploads_uploader_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.photo_uploads
+    ADD CONSTRAINT photo_uploads_uploader_id_fkey FOREIGN KEY (uploader_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: photo_uploads_created; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX photo_uploads_created ON public.photo_uploads USING btree (created_at);
+
+--
+-- Name: photo_uploads_hash; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX photo_uploads_hash ON public.photo_uploads USING btree (content_hash);
+
+--
+-- Name: photo_uploads_missing_crc32; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX photo_uploads_missing_crc32 ON public.photo_uploads USING btree (content_hash) WHERE (content_crc32 IS NULL);
+
+--
+-- Name: photo_uploads_uploader; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX photo_uploads_uploader ON public.photo_uploads USING btree (uploader_id);
+
+--
+-- Name: photo_uploads; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.photo_uploads ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: photo_uploads photo_uploads_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_uploads_delete ON public.photo_uploads FOR DELETE USING (false);
+
+--
+-- Name: photo_uploads photo_uploads_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_uploads_insert ON public.photo_uploads FOR INSERT WITH CHECK (false);
+
+--
+-- Name: photo_uploads photo_uploads_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_uploads_select ON public.photo_uploads FOR SELECT USING ((uploader_id = ( SELECT public.app_user_id() AS app_user_id)));
+
+--
+-- Name: photo_uploads photo_uploads_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY photo_uploads_update ON public.photo_uploads FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: photo_uploads photo_uploads_queue_garbage; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER photo_uploads_queue_garbage AFTER DELETE ON public.photo_uploads REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.queue_photo_garbage();
+
+--
+-- Name: TABLE photo_uploads; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.photo_uploads TO diary_app;
+
+--
+-- ============================== push_outbox ==============================
+--
+
+--
+-- Name: push_outbox; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.push_outbox (
+    id bigint NOT NULL,
+    user_id uuid NOT NULL,
+    device_token text NOT NULL,
+    kind text NOT NULL,
+    diary_id uuid,
+    entry_id uuid,
+    payload jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    available_at timestamp with time zone DEFAULT '-infinity'::timestamp with time zone NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    last_error text,
+    dead_at timestamp with time zone,
+    CONSTRAINT push_outbox_check CHECK (((kind = 'entry'::text) = ((entry_id IS NOT NULL) AND (diary_id IS NOT NULL)))),
+    CONSTRAINT push_outbox_kind_check CHECK ((kind = ANY (ARRAY['entry'::text, 'reminder'::text])))
+);
+
+ALTER TABLE ONLY public.push_outbox FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: push_outbox_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.push_outbox ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.push_outbox_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
+-- Name: push_outbox push_outbox_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.push_outbox
+    ADD CONSTRAINT push_outbox_pkey PRIMARY KEY (id);
+
+--
+-- Name: push_outbox push_outbox_device_token_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.push_outbox
+    ADD CONSTRAINT push_outbox_device_token_fkey FOREIGN KEY (device_token) REFERENCES public.devices(token) ON DELETE CASCADE;
+
+--
+-- Name: push_outbox_dead; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX push_outbox_dead ON public.push_outbox USING btree (dead_at) WHERE (dead_at IS NOT NULL);
+
+--
+-- Name: push_outbox_device; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX push_outbox_device ON public.push_outbox USING btree (device_token);
+
+--
+-- Name: push_outbox_due; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX push_outbox_due ON public.push_outbox USING btree (available_at, id) WHERE (dead_at IS NULL);
+
+--
+-- Name: push_outbox; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.push_outbox ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: push_outbox push_outbox_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY push_outbox_delete ON public.push_outbox FOR DELETE USING (false);
+
+--
+-- Name: push_outbox push_outbox_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY push_outbox_insert ON public.push_outbox FOR INSERT WITH CHECK (false);
+
+--
+-- Name: push_outbox push_outbox_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY push_outbox_select ON public.push_outbox FOR SELECT USING (false);
+
+--
+-- Name: push_outbox push_outbox_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY push_outbox_update ON public.push_outbox FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- ============================== questions ==============================
+--
+
+--
+-- Name: questions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.questions (
+    id integer NOT NULL,
+    text text NOT NULL,
+    CONSTRAINT questions_text_check CHECK (((char_length(text) >= 1) AND (char_length(text) <= 200)))
+);
+
+ALTER TABLE ONLY public.questions FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: questions questions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.questions
+    ADD CONSTRAINT questions_pkey PRIMARY KEY (id);
+
+--
+-- Name: questions questions_text_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.questions
+    ADD CONSTRAINT questions_text_key UNIQUE (text);
+
+--
+-- Name: questions; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.questions ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: questions questions_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY questions_delete ON public.questions FOR DELETE USING (false);
+
+--
+-- Name: questions questions_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY questions_insert ON public.questions FOR INSERT WITH CHECK (false);
+
+--
+-- Name: questions questions_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY questions_select ON public.questions FOR SELECT USING (true);
+
+--
+-- Name: questions questions_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY questions_update ON public.questions FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: TABLE questions; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.questions TO diary_app;
+
+--
+-- ============================== refresh_tokens ==============================
+--
+
+--
+-- Name: refresh_tokens; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.refresh_tokens (
+    token_hash bytea NOT NULL,
+    session_id uuid NOT NULL,
+    issued_at timestamp with time zone DEFAULT now() NOT NULL,
+    rotated_at timestamp with time zone,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT refresh_tokens_token_hash_check CHECK ((octet_length(token_hash) = 32))
+);
+
+ALTER TABLE ONLY public.refresh_tokens FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: refresh_tokens refresh_tokens_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.refresh_tokens
+    ADD CONSTRAINT refresh_tokens_pkey PRIMARY KEY (token_hash);
+
+--
+-- Name: refresh_tokens refresh_tokens_session_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.refresh_tokens
+    ADD CONSTRAINT refresh_tokens_session_id_fkey FOREIGN KEY (session_id) REFERENCES public.sessions(id) ON DELETE CASCADE;
+
+--
+-- Name: refresh_tokens_session; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX refresh_tokens_session ON public.refresh_tokens USING btree (session_id);
+
+--
+-- Name: refresh_tokens; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.refresh_tokens ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: refresh_tokens refresh_tokens_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY refresh_tokens_delete ON public.refresh_tokens FOR DELETE USING (false);
+
+--
+-- Name: refresh_tokens refresh_tokens_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY refresh_tokens_insert ON public.refresh_tokens FOR INSERT WITH CHECK (false);
+
+--
+-- Name: refresh_tokens refresh_tokens_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY refresh_tokens_select ON public.refresh_tokens FOR SELECT USING (false);
+
+--
+-- Name: refresh_tokens refresh_tokens_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY refresh_tokens_update ON public.refresh_tokens FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- ============================== reminder_schedule ==============================
+--
+
+--
+-- Name: reminder_schedule; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.reminder_schedule (
+    user_id uuid NOT NULL,
+    next_at timestamp with time zone,
+    last_handled_on date
+);
+
+ALTER TABLE ONLY public.reminder_schedule FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: reminder_schedule reminder_schedule_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.reminder_schedule
+    ADD CONSTRAINT reminder_schedule_pkey PRIMARY KEY (user_id);
+
+--
+-- Name: reminder_schedule reminder_schedule_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.reminder_schedule
+    ADD CONSTRAINT reminder_schedule_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: reminder_schedule_due; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX reminder_schedule_due ON public.reminder_schedule USING btree (next_at) WHERE (next_at IS NOT NULL);
+
+--
+-- Name: reminder_schedule_unscheduled; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX reminder_schedule_unscheduled ON public.reminder_schedule USING btree (user_id) WHERE (next_at IS NULL);
+
+--
+-- Name: reminder_schedule; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.reminder_schedule ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: reminder_schedule reminder_schedule_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY reminder_schedule_delete ON public.reminder_schedule FOR DELETE USING (false);
+
+--
+-- Name: reminder_schedule reminder_schedule_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY reminder_schedule_insert ON public.reminder_schedule FOR INSERT WITH CHECK (false);
+
+--
+-- Name: reminder_schedule reminder_schedule_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY reminder_schedule_select ON public.reminder_schedule FOR SELECT USING (false);
+
+--
+-- Name: reminder_schedule reminder_schedule_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY reminder_schedule_update ON public.reminder_schedule FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- ============================== service_notices ==============================
+--
+
+--
+-- Name: service_notices; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.service_notices (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    kind text NOT NULL,
+    title text NOT NULL,
+    body text NOT NULL,
+    published_at timestamp with time zone DEFAULT now() NOT NULL,
+    effective_on date,
+    CONSTRAINT service_notices_body_check CHECK (((length(body) >= 1) AND (length(body) <= 5000))),
+    CONSTRAINT service_notices_kind_check CHECK ((kind = ANY (ARRAY['info'::text, 'shutdown'::text]))),
+    CONSTRAINT service_notices_shutdown_six_months_ahead CHECK (((kind <> 'shutdown'::text) OR ((effective_on IS NOT NULL) AND (effective_on >= (((published_at AT TIME ZONE 'UTC'::text))::date + 183))))),
+    CONSTRAINT service_notices_title_check CHECK (((length(title) >= 1) AND (length(title) <= 200)))
+);
+
+ALTER TABLE ONLY public.service_notices FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: service_notices service_notices_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.service_notices
+    ADD CONSTRAINT service_notices_pkey PRIMARY KEY (id);
+
+--
+-- Name: service_notices_published; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX service_notices_published ON public.service_notices USING btree (published_at DESC);
+
+--
+-- Name: service_notices; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.service_notices ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: service_notices service_notices_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY service_notices_delete ON public.service_notices FOR DELETE USING (false);
+
+--
+-- Name: service_notices service_notices_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY service_notices_insert ON public.service_notices FOR INSERT WITH CHECK (false);
+
+--
+-- Name: service_notices service_notices_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY service_notices_select ON public.service_notices FOR SELECT USING (true);
+
+--
+-- Name: service_notices service_notices_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY service_notices_update ON public.service_notices FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: TABLE service_notices; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.service_notices TO diary_app;
+
+--
+-- ============================== sessions ==============================
+--
+
+--
+-- Name: sessions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sessions (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    user_id uuid NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    revoked_at timestamp with time zone
+);
+
+ALTER TABLE ONLY public.sessions FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: sessions sessions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sessions
+    ADD CONSTRAINT sessions_pkey PRIMARY KEY (id);
+
+--
+-- Name: sessions sessions_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sessions
+    ADD CONSTRAINT sessions_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: sessions_user; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sessions_user ON public.sessions USING btree (user_id);
+
+--
+-- Name: sessions; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.sessions ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: sessions sessions_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY sessions_delete ON public.sessions FOR DELETE USING (false);
+
+--
+-- Name: sessions sessions_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY sessions_insert ON public.sessions FOR INSERT WITH CHECK (false);
+
+--
+-- Name: sessions sessions_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY sessions_select ON public.sessions FOR SELECT USING ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
+
+--
+-- Name: sessions sessions_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY sessions_update ON public.sessions FOR UPDATE USING ((user_id = ( SELECT public.app_user_id() AS app_user_id))) WITH CHECK ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
+
+--
+-- Name: TABLE sessions; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,UPDATE ON TABLE public.sessions TO diary_app;
+
+--
+-- PostgreSQL database dump complete
+--
+
+--
+-- ============================== counter_differences (view) ==============================
+--
+
+--
+-- Name: counter_differences; Type: VIEW; Schema: public; Owner: -
+--
+
+CREATE VIEW public.counter_differences WITH (security_invoker='true') AS
+ SELECT 'unread_count'::text AS counter,
+    m.diary_id,
+    m.user_id,
+    m.unread_count AS stored,
+    actual.count AS actual
+   FROM (public.diary_members m
+     CROSS JOIN LATERAL ( SELECT (count(*))::integer AS count
+           FROM public.entries e
+          WHERE ((e.diary_id = m.diary_id) AND (e.user_id <> m.user_id) AND (NOT (EXISTS ( SELECT 1
+                   FROM public.entry_reads r
+                  WHERE ((r.diary_id = e.diary_id) AND (r.entry_id = e.id) AND (r.user_id = m.user_id))))))) actual)
+  WHERE (m.unread_count <> actual.count)
+UNION ALL
+ SELECT 'entry_count'::text AS counter,
+    d.id AS diary_id,
+    NULL::uuid AS user_id,
+    d.entry_count AS stored,
+    actual.count AS actual
+   FROM (public.diaries d
+     CROSS JOIN LATERAL ( SELECT (count(*))::integer AS count
+           FROM public.entries e
+          WHERE (e.diary_id = d.id)) actual)
+  WHERE (d.entry_count <> actual.count);
+
+--
+-- ============================== member_profiles (view) ==============================
+--
+
+--
+-- Name: member_profiles; Type: VIEW; Schema: public; Owner: -
+--
+
+CREATE VIEW public.member_profiles WITH (security_invoker='true') AS
+ SELECT m.diary_id,
+    m.user_id,
+    m.role,
+    m.joined_at,
+    hidden.is_hidden,
+        CASE
+            WHEN hidden.is_hidden THEN m.alias_id
+            ELSE m.user_id
+        END AS public_id,
+        CASE
+            WHEN hidden.is_hidden THEN ('匿名'::text || row_number() OVER (PARTITION BY m.diary_id ORDER BY m.joined_at, m.alias_id))
+            ELSE u.display_name
+        END AS display_name,
+        CASE
+            WHEN hidden.is_hidden THEN NULL::text
+            ELSE u.profile_image_url
+        END AS profile_image_url
+   FROM (((public.diary_members m
+     JOIN public.diaries d ON ((d.id = m.diary_id)))
+     LEFT JOIN public.users u ON ((u.id = m.user_id)))
+     CROSS JOIN LATERAL ( SELECT ((d.type = 'anonymous'::text) AND (m.user_id IS DISTINCT FROM ( SELECT public.app_user_id() AS app_user_id))) AS is_hidden) hidden);
+
+--
+-- Name: TABLE member_profiles; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.member_profiles TO diary_app;
+
+--
+-- ============================== functions ==============================
+--
+
+--
 -- Name: app_diary_ids(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -37,6 +2217,13 @@ CREATE FUNCTION public.app_diary_ids() RETURNS uuid[]
     AS $$
     select nullif(pg_catalog.current_setting('app.diary_ids', true), '')::pg_catalog.uuid[]
 $$;
+
+--
+-- Name: FUNCTION app_diary_ids(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.app_diary_ids() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.app_diary_ids() TO diary_app;
 
 --
 -- Name: app_user_id(); Type: FUNCTION; Schema: public; Owner: -
@@ -49,6 +2236,13 @@ CREATE FUNCTION public.app_user_id() RETURNS uuid
 $$;
 
 --
+-- Name: FUNCTION app_user_id(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.app_user_id() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.app_user_id() TO diary_app;
+
+--
 -- Name: app_visible_user_ids(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -57,6 +2251,13 @@ CREATE FUNCTION public.app_visible_user_ids() RETURNS uuid[]
     AS $$
     select coalesce(nullif(pg_catalog.current_setting('app.visible_user_ids', true), '')::pg_catalog.uuid[], '{}')
 $$;
+
+--
+-- Name: FUNCTION app_visible_user_ids(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.app_visible_user_ids() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.app_visible_user_ids() TO diary_app;
 
 --
 -- Name: apple_revocation_counts(); Type: FUNCTION; Schema: public; Owner: -
@@ -69,6 +2270,13 @@ CREATE FUNCTION public.apple_revocation_counts() RETURNS TABLE(pending bigint, f
     with pruned as (delete from apple_revocations where finished_at < now() - interval '90 days')
     select count(*) filter (where state = 'pending'), count(*) filter (where state = 'failed') from apple_revocations
 $$;
+
+--
+-- Name: FUNCTION apple_revocation_counts(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.apple_revocation_counts() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.apple_revocation_counts() TO diary_app;
 
 --
 -- Name: apply_apple_notification(text, text, text, text); Type: FUNCTION; Schema: public; Owner: -
@@ -200,6 +2408,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION apply_waiting_billing_events(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.apply_waiting_billing_events() FROM PUBLIC;
+
+--
 -- Name: authenticate(uuid, uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -280,6 +2494,12 @@ begin
     return null;
 end
 $$;
+
+--
+-- Name: FUNCTION check_diary_has_one_owner(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.check_diary_has_one_owner() FROM PUBLIC;
 
 --
 -- Name: claim_apple_revocations(integer, interval); Type: FUNCTION; Schema: public; Owner: -
@@ -391,6 +2611,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION count_deleted_entries(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.count_deleted_entries() FROM PUBLIC;
+
+--
 -- Name: count_first_reads(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -410,6 +2636,12 @@ begin
     return null;
 end
 $$;
+
+--
+-- Name: FUNCTION count_first_reads(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.count_first_reads() FROM PUBLIC;
 
 --
 -- Name: count_posted_entries(); Type: FUNCTION; Schema: public; Owner: -
@@ -435,6 +2667,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION count_posted_entries(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.count_posted_entries() FROM PUBLIC;
+
+--
 -- Name: count_unread_for_new_member(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -455,6 +2693,12 @@ begin
     return new;
 end
 $$;
+
+--
+-- Name: FUNCTION count_unread_for_new_member(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.count_unread_for_new_member() FROM PUBLIC;
 
 --
 -- Name: create_diary(uuid, text, text, integer); Type: FUNCTION; Schema: public; Owner: -
@@ -516,6 +2760,13 @@ begin
     delete from users u where u.id = caller;
 end
 $$;
+
+--
+-- Name: FUNCTION delete_my_account(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.delete_my_account() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.delete_my_account() TO diary_app;
 
 --
 -- Name: diary_member_cap(text); Type: FUNCTION; Schema: public; Owner: -
@@ -623,6 +2874,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION forbid_diary_type_change(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.forbid_diary_type_change() FROM PUBLIC;
+
+--
 -- Name: forbid_key_change(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -634,6 +2891,12 @@ begin
     raise exception 'the keys of % cannot change', tg_table_name using errcode = '23514', constraint = tg_name;
 end
 $$;
+
+--
+-- Name: FUNCTION forbid_key_change(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.forbid_key_change() FROM PUBLIC;
 
 --
 -- Name: generate_invite_code(); Type: FUNCTION; Schema: public; Owner: -
@@ -660,6 +2923,13 @@ begin
     return code;
 end
 $$;
+
+--
+-- Name: FUNCTION generate_invite_code(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.generate_invite_code() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.generate_invite_code() TO diary_app;
 
 --
 -- Name: invite_code_diary(text); Type: FUNCTION; Schema: public; Owner: -
@@ -776,6 +3046,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION log_edited_entry(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.log_edited_entry() FROM PUBLIC;
+
+--
 -- Name: log_entry_changes(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -802,6 +3078,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION log_entry_changes(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.log_entry_changes() FROM PUBLIC;
+
+--
 -- Name: log_first_reads(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -818,6 +3100,12 @@ begin
     return null;
 end
 $$;
+
+--
+-- Name: FUNCTION log_first_reads(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.log_first_reads() FROM PUBLIC;
 
 --
 -- Name: log_membership_changes(); Type: FUNCTION; Schema: public; Owner: -
@@ -837,6 +3125,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION log_membership_changes(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.log_membership_changes() FROM PUBLIC;
+
+--
 -- Name: log_renamed_diary(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -850,6 +3144,12 @@ begin
     return null;
 end
 $$;
+
+--
+-- Name: FUNCTION log_renamed_diary(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.log_renamed_diary() FROM PUBLIC;
 
 --
 -- Name: mark_as_read(uuid, uuid); Type: FUNCTION; Schema: public; Owner: -
@@ -894,6 +3194,13 @@ CREATE FUNCTION public.my_billing_events() RETURNS TABLE(event_id text, event_ty
       and (app_user_id()::text = any (b.user_ids) or app_user_id()::text = any (b.transferred_from) or app_user_id()::text = any (b.transferred_to))
     order by b.event_at, b.event_id
 $$;
+
+--
+-- Name: FUNCTION my_billing_events(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.my_billing_events() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.my_billing_events() TO diary_app;
 
 --
 -- Name: normalize_invite_code(text); Type: FUNCTION; Schema: public; Owner: -
@@ -962,6 +3269,13 @@ CREATE FUNCTION public.photo_garbage_backlog() RETURNS bigint
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$ select count(*) from photo_garbage $$;
+
+--
+-- Name: FUNCTION photo_garbage_backlog(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.photo_garbage_backlog() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.photo_garbage_backlog() TO diary_app;
 
 --
 -- Name: photo_hash_lock(text); Type: FUNCTION; Schema: public; Owner: -
@@ -1068,6 +3382,13 @@ CREATE FUNCTION public.push_outbox_counts() RETURNS TABLE(pending bigint, dead b
 $$;
 
 --
+-- Name: FUNCTION push_outbox_counts(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.push_outbox_counts() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.push_outbox_counts() TO diary_app;
+
+--
 -- Name: queue_apple_revocation(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1085,6 +3406,12 @@ begin
     return old;
 end
 $$;
+
+--
+-- Name: FUNCTION queue_apple_revocation(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.queue_apple_revocation() FROM PUBLIC;
 
 --
 -- Name: queue_entry_notifications(); Type: FUNCTION; Schema: public; Owner: -
@@ -1122,6 +3449,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION queue_entry_notifications(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.queue_entry_notifications() FROM PUBLIC;
+
+--
 -- Name: queue_photo_garbage(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1136,6 +3469,12 @@ begin
     return null;
 end
 $$;
+
+--
+-- Name: FUNCTION queue_photo_garbage(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.queue_photo_garbage() FROM PUBLIC;
 
 --
 -- Name: record_billing_event(text, text, text[], text[], text[], text, boolean, timestamp with time zone, timestamp with time zone, text, boolean, jsonb); Type: FUNCTION; Schema: public; Owner: -
@@ -1252,6 +3591,13 @@ end
 $$;
 
 --
+-- Name: FUNCTION refresh_app_diary_ids(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.refresh_app_diary_ids() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.refresh_app_diary_ids() TO diary_app;
+
+--
 -- Name: refresh_app_diary_ids_after_membership_change(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1266,6 +3612,12 @@ begin
     return null;
 end
 $$;
+
+--
+-- Name: FUNCTION refresh_app_diary_ids_after_membership_change(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.refresh_app_diary_ids_after_membership_change() FROM PUBLIC;
 
 --
 -- Name: register_device(text, text); Type: FUNCTION; Schema: public; Owner: -
@@ -1534,6 +3886,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION schedule_reminder(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.schedule_reminder() FROM PUBLIC;
+
+--
 -- Name: set_app_setting(text, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1625,6 +3983,13 @@ end
 $$;
 
 --
+-- Name: FUNCTION set_updated_at(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.set_updated_at() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.set_updated_at() TO diary_app;
+
+--
 -- Name: store_apple_token(uuid, text, bytea); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1700,1996 +4065,6 @@ SET default_tablespace = '';
 SET default_table_access_method = heap;
 
 --
--- Name: apple_notifications; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.apple_notifications (
-    jti text NOT NULL,
-    type text NOT NULL,
-    outcome text NOT NULL,
-    received_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT apple_notifications_jti_check CHECK (((char_length(jti) >= 1) AND (char_length(jti) <= 255))),
-    CONSTRAINT apple_notifications_type_check CHECK ((char_length(type) <= 64))
-);
-
-ALTER TABLE ONLY public.apple_notifications FORCE ROW LEVEL SECURITY;
-
---
--- Name: apple_revocations; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.apple_revocations (
-    token_id uuid NOT NULL,
-    client_id text NOT NULL,
-    sealed bytea,
-    queued_at timestamp with time zone DEFAULT now() NOT NULL,
-    available_at timestamp with time zone DEFAULT now() NOT NULL,
-    attempts integer DEFAULT 0 NOT NULL,
-    state text DEFAULT 'pending'::text NOT NULL,
-    last_error text,
-    finished_at timestamp with time zone,
-    CONSTRAINT apple_revocations_sealed_while_pending CHECK (((state = 'pending'::text) = (sealed IS NOT NULL))),
-    CONSTRAINT apple_revocations_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'revoked'::text, 'failed'::text])))
-);
-
-ALTER TABLE ONLY public.apple_revocations FORCE ROW LEVEL SECURITY;
-
---
--- Name: apple_tokens; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.apple_tokens (
-    user_id uuid NOT NULL,
-    token_id uuid NOT NULL,
-    client_id text NOT NULL,
-    sealed bytea NOT NULL,
-    stored_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT apple_tokens_client_id_check CHECK (((char_length(client_id) >= 1) AND (char_length(client_id) <= 255))),
-    CONSTRAINT apple_tokens_sealed_check CHECK (((octet_length(sealed) >= 29) AND (octet_length(sealed) <= 4096)))
-);
-
-ALTER TABLE ONLY public.apple_tokens FORCE ROW LEVEL SECURITY;
-
---
--- Name: backup_runs; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.backup_runs (
-    id bigint NOT NULL,
-    started_at timestamp with time zone NOT NULL,
-    finished_at timestamp with time zone NOT NULL,
-    location text NOT NULL,
-    entry_count bigint NOT NULL,
-    entries_checksum text NOT NULL,
-    verified_at timestamp with time zone,
-    verified boolean
-);
-
-ALTER TABLE ONLY public.backup_runs FORCE ROW LEVEL SECURITY;
-
---
--- Name: backup_runs_id_seq; Type: SEQUENCE; Schema: public; Owner: -
---
-
-ALTER TABLE public.backup_runs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
-    SEQUENCE NAME public.backup_runs_id_seq
-    START WITH 1
-    INCREMENT BY 1
-    NO MINVALUE
-    NO MAXVALUE
-    CACHE 1
-);
-
---
--- Name: billing_events; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.billing_events (
-    event_id text NOT NULL,
-    event_type text NOT NULL,
-    user_ids text[] DEFAULT '{}'::text[] NOT NULL,
-    transferred_from text[] DEFAULT '{}'::text[] NOT NULL,
-    transferred_to text[] DEFAULT '{}'::text[] NOT NULL,
-    product_id text,
-    couple boolean DEFAULT false NOT NULL,
-    expiration_at timestamp with time zone,
-    event_at timestamp with time zone NOT NULL,
-    environment text NOT NULL,
-    received_at timestamp with time zone DEFAULT now() NOT NULL,
-    outcome text NOT NULL,
-    user_id uuid,
-    applied_at timestamp with time zone,
-    body jsonb NOT NULL,
-    CONSTRAINT billing_events_event_id_check CHECK (((char_length(event_id) >= 1) AND (char_length(event_id) <= 200))),
-    CONSTRAINT billing_events_event_type_check CHECK (((char_length(event_type) >= 1) AND (char_length(event_type) <= 100))),
-    CONSTRAINT billing_events_outcome_check CHECK ((outcome = ANY (ARRAY['applied'::text, 'older'::text, 'ignored'::text, 'sandbox'::text, 'unknown_user'::text])))
-);
-
-ALTER TABLE ONLY public.billing_events FORCE ROW LEVEL SECURITY;
-
---
--- Name: change_log; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.change_log (
-    diary_id uuid NOT NULL,
-    xact xid8 DEFAULT pg_current_xact_id() NOT NULL,
-    seq bigint NOT NULL,
-    kind text NOT NULL,
-    entry_id uuid,
-    user_id uuid,
-    user_alias uuid,
-    at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT change_log_kind_check CHECK ((kind = ANY (ARRAY['entry.created'::text, 'entry.updated'::text, 'entry.deleted'::text, 'entry.read'::text, 'member.joined'::text, 'member.left'::text, 'diary.updated'::text])))
-);
-
-ALTER TABLE ONLY public.change_log FORCE ROW LEVEL SECURITY;
-
---
--- Name: change_log_horizon; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.change_log_horizon (
-    singleton boolean DEFAULT true NOT NULL,
-    xact xid8 NOT NULL,
-    seq bigint NOT NULL,
-    CONSTRAINT change_log_horizon_singleton_check CHECK (singleton)
-);
-
-ALTER TABLE ONLY public.change_log_horizon FORCE ROW LEVEL SECURITY;
-
---
--- Name: change_log_seq_seq; Type: SEQUENCE; Schema: public; Owner: -
---
-
-ALTER TABLE public.change_log ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
-    SEQUENCE NAME public.change_log_seq_seq
-    START WITH 1
-    INCREMENT BY 1
-    NO MINVALUE
-    NO MAXVALUE
-    CACHE 1
-);
-
---
--- Name: diaries; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.diaries (
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
-    name text NOT NULL,
-    type text NOT NULL,
-    invite_code text DEFAULT public.generate_invite_code() NOT NULL,
-    created_by uuid,
-    settings jsonb DEFAULT '{}'::jsonb NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    entry_count integer DEFAULT 0 NOT NULL,
-    CONSTRAINT diaries_invite_code_check CHECK ((invite_code ~ '^[0-9A-HJKMNP-TV-Z]{10}$'::text)),
-    CONSTRAINT diaries_name_check CHECK (((char_length(name) >= 1) AND (char_length(name) <= 500))),
-    CONSTRAINT diaries_settings_check CHECK ((jsonb_typeof(settings) = 'object'::text)),
-    CONSTRAINT diaries_type_check CHECK ((type = ANY (ARRAY['couple'::text, 'family'::text, 'friends'::text, 'anonymous'::text])))
-)
-WITH (fillfactor='70');
-
-ALTER TABLE ONLY public.diaries FORCE ROW LEVEL SECURITY;
-
---
--- Name: diary_members; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.diary_members (
-    diary_id uuid NOT NULL,
-    user_id uuid NOT NULL,
-    role text DEFAULT 'member'::text NOT NULL,
-    joined_at timestamp with time zone DEFAULT now() NOT NULL,
-    alias_id uuid DEFAULT gen_random_uuid() NOT NULL,
-    unread_count integer DEFAULT 0 NOT NULL,
-    CONSTRAINT diary_members_role_check CHECK ((role = ANY (ARRAY['owner'::text, 'member'::text])))
-)
-WITH (fillfactor='50');
-
-ALTER TABLE ONLY public.diary_members FORCE ROW LEVEL SECURITY;
-
---
--- Name: entries; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.entries (
-    diary_id uuid NOT NULL,
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
-    user_id uuid NOT NULL,
-    content text NOT NULL,
-    question text,
-    images text[] DEFAULT '{}'::text[] NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT entries_content_check CHECK (((char_length(content) >= 1) AND (char_length(content) <= 100000))),
-    CONSTRAINT entries_images_check CHECK ((cardinality(images) <= 10)),
-    CONSTRAINT entries_question_check CHECK ((char_length(question) <= 5000))
-);
-
-ALTER TABLE ONLY public.entries FORCE ROW LEVEL SECURITY;
-
---
--- Name: entry_reads; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.entry_reads (
-    diary_id uuid NOT NULL,
-    entry_id uuid NOT NULL,
-    user_id uuid NOT NULL,
-    read_at timestamp with time zone DEFAULT now() NOT NULL
-);
-
-ALTER TABLE ONLY public.entry_reads FORCE ROW LEVEL SECURITY;
-
---
--- Name: counter_differences; Type: VIEW; Schema: public; Owner: -
---
-
-CREATE VIEW public.counter_differences WITH (security_invoker='true') AS
- SELECT 'unread_count'::text AS counter,
-    m.diary_id,
-    m.user_id,
-    m.unread_count AS stored,
-    actual.count AS actual
-   FROM (public.diary_members m
-     CROSS JOIN LATERAL ( SELECT (count(*))::integer AS count
-           FROM public.entries e
-          WHERE ((e.diary_id = m.diary_id) AND (e.user_id <> m.user_id) AND (NOT (EXISTS ( SELECT 1
-                   FROM public.entry_reads r
-                  WHERE ((r.diary_id = e.diary_id) AND (r.entry_id = e.id) AND (r.user_id = m.user_id))))))) actual)
-  WHERE (m.unread_count <> actual.count)
-UNION ALL
- SELECT 'entry_count'::text AS counter,
-    d.id AS diary_id,
-    NULL::uuid AS user_id,
-    d.entry_count AS stored,
-    actual.count AS actual
-   FROM (public.diaries d
-     CROSS JOIN LATERAL ( SELECT (count(*))::integer AS count
-           FROM public.entries e
-          WHERE (e.diary_id = d.id)) actual)
-  WHERE (d.entry_count <> actual.count);
-
---
--- Name: devices; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.devices (
-    token text NOT NULL,
-    user_id uuid NOT NULL,
-    environment text NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    registered_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT devices_environment_check CHECK ((environment = ANY (ARRAY['sandbox'::text, 'production'::text]))),
-    CONSTRAINT devices_token_check CHECK ((token ~ '^[0-9a-f]{64,200}$'::text))
-);
-
-ALTER TABLE ONLY public.devices FORCE ROW LEVEL SECURITY;
-
---
--- Name: entry_photos; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.entry_photos (
-    diary_id uuid NOT NULL,
-    id uuid NOT NULL,
-    entry_id uuid NOT NULL,
-    "position" smallint NOT NULL,
-    uploader_id uuid NOT NULL,
-    content_hash text NOT NULL,
-    content_type text NOT NULL,
-    bytes integer NOT NULL,
-    width integer NOT NULL,
-    height integer NOT NULL,
-    created_at timestamp with time zone NOT NULL,
-    content_crc32 bigint,
-    CONSTRAINT entry_photos_bytes_check CHECK (((bytes >= 1) AND (bytes <= 10485760))),
-    CONSTRAINT entry_photos_content_crc32_check CHECK (((content_crc32 >= 0) AND (content_crc32 <= '4294967295'::bigint))),
-    CONSTRAINT entry_photos_content_hash_check CHECK ((content_hash ~ '^[0-9a-f]{64}$'::text)),
-    CONSTRAINT entry_photos_content_type_check CHECK ((content_type = ANY (ARRAY['image/jpeg'::text, 'image/png'::text, 'image/webp'::text]))),
-    CONSTRAINT entry_photos_height_check CHECK (((height >= 1) AND (height <= 12000))),
-    CONSTRAINT entry_photos_position_check CHECK ((("position" >= 0) AND ("position" <= 3))),
-    CONSTRAINT entry_photos_width_check CHECK (((width >= 1) AND (width <= 12000)))
-);
-
-ALTER TABLE ONLY public.entry_photos FORCE ROW LEVEL SECURITY;
-
---
--- Name: export_days; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.export_days (
-    user_id uuid NOT NULL,
-    day date NOT NULL,
-    exports integer NOT NULL,
-    CONSTRAINT export_days_exports_check CHECK ((exports > 0))
-);
-
-ALTER TABLE ONLY public.export_days FORCE ROW LEVEL SECURITY;
-
---
--- Name: invite_codes; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.invite_codes (
-    code text NOT NULL,
-    diary_id uuid NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT invite_codes_code_check CHECK ((code ~ '^[0-9A-HJKMNP-TV-Z]{10}$'::text))
-);
-
-ALTER TABLE ONLY public.invite_codes FORCE ROW LEVEL SECURITY;
-
---
--- Name: users; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.users (
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
-    apple_sub text,
-    email text,
-    display_name text DEFAULT 'ユーザー'::text NOT NULL,
-    profile_image_url text,
-    settings jsonb DEFAULT '{"reminder_time": "21:00", "notification_reminder": true, "notification_new_entry": true}'::jsonb NOT NULL,
-    time_zone text DEFAULT 'Asia/Tokyo'::text NOT NULL,
-    premium_expires_at timestamp with time zone,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    dev_name text,
-    premium_product_id text,
-    premium_couple boolean DEFAULT false NOT NULL,
-    premium_event_at timestamp with time zone,
-    CONSTRAINT users_apple_sub_check CHECK (((char_length(apple_sub) >= 1) AND (char_length(apple_sub) <= 255))),
-    CONSTRAINT users_dev_name_check CHECK (((char_length(dev_name) >= 1) AND (char_length(dev_name) <= 500))),
-    CONSTRAINT users_display_name_check CHECK (((char_length(display_name) >= 1) AND (char_length(display_name) <= 500))),
-    CONSTRAINT users_email_check CHECK ((char_length(email) <= 320)),
-    CONSTRAINT users_profile_image_url_check CHECK ((char_length(profile_image_url) <= 2048)),
-    CONSTRAINT users_settings_check CHECK ((jsonb_typeof(settings) = 'object'::text)),
-    CONSTRAINT users_time_zone_check CHECK (((char_length(time_zone) >= 1) AND (char_length(time_zone) <= 64)))
-);
-
-ALTER TABLE ONLY public.users FORCE ROW LEVEL SECURITY;
-
---
--- Name: member_profiles; Type: VIEW; Schema: public; Owner: -
---
-
-CREATE VIEW public.member_profiles WITH (security_invoker='true') AS
- SELECT m.diary_id,
-    m.user_id,
-    m.role,
-    m.joined_at,
-    hidden.is_hidden,
-        CASE
-            WHEN hidden.is_hidden THEN m.alias_id
-            ELSE m.user_id
-        END AS public_id,
-        CASE
-            WHEN hidden.is_hidden THEN ('匿名'::text || row_number() OVER (PARTITION BY m.diary_id ORDER BY m.joined_at, m.alias_id))
-            ELSE u.display_name
-        END AS display_name,
-        CASE
-            WHEN hidden.is_hidden THEN NULL::text
-            ELSE u.profile_image_url
-        END AS profile_image_url
-   FROM (((public.diary_members m
-     JOIN public.diaries d ON ((d.id = m.diary_id)))
-     LEFT JOIN public.users u ON ((u.id = m.user_id)))
-     CROSS JOIN LATERAL ( SELECT ((d.type = 'anonymous'::text) AND (m.user_id IS DISTINCT FROM ( SELECT public.app_user_id() AS app_user_id))) AS is_hidden) hidden);
-
---
--- Name: photo_garbage; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.photo_garbage (
-    content_hash text NOT NULL,
-    queued_at timestamp with time zone DEFAULT now() NOT NULL
-);
-
-ALTER TABLE ONLY public.photo_garbage FORCE ROW LEVEL SECURITY;
-
---
--- Name: photo_upload_days; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.photo_upload_days (
-    user_id uuid NOT NULL,
-    day date NOT NULL,
-    uploads integer NOT NULL
-);
-
-ALTER TABLE ONLY public.photo_upload_days FORCE ROW LEVEL SECURITY;
-
---
--- Name: photo_uploads; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.photo_uploads (
-    id uuid NOT NULL,
-    uploader_id uuid NOT NULL,
-    content_hash text NOT NULL,
-    content_type text NOT NULL,
-    bytes integer NOT NULL,
-    width integer NOT NULL,
-    height integer NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    content_crc32 bigint,
-    CONSTRAINT photo_uploads_bytes_check CHECK (((bytes >= 1) AND (bytes <= 10485760))),
-    CONSTRAINT photo_uploads_content_crc32_check CHECK (((content_crc32 >= 0) AND (content_crc32 <= '4294967295'::bigint))),
-    CONSTRAINT photo_uploads_content_hash_check CHECK ((content_hash ~ '^[0-9a-f]{64}$'::text)),
-    CONSTRAINT photo_uploads_content_type_check CHECK ((content_type = ANY (ARRAY['image/jpeg'::text, 'image/png'::text, 'image/webp'::text]))),
-    CONSTRAINT photo_uploads_height_check CHECK (((height >= 1) AND (height <= 12000))),
-    CONSTRAINT photo_uploads_width_check CHECK (((width >= 1) AND (width <= 12000)))
-);
-
-ALTER TABLE ONLY public.photo_uploads FORCE ROW LEVEL SECURITY;
-
---
--- Name: push_outbox; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.push_outbox (
-    id bigint NOT NULL,
-    user_id uuid NOT NULL,
-    device_token text NOT NULL,
-    kind text NOT NULL,
-    diary_id uuid,
-    entry_id uuid,
-    payload jsonb NOT NULL,
-    created_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
-    available_at timestamp with time zone DEFAULT '-infinity'::timestamp with time zone NOT NULL,
-    attempts integer DEFAULT 0 NOT NULL,
-    last_error text,
-    dead_at timestamp with time zone,
-    CONSTRAINT push_outbox_check CHECK (((kind = 'entry'::text) = ((entry_id IS NOT NULL) AND (diary_id IS NOT NULL)))),
-    CONSTRAINT push_outbox_kind_check CHECK ((kind = ANY (ARRAY['entry'::text, 'reminder'::text])))
-);
-
-ALTER TABLE ONLY public.push_outbox FORCE ROW LEVEL SECURITY;
-
---
--- Name: push_outbox_id_seq; Type: SEQUENCE; Schema: public; Owner: -
---
-
-ALTER TABLE public.push_outbox ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
-    SEQUENCE NAME public.push_outbox_id_seq
-    START WITH 1
-    INCREMENT BY 1
-    NO MINVALUE
-    NO MAXVALUE
-    CACHE 1
-);
-
---
--- Name: questions; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.questions (
-    id integer NOT NULL,
-    text text NOT NULL,
-    CONSTRAINT questions_text_check CHECK (((char_length(text) >= 1) AND (char_length(text) <= 200)))
-);
-
-ALTER TABLE ONLY public.questions FORCE ROW LEVEL SECURITY;
-
---
--- Name: refresh_tokens; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.refresh_tokens (
-    token_hash bytea NOT NULL,
-    session_id uuid NOT NULL,
-    issued_at timestamp with time zone DEFAULT now() NOT NULL,
-    rotated_at timestamp with time zone,
-    expires_at timestamp with time zone NOT NULL,
-    CONSTRAINT refresh_tokens_token_hash_check CHECK ((octet_length(token_hash) = 32))
-);
-
-ALTER TABLE ONLY public.refresh_tokens FORCE ROW LEVEL SECURITY;
-
---
--- Name: reminder_schedule; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.reminder_schedule (
-    user_id uuid NOT NULL,
-    next_at timestamp with time zone,
-    last_handled_on date
-);
-
-ALTER TABLE ONLY public.reminder_schedule FORCE ROW LEVEL SECURITY;
-
---
--- Name: service_notices; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.service_notices (
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
-    kind text NOT NULL,
-    title text NOT NULL,
-    body text NOT NULL,
-    published_at timestamp with time zone DEFAULT now() NOT NULL,
-    effective_on date,
-    CONSTRAINT service_notices_body_check CHECK (((length(body) >= 1) AND (length(body) <= 5000))),
-    CONSTRAINT service_notices_kind_check CHECK ((kind = ANY (ARRAY['info'::text, 'shutdown'::text]))),
-    CONSTRAINT service_notices_shutdown_six_months_ahead CHECK (((kind <> 'shutdown'::text) OR ((effective_on IS NOT NULL) AND (effective_on >= (((published_at AT TIME ZONE 'UTC'::text))::date + 183))))),
-    CONSTRAINT service_notices_title_check CHECK (((length(title) >= 1) AND (length(title) <= 200)))
-);
-
-ALTER TABLE ONLY public.service_notices FORCE ROW LEVEL SECURITY;
-
---
--- Name: sessions; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.sessions (
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
-    user_id uuid NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    revoked_at timestamp with time zone
-);
-
-ALTER TABLE ONLY public.sessions FORCE ROW LEVEL SECURITY;
-
---
--- Name: apple_notifications apple_notifications_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.apple_notifications
-    ADD CONSTRAINT apple_notifications_pkey PRIMARY KEY (jti);
-
---
--- Name: apple_revocations apple_revocations_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.apple_revocations
-    ADD CONSTRAINT apple_revocations_pkey PRIMARY KEY (token_id);
-
---
--- Name: apple_tokens apple_tokens_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.apple_tokens
-    ADD CONSTRAINT apple_tokens_pkey PRIMARY KEY (user_id);
-
---
--- Name: apple_tokens apple_tokens_token_id_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.apple_tokens
-    ADD CONSTRAINT apple_tokens_token_id_key UNIQUE (token_id);
-
---
--- Name: backup_runs backup_runs_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.backup_runs
-    ADD CONSTRAINT backup_runs_pkey PRIMARY KEY (id);
-
---
--- Name: billing_events billing_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.billing_events
-    ADD CONSTRAINT billing_events_pkey PRIMARY KEY (event_id);
-
---
--- Name: change_log_horizon change_log_horizon_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.change_log_horizon
-    ADD CONSTRAINT change_log_horizon_pkey PRIMARY KEY (singleton);
-
---
--- Name: change_log change_log_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.change_log
-    ADD CONSTRAINT change_log_pkey PRIMARY KEY (diary_id, xact, seq);
-
---
--- Name: devices devices_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.devices
-    ADD CONSTRAINT devices_pkey PRIMARY KEY (token);
-
---
--- Name: diaries diaries_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.diaries
-    ADD CONSTRAINT diaries_pkey PRIMARY KEY (id);
-
---
--- Name: diary_members diary_members_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.diary_members
-    ADD CONSTRAINT diary_members_pkey PRIMARY KEY (diary_id, user_id);
-
---
--- Name: entries entries_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.entries
-    ADD CONSTRAINT entries_pkey PRIMARY KEY (diary_id, id);
-
---
--- Name: entry_photos entry_photos_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.entry_photos
-    ADD CONSTRAINT entry_photos_pkey PRIMARY KEY (diary_id, id);
-
---
--- Name: entry_reads entry_reads_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.entry_reads
-    ADD CONSTRAINT entry_reads_pkey PRIMARY KEY (diary_id, entry_id, user_id);
-
---
--- Name: export_days export_days_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.export_days
-    ADD CONSTRAINT export_days_pkey PRIMARY KEY (user_id, day);
-
---
--- Name: invite_codes invite_codes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.invite_codes
-    ADD CONSTRAINT invite_codes_pkey PRIMARY KEY (code);
-
---
--- Name: photo_garbage photo_garbage_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.photo_garbage
-    ADD CONSTRAINT photo_garbage_pkey PRIMARY KEY (content_hash);
-
---
--- Name: photo_upload_days photo_upload_days_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.photo_upload_days
-    ADD CONSTRAINT photo_upload_days_pkey PRIMARY KEY (user_id, day);
-
---
--- Name: photo_uploads photo_uploads_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.photo_uploads
-    ADD CONSTRAINT photo_uploads_pkey PRIMARY KEY (id);
-
---
--- Name: push_outbox push_outbox_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.push_outbox
-    ADD CONSTRAINT push_outbox_pkey PRIMARY KEY (id);
-
---
--- Name: questions questions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.questions
-    ADD CONSTRAINT questions_pkey PRIMARY KEY (id);
-
---
--- Name: questions questions_text_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.questions
-    ADD CONSTRAINT questions_text_key UNIQUE (text);
-
---
--- Name: refresh_tokens refresh_tokens_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.refresh_tokens
-    ADD CONSTRAINT refresh_tokens_pkey PRIMARY KEY (token_hash);
-
---
--- Name: reminder_schedule reminder_schedule_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.reminder_schedule
-    ADD CONSTRAINT reminder_schedule_pkey PRIMARY KEY (user_id);
-
---
--- Name: service_notices service_notices_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.service_notices
-    ADD CONSTRAINT service_notices_pkey PRIMARY KEY (id);
-
---
--- Name: sessions sessions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.sessions
-    ADD CONSTRAINT sessions_pkey PRIMARY KEY (id);
-
---
--- Name: users users_apple_sub_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.users
-    ADD CONSTRAINT users_apple_sub_key UNIQUE (apple_sub);
-
---
--- Name: users users_dev_name_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.users
-    ADD CONSTRAINT users_dev_name_key UNIQUE (dev_name);
-
---
--- Name: users users_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.users
-    ADD CONSTRAINT users_pkey PRIMARY KEY (id);
-
---
--- Name: apple_revocations_due; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX apple_revocations_due ON public.apple_revocations USING btree (available_at) WHERE (state = 'pending'::text);
-
---
--- Name: backup_runs_latest; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX backup_runs_latest ON public.backup_runs USING btree (finished_at DESC);
-
---
--- Name: billing_events_user; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX billing_events_user ON public.billing_events USING btree (user_id, event_at) WHERE (user_id IS NOT NULL);
-
---
--- Name: billing_events_waiting; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX billing_events_waiting ON public.billing_events USING btree (received_at) WHERE (outcome = 'unknown_user'::text);
-
---
--- Name: change_log_at; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX change_log_at ON public.change_log USING btree (at);
-
---
--- Name: change_log_departures; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX change_log_departures ON public.change_log USING btree (user_id, xact, seq) WHERE (kind = 'member.left'::text);
-
---
--- Name: change_log_tail; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX change_log_tail ON public.change_log USING btree (xact, seq);
-
---
--- Name: devices_user; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX devices_user ON public.devices USING btree (user_id, registered_at);
-
---
--- Name: diaries_invite_code; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX diaries_invite_code ON public.diaries USING btree (invite_code);
-
---
--- Name: diary_members_alias; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE UNIQUE INDEX diary_members_alias ON public.diary_members USING btree (diary_id, alias_id);
-
---
--- Name: diary_members_one_owner; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE UNIQUE INDEX diary_members_one_owner ON public.diary_members USING btree (diary_id) WHERE (role = 'owner'::text);
-
---
--- Name: diary_members_user; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX diary_members_user ON public.diary_members USING btree (user_id, diary_id);
-
---
--- Name: entries_id; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX entries_id ON public.entries USING btree (id);
-
---
--- Name: entries_timeline; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX entries_timeline ON public.entries USING btree (diary_id, created_at DESC, id DESC);
-
---
--- Name: entries_user_diary_created; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX entries_user_diary_created ON public.entries USING btree (user_id, diary_id, created_at);
-
---
--- Name: entry_photos_entry; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX entry_photos_entry ON public.entry_photos USING btree (diary_id, entry_id, "position");
-
---
--- Name: entry_photos_hash; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX entry_photos_hash ON public.entry_photos USING btree (content_hash);
-
---
--- Name: entry_photos_id; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX entry_photos_id ON public.entry_photos USING btree (id);
-
---
--- Name: entry_photos_missing_crc32; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX entry_photos_missing_crc32 ON public.entry_photos USING btree (content_hash) WHERE (content_crc32 IS NULL);
-
---
--- Name: entry_reads_user_diary; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX entry_reads_user_diary ON public.entry_reads USING btree (user_id, diary_id);
-
---
--- Name: photo_uploads_created; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX photo_uploads_created ON public.photo_uploads USING btree (created_at);
-
---
--- Name: photo_uploads_hash; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX photo_uploads_hash ON public.photo_uploads USING btree (content_hash);
-
---
--- Name: photo_uploads_missing_crc32; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX photo_uploads_missing_crc32 ON public.photo_uploads USING btree (content_hash) WHERE (content_crc32 IS NULL);
-
---
--- Name: photo_uploads_uploader; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX photo_uploads_uploader ON public.photo_uploads USING btree (uploader_id);
-
---
--- Name: push_outbox_dead; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX push_outbox_dead ON public.push_outbox USING btree (dead_at) WHERE (dead_at IS NOT NULL);
-
---
--- Name: push_outbox_device; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX push_outbox_device ON public.push_outbox USING btree (device_token);
-
---
--- Name: push_outbox_due; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX push_outbox_due ON public.push_outbox USING btree (available_at, id) WHERE (dead_at IS NULL);
-
---
--- Name: refresh_tokens_session; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX refresh_tokens_session ON public.refresh_tokens USING btree (session_id);
-
---
--- Name: reminder_schedule_due; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX reminder_schedule_due ON public.reminder_schedule USING btree (next_at) WHERE (next_at IS NOT NULL);
-
---
--- Name: reminder_schedule_unscheduled; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX reminder_schedule_unscheduled ON public.reminder_schedule USING btree (user_id) WHERE (next_at IS NULL);
-
---
--- Name: service_notices_published; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX service_notices_published ON public.service_notices USING btree (published_at DESC);
-
---
--- Name: sessions_user; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX sessions_user ON public.sessions USING btree (user_id);
-
---
--- Name: diaries diaries_exactly_one_owner; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE CONSTRAINT TRIGGER diaries_exactly_one_owner AFTER INSERT ON public.diaries DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.check_diary_has_one_owner();
-
---
--- Name: diaries diaries_log_renamed; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER diaries_log_renamed AFTER UPDATE OF name ON public.diaries FOR EACH ROW WHEN ((old.name IS DISTINCT FROM new.name)) EXECUTE FUNCTION public.log_renamed_diary();
-
---
--- Name: diaries diaries_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER diaries_set_updated_at BEFORE UPDATE OF name, invite_code, settings ON public.diaries FOR EACH ROW EXECUTE FUNCTION public.set_updated_at();
-
---
--- Name: diaries diaries_type_fixed; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER diaries_type_fixed BEFORE UPDATE OF type ON public.diaries FOR EACH ROW WHEN ((old.type IS DISTINCT FROM new.type)) EXECUTE FUNCTION public.forbid_diary_type_change();
-
---
--- Name: diary_members diary_members_count_unread; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER diary_members_count_unread BEFORE INSERT ON public.diary_members FOR EACH ROW EXECUTE FUNCTION public.count_unread_for_new_member();
-
---
--- Name: diary_members diary_members_exactly_one_owner; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE CONSTRAINT TRIGGER diary_members_exactly_one_owner AFTER INSERT OR DELETE OR UPDATE OF role ON public.diary_members DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.check_diary_has_one_owner();
-
---
--- Name: diary_members diary_members_log_joined; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER diary_members_log_joined AFTER INSERT ON public.diary_members REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.log_membership_changes();
-
---
--- Name: diary_members diary_members_log_left; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER diary_members_log_left AFTER DELETE ON public.diary_members REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.log_membership_changes();
-
---
--- Name: diary_members diary_members_refresh_app_diary_ids; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER diary_members_refresh_app_diary_ids AFTER INSERT OR DELETE ON public.diary_members FOR EACH ROW EXECUTE FUNCTION public.refresh_app_diary_ids_after_membership_change();
-
---
--- Name: entries entries_count_deleted; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER entries_count_deleted AFTER DELETE ON public.entries REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.count_deleted_entries();
-
---
--- Name: entries entries_count_posted; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER entries_count_posted AFTER INSERT ON public.entries REFERENCING NEW TABLE AS posted FOR EACH STATEMENT EXECUTE FUNCTION public.count_posted_entries();
-
---
--- Name: entries entries_keys_fixed; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER entries_keys_fixed AFTER UPDATE OF diary_id, id, user_id ON public.entries FOR EACH ROW WHEN (((old.diary_id IS DISTINCT FROM new.diary_id) OR (old.id IS DISTINCT FROM new.id) OR (old.user_id IS DISTINCT FROM new.user_id))) EXECUTE FUNCTION public.forbid_key_change();
-
---
--- Name: entries entries_log_created; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER entries_log_created AFTER INSERT ON public.entries REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.log_entry_changes();
-
---
--- Name: entries entries_log_deleted; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER entries_log_deleted AFTER DELETE ON public.entries REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.log_entry_changes();
-
---
--- Name: entries entries_log_updated; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER entries_log_updated AFTER UPDATE OF content, question, images ON public.entries FOR EACH ROW WHEN ((((old.content IS DISTINCT FROM new.content) OR (old.question IS DISTINCT FROM new.question)) OR (old.images IS DISTINCT FROM new.images))) EXECUTE FUNCTION public.log_edited_entry();
-
---
--- Name: entries entries_queue_notifications; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER entries_queue_notifications AFTER INSERT ON public.entries REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.queue_entry_notifications();
-
---
--- Name: entries entries_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER entries_set_updated_at BEFORE UPDATE ON public.entries FOR EACH ROW EXECUTE FUNCTION public.set_updated_at();
-
---
--- Name: entry_photos entry_photos_queue_garbage; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER entry_photos_queue_garbage AFTER DELETE ON public.entry_photos REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.queue_photo_garbage();
-
---
--- Name: entry_reads entry_reads_count_first_read; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER entry_reads_count_first_read AFTER INSERT ON public.entry_reads REFERENCING NEW TABLE AS receipts FOR EACH STATEMENT EXECUTE FUNCTION public.count_first_reads();
-
---
--- Name: entry_reads entry_reads_keys_fixed; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER entry_reads_keys_fixed AFTER UPDATE OF diary_id, entry_id, user_id ON public.entry_reads FOR EACH ROW WHEN (((old.diary_id IS DISTINCT FROM new.diary_id) OR (old.entry_id IS DISTINCT FROM new.entry_id) OR (old.user_id IS DISTINCT FROM new.user_id))) EXECUTE FUNCTION public.forbid_key_change();
-
---
--- Name: entry_reads entry_reads_log_first_read; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER entry_reads_log_first_read AFTER INSERT ON public.entry_reads REFERENCING NEW TABLE AS receipts FOR EACH STATEMENT EXECUTE FUNCTION public.log_first_reads();
-
---
--- Name: photo_uploads photo_uploads_queue_garbage; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER photo_uploads_queue_garbage AFTER DELETE ON public.photo_uploads REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.queue_photo_garbage();
-
---
--- Name: users users_apply_waiting_billing_events; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER users_apply_waiting_billing_events AFTER INSERT ON public.users FOR EACH ROW EXECUTE FUNCTION public.apply_waiting_billing_events();
-
---
--- Name: users users_queue_apple_revocation; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER users_queue_apple_revocation BEFORE DELETE ON public.users FOR EACH ROW EXECUTE FUNCTION public.queue_apple_revocation();
-
---
--- Name: users users_schedule_reminder; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER users_schedule_reminder AFTER INSERT OR UPDATE OF settings, time_zone ON public.users FOR EACH ROW EXECUTE FUNCTION public.schedule_reminder();
-
---
--- Name: users users_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER users_set_updated_at BEFORE UPDATE ON public.users FOR EACH ROW EXECUTE FUNCTION public.set_updated_at();
-
---
--- Name: apple_tokens apple_tokens_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.apple_tokens
-    ADD CONSTRAINT apple_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
-
---
--- Name: devices devices_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.devices
-    ADD CONSTRAINT devices_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
-
---
--- Name: diaries diaries_created_by_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.diaries
-    ADD CONSTRAINT diaries_created_by_fkey FOREIGN KEY (created_by) REFERENCES public.users(id) ON DELETE SET NULL;
-
---
--- Name: diary_members diary_members_diary_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.diary_members
-    ADD CONSTRAINT diary_members_diary_id_fkey FOREIGN KEY (diary_id) REFERENCES public.diaries(id) ON DELETE CASCADE;
-
---
--- Name: diary_members diary_members_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.diary_members
-    ADD CONSTRAINT diary_members_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
-
---
--- Name: entries entries_diary_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.entries
-    ADD CONSTRAINT entries_diary_id_fkey FOREIGN KEY (diary_id) REFERENCES public.diaries(id) ON DELETE CASCADE;
-
---
--- Name: entries entries_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.entries
-    ADD CONSTRAINT entries_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
-
---
--- Name: entry_photos entry_photos_diary_id_entry_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.entry_photos
-    ADD CONSTRAINT entry_photos_diary_id_entry_id_fkey FOREIGN KEY (diary_id, entry_id) REFERENCES public.entries(diary_id, id) ON DELETE CASCADE;
-
---
--- Name: entry_photos entry_photos_uploader_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.entry_photos
-    ADD CONSTRAINT entry_photos_uploader_id_fkey FOREIGN KEY (uploader_id) REFERENCES public.users(id) ON DELETE CASCADE;
-
---
--- Name: entry_reads entry_reads_diary_id_entry_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.entry_reads
-    ADD CONSTRAINT entry_reads_diary_id_entry_id_fkey FOREIGN KEY (diary_id, entry_id) REFERENCES public.entries(diary_id, id) DEFERRABLE INITIALLY DEFERRED;
-
---
--- Name: entry_reads entry_reads_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.entry_reads
-    ADD CONSTRAINT entry_reads_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
-
---
--- Name: export_days export_days_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.export_days
-    ADD CONSTRAINT export_days_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
-
---
--- Name: photo_upload_days photo_upload_days_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.photo_upload_days
-    ADD CONSTRAINT photo_upload_days_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
-
---
--- Name: photo_uploads photo_uploads_uploader_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.photo_uploads
-    ADD CONSTRAINT photo_uploads_uploader_id_fkey FOREIGN KEY (uploader_id) REFERENCES public.users(id) ON DELETE CASCADE;
-
---
--- Name: push_outbox push_outbox_device_token_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.push_outbox
-    ADD CONSTRAINT push_outbox_device_token_fkey FOREIGN KEY (device_token) REFERENCES public.devices(token) ON DELETE CASCADE;
-
---
--- Name: refresh_tokens refresh_tokens_session_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.refresh_tokens
-    ADD CONSTRAINT refresh_tokens_session_id_fkey FOREIGN KEY (session_id) REFERENCES public.sessions(id) ON DELETE CASCADE;
-
---
--- Name: reminder_schedule reminder_schedule_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.reminder_schedule
-    ADD CONSTRAINT reminder_schedule_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
-
---
--- Name: sessions sessions_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.sessions
-    ADD CONSTRAINT sessions_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
-
---
--- Name: apple_notifications; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.apple_notifications ENABLE ROW LEVEL SECURITY;
-
---
--- Name: apple_notifications apple_notifications_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY apple_notifications_delete ON public.apple_notifications FOR DELETE USING (false);
-
---
--- Name: apple_notifications apple_notifications_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY apple_notifications_insert ON public.apple_notifications FOR INSERT WITH CHECK (false);
-
---
--- Name: apple_notifications apple_notifications_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY apple_notifications_select ON public.apple_notifications FOR SELECT USING (false);
-
---
--- Name: apple_notifications apple_notifications_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY apple_notifications_update ON public.apple_notifications FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: apple_revocations; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.apple_revocations ENABLE ROW LEVEL SECURITY;
-
---
--- Name: apple_revocations apple_revocations_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY apple_revocations_delete ON public.apple_revocations FOR DELETE USING (false);
-
---
--- Name: apple_revocations apple_revocations_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY apple_revocations_insert ON public.apple_revocations FOR INSERT WITH CHECK (false);
-
---
--- Name: apple_revocations apple_revocations_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY apple_revocations_select ON public.apple_revocations FOR SELECT USING (false);
-
---
--- Name: apple_revocations apple_revocations_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY apple_revocations_update ON public.apple_revocations FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: apple_tokens; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.apple_tokens ENABLE ROW LEVEL SECURITY;
-
---
--- Name: apple_tokens apple_tokens_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY apple_tokens_delete ON public.apple_tokens FOR DELETE USING (false);
-
---
--- Name: apple_tokens apple_tokens_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY apple_tokens_insert ON public.apple_tokens FOR INSERT WITH CHECK (false);
-
---
--- Name: apple_tokens apple_tokens_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY apple_tokens_select ON public.apple_tokens FOR SELECT USING (false);
-
---
--- Name: apple_tokens apple_tokens_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY apple_tokens_update ON public.apple_tokens FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: backup_runs; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.backup_runs ENABLE ROW LEVEL SECURITY;
-
---
--- Name: backup_runs backup_runs_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY backup_runs_delete ON public.backup_runs FOR DELETE USING (false);
-
---
--- Name: backup_runs backup_runs_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY backup_runs_insert ON public.backup_runs FOR INSERT WITH CHECK (false);
-
---
--- Name: backup_runs backup_runs_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY backup_runs_select ON public.backup_runs FOR SELECT USING (true);
-
---
--- Name: backup_runs backup_runs_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY backup_runs_update ON public.backup_runs FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: billing_events; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.billing_events ENABLE ROW LEVEL SECURITY;
-
---
--- Name: billing_events billing_events_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY billing_events_delete ON public.billing_events FOR DELETE USING (false);
-
---
--- Name: billing_events billing_events_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY billing_events_insert ON public.billing_events FOR INSERT WITH CHECK (false);
-
---
--- Name: billing_events billing_events_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY billing_events_select ON public.billing_events FOR SELECT USING (false);
-
---
--- Name: billing_events billing_events_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY billing_events_update ON public.billing_events FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: change_log; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.change_log ENABLE ROW LEVEL SECURITY;
-
---
--- Name: change_log change_log_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY change_log_delete ON public.change_log FOR DELETE USING (false);
-
---
--- Name: change_log_horizon; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.change_log_horizon ENABLE ROW LEVEL SECURITY;
-
---
--- Name: change_log_horizon change_log_horizon_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY change_log_horizon_delete ON public.change_log_horizon FOR DELETE USING (false);
-
---
--- Name: change_log_horizon change_log_horizon_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY change_log_horizon_insert ON public.change_log_horizon FOR INSERT WITH CHECK (false);
-
---
--- Name: change_log_horizon change_log_horizon_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY change_log_horizon_select ON public.change_log_horizon FOR SELECT USING (true);
-
---
--- Name: change_log_horizon change_log_horizon_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY change_log_horizon_update ON public.change_log_horizon FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: change_log change_log_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY change_log_insert ON public.change_log FOR INSERT WITH CHECK (false);
-
---
--- Name: change_log change_log_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY change_log_select ON public.change_log FOR SELECT USING ((((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])) IS TRUE) OR ((kind = 'member.left'::text) AND (user_id = ( SELECT public.app_user_id() AS app_user_id)))));
-
---
--- Name: change_log change_log_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY change_log_update ON public.change_log FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: devices; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.devices ENABLE ROW LEVEL SECURITY;
-
---
--- Name: devices devices_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY devices_delete ON public.devices FOR DELETE USING ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
-
---
--- Name: devices devices_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY devices_insert ON public.devices FOR INSERT WITH CHECK (false);
-
---
--- Name: devices devices_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY devices_select ON public.devices FOR SELECT USING ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
-
---
--- Name: devices devices_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY devices_update ON public.devices FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: diaries; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.diaries ENABLE ROW LEVEL SECURITY;
-
---
--- Name: diaries diaries_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY diaries_delete ON public.diaries FOR DELETE USING (public.is_diary_owner(id));
-
---
--- Name: diaries diaries_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY diaries_insert ON public.diaries FOR INSERT WITH CHECK ((created_by = ( SELECT public.app_user_id() AS app_user_id)));
-
---
--- Name: diaries diaries_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY diaries_select ON public.diaries FOR SELECT USING (((id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])) IS TRUE));
-
---
--- Name: diaries diaries_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY diaries_update ON public.diaries FOR UPDATE USING ((id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))) WITH CHECK (public.is_diary_owner(id));
-
---
--- Name: diary_members; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.diary_members ENABLE ROW LEVEL SECURITY;
-
---
--- Name: diary_members diary_members_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY diary_members_delete ON public.diary_members FOR DELETE USING (((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])) AND ((user_id = ( SELECT public.app_user_id() AS app_user_id)) OR public.is_diary_owner(diary_id))));
-
---
--- Name: diary_members diary_members_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY diary_members_insert ON public.diary_members FOR INSERT WITH CHECK (false);
-
---
--- Name: diary_members diary_members_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY diary_members_select ON public.diary_members FOR SELECT USING ((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])));
-
---
--- Name: diary_members diary_members_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY diary_members_update ON public.diary_members FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: entries; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.entries ENABLE ROW LEVEL SECURITY;
-
---
--- Name: entries entries_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY entries_delete ON public.entries FOR DELETE USING (((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])) AND (user_id = ( SELECT public.app_user_id() AS app_user_id))));
-
---
--- Name: entries entries_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY entries_insert ON public.entries FOR INSERT WITH CHECK (((user_id = ( SELECT public.app_user_id() AS app_user_id)) AND (diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))));
-
---
--- Name: entries entries_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY entries_select ON public.entries FOR SELECT USING ((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])));
-
---
--- Name: entries entries_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY entries_update ON public.entries FOR UPDATE USING ((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))) WITH CHECK (((user_id = ( SELECT public.app_user_id() AS app_user_id)) AND (diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))));
-
---
--- Name: entry_photos; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.entry_photos ENABLE ROW LEVEL SECURITY;
-
---
--- Name: entry_photos entry_photos_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY entry_photos_delete ON public.entry_photos FOR DELETE USING (false);
-
---
--- Name: entry_photos entry_photos_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY entry_photos_insert ON public.entry_photos FOR INSERT WITH CHECK (false);
-
---
--- Name: entry_photos entry_photos_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY entry_photos_select ON public.entry_photos FOR SELECT USING (((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])) IS TRUE));
-
---
--- Name: entry_photos entry_photos_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY entry_photos_update ON public.entry_photos FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: entry_reads; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.entry_reads ENABLE ROW LEVEL SECURITY;
-
---
--- Name: entry_reads entry_reads_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY entry_reads_delete ON public.entry_reads FOR DELETE USING (false);
-
---
--- Name: entry_reads entry_reads_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY entry_reads_insert ON public.entry_reads FOR INSERT WITH CHECK (((user_id = ( SELECT public.app_user_id() AS app_user_id)) AND (diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))));
-
---
--- Name: entry_reads entry_reads_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY entry_reads_select ON public.entry_reads FOR SELECT USING (((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])) IS TRUE));
-
---
--- Name: entry_reads entry_reads_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY entry_reads_update ON public.entry_reads FOR UPDATE USING ((user_id = ( SELECT public.app_user_id() AS app_user_id))) WITH CHECK (((user_id = ( SELECT public.app_user_id() AS app_user_id)) AND (diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))));
-
---
--- Name: export_days; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.export_days ENABLE ROW LEVEL SECURITY;
-
---
--- Name: export_days export_days_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY export_days_delete ON public.export_days FOR DELETE USING (false);
-
---
--- Name: export_days export_days_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY export_days_insert ON public.export_days FOR INSERT WITH CHECK (false);
-
---
--- Name: export_days export_days_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY export_days_select ON public.export_days FOR SELECT USING ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
-
---
--- Name: export_days export_days_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY export_days_update ON public.export_days FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: invite_codes; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.invite_codes ENABLE ROW LEVEL SECURITY;
-
---
--- Name: invite_codes invite_codes_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY invite_codes_delete ON public.invite_codes FOR DELETE USING (false);
-
---
--- Name: invite_codes invite_codes_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY invite_codes_insert ON public.invite_codes FOR INSERT WITH CHECK (false);
-
---
--- Name: invite_codes invite_codes_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY invite_codes_select ON public.invite_codes FOR SELECT USING (false);
-
---
--- Name: invite_codes invite_codes_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY invite_codes_update ON public.invite_codes FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: photo_garbage; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.photo_garbage ENABLE ROW LEVEL SECURITY;
-
---
--- Name: photo_garbage photo_garbage_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY photo_garbage_delete ON public.photo_garbage FOR DELETE USING (false);
-
---
--- Name: photo_garbage photo_garbage_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY photo_garbage_insert ON public.photo_garbage FOR INSERT WITH CHECK (false);
-
---
--- Name: photo_garbage photo_garbage_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY photo_garbage_select ON public.photo_garbage FOR SELECT USING (false);
-
---
--- Name: photo_garbage photo_garbage_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY photo_garbage_update ON public.photo_garbage FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: photo_upload_days; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.photo_upload_days ENABLE ROW LEVEL SECURITY;
-
---
--- Name: photo_upload_days photo_upload_days_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY photo_upload_days_delete ON public.photo_upload_days FOR DELETE USING (false);
-
---
--- Name: photo_upload_days photo_upload_days_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY photo_upload_days_insert ON public.photo_upload_days FOR INSERT WITH CHECK (false);
-
---
--- Name: photo_upload_days photo_upload_days_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY photo_upload_days_select ON public.photo_upload_days FOR SELECT USING ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
-
---
--- Name: photo_upload_days photo_upload_days_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY photo_upload_days_update ON public.photo_upload_days FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: photo_uploads; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.photo_uploads ENABLE ROW LEVEL SECURITY;
-
---
--- Name: photo_uploads photo_uploads_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY photo_uploads_delete ON public.photo_uploads FOR DELETE USING (false);
-
---
--- Name: photo_uploads photo_uploads_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY photo_uploads_insert ON public.photo_uploads FOR INSERT WITH CHECK (false);
-
---
--- Name: photo_uploads photo_uploads_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY photo_uploads_select ON public.photo_uploads FOR SELECT USING ((uploader_id = ( SELECT public.app_user_id() AS app_user_id)));
-
---
--- Name: photo_uploads photo_uploads_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY photo_uploads_update ON public.photo_uploads FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: push_outbox; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.push_outbox ENABLE ROW LEVEL SECURITY;
-
---
--- Name: push_outbox push_outbox_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY push_outbox_delete ON public.push_outbox FOR DELETE USING (false);
-
---
--- Name: push_outbox push_outbox_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY push_outbox_insert ON public.push_outbox FOR INSERT WITH CHECK (false);
-
---
--- Name: push_outbox push_outbox_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY push_outbox_select ON public.push_outbox FOR SELECT USING (false);
-
---
--- Name: push_outbox push_outbox_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY push_outbox_update ON public.push_outbox FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: questions; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.questions ENABLE ROW LEVEL SECURITY;
-
---
--- Name: questions questions_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY questions_delete ON public.questions FOR DELETE USING (false);
-
---
--- Name: questions questions_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY questions_insert ON public.questions FOR INSERT WITH CHECK (false);
-
---
--- Name: questions questions_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY questions_select ON public.questions FOR SELECT USING (true);
-
---
--- Name: questions questions_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY questions_update ON public.questions FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: refresh_tokens; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.refresh_tokens ENABLE ROW LEVEL SECURITY;
-
---
--- Name: refresh_tokens refresh_tokens_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY refresh_tokens_delete ON public.refresh_tokens FOR DELETE USING (false);
-
---
--- Name: refresh_tokens refresh_tokens_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY refresh_tokens_insert ON public.refresh_tokens FOR INSERT WITH CHECK (false);
-
---
--- Name: refresh_tokens refresh_tokens_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY refresh_tokens_select ON public.refresh_tokens FOR SELECT USING (false);
-
---
--- Name: refresh_tokens refresh_tokens_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY refresh_tokens_update ON public.refresh_tokens FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: reminder_schedule; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.reminder_schedule ENABLE ROW LEVEL SECURITY;
-
---
--- Name: reminder_schedule reminder_schedule_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY reminder_schedule_delete ON public.reminder_schedule FOR DELETE USING (false);
-
---
--- Name: reminder_schedule reminder_schedule_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY reminder_schedule_insert ON public.reminder_schedule FOR INSERT WITH CHECK (false);
-
---
--- Name: reminder_schedule reminder_schedule_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY reminder_schedule_select ON public.reminder_schedule FOR SELECT USING (false);
-
---
--- Name: reminder_schedule reminder_schedule_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY reminder_schedule_update ON public.reminder_schedule FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: service_notices; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.service_notices ENABLE ROW LEVEL SECURITY;
-
---
--- Name: service_notices service_notices_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY service_notices_delete ON public.service_notices FOR DELETE USING (false);
-
---
--- Name: service_notices service_notices_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY service_notices_insert ON public.service_notices FOR INSERT WITH CHECK (false);
-
---
--- Name: service_notices service_notices_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY service_notices_select ON public.service_notices FOR SELECT USING (true);
-
---
--- Name: service_notices service_notices_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY service_notices_update ON public.service_notices FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: sessions; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.sessions ENABLE ROW LEVEL SECURITY;
-
---
--- Name: sessions sessions_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY sessions_delete ON public.sessions FOR DELETE USING (false);
-
---
--- Name: sessions sessions_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY sessions_insert ON public.sessions FOR INSERT WITH CHECK (false);
-
---
--- Name: sessions sessions_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY sessions_select ON public.sessions FOR SELECT USING ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
-
---
--- Name: sessions sessions_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY sessions_update ON public.sessions FOR UPDATE USING ((user_id = ( SELECT public.app_user_id() AS app_user_id))) WITH CHECK ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
-
---
--- Name: users; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.users ENABLE ROW LEVEL SECURITY;
-
---
--- Name: users users_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY users_delete ON public.users FOR DELETE USING ((id = ( SELECT public.app_user_id() AS app_user_id)));
-
---
--- Name: users users_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY users_insert ON public.users FOR INSERT WITH CHECK (false);
-
---
--- Name: users users_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY users_select ON public.users FOR SELECT USING (((id = ANY (( SELECT public.app_visible_user_ids() AS app_visible_user_ids)::uuid[])) IS TRUE));
-
---
--- Name: users users_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY users_update ON public.users FOR UPDATE USING ((id = ( SELECT public.app_user_id() AS app_user_id))) WITH CHECK ((id = ( SELECT public.app_user_id() AS app_user_id)));
-
---
--- Name: FUNCTION app_diary_ids(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.app_diary_ids() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.app_diary_ids() TO diary_app;
-
---
--- Name: FUNCTION app_user_id(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.app_user_id() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.app_user_id() TO diary_app;
-
---
--- Name: FUNCTION app_visible_user_ids(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.app_visible_user_ids() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.app_visible_user_ids() TO diary_app;
-
---
--- Name: FUNCTION apple_revocation_counts(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.apple_revocation_counts() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.apple_revocation_counts() TO diary_app;
-
---
 -- Name: FUNCTION apply_apple_notification(notification_id text, event_type text, subject text, new_email text); Type: ACL; Schema: public; Owner: -
 --
 
@@ -3701,12 +4076,6 @@ GRANT ALL ON FUNCTION public.apply_apple_notification(notification_id text, even
 --
 
 REVOKE ALL ON FUNCTION public.apply_billing_event(id text) FROM PUBLIC;
-
---
--- Name: FUNCTION apply_waiting_billing_events(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.apply_waiting_billing_events() FROM PUBLIC;
 
 --
 -- Name: FUNCTION authenticate(session uuid, caller uuid); Type: ACL; Schema: public; Owner: -
@@ -3727,12 +4096,6 @@ REVOKE ALL ON FUNCTION public.billing_user(ids text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint, max_rows integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint, max_rows integer) TO diary_app;
-
---
--- Name: FUNCTION check_diary_has_one_owner(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.check_diary_has_one_owner() FROM PUBLIC;
 
 --
 -- Name: FUNCTION claim_apple_revocations(max_rows integer, lease interval); Type: ACL; Schema: public; Owner: -
@@ -3756,42 +4119,11 @@ REVOKE ALL ON FUNCTION public.claim_push_batch(max_rows integer, lease interval)
 GRANT ALL ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) TO diary_app;
 
 --
--- Name: FUNCTION count_deleted_entries(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.count_deleted_entries() FROM PUBLIC;
-
---
--- Name: FUNCTION count_first_reads(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.count_first_reads() FROM PUBLIC;
-
---
--- Name: FUNCTION count_posted_entries(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.count_posted_entries() FROM PUBLIC;
-
---
--- Name: FUNCTION count_unread_for_new_member(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.count_unread_for_new_member() FROM PUBLIC;
-
---
 -- Name: FUNCTION create_diary(diary uuid, name text, type text, free_limit integer); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) TO diary_app;
-
---
--- Name: FUNCTION delete_my_account(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.delete_my_account() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.delete_my_account() TO diary_app;
 
 --
 -- Name: FUNCTION diary_member_cap(diary_type text); Type: ACL; Schema: public; Owner: -
@@ -3820,25 +4152,6 @@ GRANT ALL ON FUNCTION public.finish_apple_revocation(token uuid, outcome text, d
 
 REVOKE ALL ON FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]) TO diary_app;
-
---
--- Name: FUNCTION forbid_diary_type_change(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.forbid_diary_type_change() FROM PUBLIC;
-
---
--- Name: FUNCTION forbid_key_change(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.forbid_key_change() FROM PUBLIC;
-
---
--- Name: FUNCTION generate_invite_code(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.generate_invite_code() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.generate_invite_code() TO diary_app;
 
 --
 -- Name: FUNCTION invite_code_diary(code text); Type: ACL; Schema: public; Owner: -
@@ -3876,48 +4189,11 @@ REVOKE ALL ON FUNCTION public.live_sessions(ids uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.live_sessions(ids uuid[]) TO diary_app;
 
 --
--- Name: FUNCTION log_edited_entry(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.log_edited_entry() FROM PUBLIC;
-
---
--- Name: FUNCTION log_entry_changes(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.log_entry_changes() FROM PUBLIC;
-
---
--- Name: FUNCTION log_first_reads(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.log_first_reads() FROM PUBLIC;
-
---
--- Name: FUNCTION log_membership_changes(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.log_membership_changes() FROM PUBLIC;
-
---
--- Name: FUNCTION log_renamed_diary(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.log_renamed_diary() FROM PUBLIC;
-
---
 -- Name: FUNCTION mark_as_read(entry_id uuid, user_id uuid); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.mark_as_read(entry_id uuid, user_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.mark_as_read(entry_id uuid, user_id uuid) TO diary_app;
-
---
--- Name: FUNCTION my_billing_events(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.my_billing_events() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.my_billing_events() TO diary_app;
 
 --
 -- Name: FUNCTION normalize_invite_code(raw text); Type: ACL; Schema: public; Owner: -
@@ -3939,13 +4215,6 @@ GRANT ALL ON FUNCTION public.open_session(apple_subject text, dev_account text, 
 
 REVOKE ALL ON FUNCTION public.photo_file(photo_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.photo_file(photo_id uuid) TO diary_app;
-
---
--- Name: FUNCTION photo_garbage_backlog(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.photo_garbage_backlog() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.photo_garbage_backlog() TO diary_app;
 
 --
 -- Name: FUNCTION photo_hash_lock(hash text); Type: ACL; Schema: public; Owner: -
@@ -3979,31 +4248,6 @@ GRANT ALL ON FUNCTION public.prune_change_log(older_than interval, max_rows inte
 REVOKE ALL ON FUNCTION public.push_author_name(in_diary uuid, author uuid) FROM PUBLIC;
 
 --
--- Name: FUNCTION push_outbox_counts(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.push_outbox_counts() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.push_outbox_counts() TO diary_app;
-
---
--- Name: FUNCTION queue_apple_revocation(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.queue_apple_revocation() FROM PUBLIC;
-
---
--- Name: FUNCTION queue_entry_notifications(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.queue_entry_notifications() FROM PUBLIC;
-
---
--- Name: FUNCTION queue_photo_garbage(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.queue_photo_garbage() FROM PUBLIC;
-
---
 -- Name: FUNCTION record_billing_event(id text, type text, user_ids text[], transferred_from text[], transferred_to text[], product_id text, couple boolean, expiration_at timestamp with time zone, event_at timestamp with time zone, environment text, accepted boolean, body jsonb); Type: ACL; Schema: public; Owner: -
 --
 
@@ -4030,19 +4274,6 @@ GRANT ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media
 
 REVOKE ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) TO diary_app;
-
---
--- Name: FUNCTION refresh_app_diary_ids(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.refresh_app_diary_ids() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.refresh_app_diary_ids() TO diary_app;
-
---
--- Name: FUNCTION refresh_app_diary_ids_after_membership_change(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.refresh_app_diary_ids_after_membership_change() FROM PUBLIC;
 
 --
 -- Name: FUNCTION register_device(device_token text, device_environment text); Type: ACL; Schema: public; Owner: -
@@ -4086,12 +4317,6 @@ REVOKE ALL ON FUNCTION public.run_reminders(now_at timestamp with time zone, max
 GRANT ALL ON FUNCTION public.run_reminders(now_at timestamp with time zone, max_rows integer) TO diary_app;
 
 --
--- Name: FUNCTION schedule_reminder(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.schedule_reminder() FROM PUBLIC;
-
---
 -- Name: FUNCTION set_app_setting(setting text, value text); Type: ACL; Schema: public; Owner: -
 --
 
@@ -4103,13 +4328,6 @@ REVOKE ALL ON FUNCTION public.set_app_setting(setting text, value text) FROM PUB
 
 REVOKE ALL ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) TO diary_app;
-
---
--- Name: FUNCTION set_updated_at(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.set_updated_at() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.set_updated_at() TO diary_app;
 
 --
 -- Name: FUNCTION store_apple_token(token uuid, client text, sealed_token bytea); Type: ACL; Schema: public; Owner: -
@@ -4131,109 +4349,3 @@ GRANT ALL ON FUNCTION public.unnamed_photo_files(hashes text[]) TO diary_app;
 
 REVOKE ALL ON FUNCTION public.user_plan(user_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.user_plan(user_id uuid) TO diary_app;
-
---
--- Name: TABLE backup_runs; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT ON TABLE public.backup_runs TO diary_app;
-
---
--- Name: TABLE change_log; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT ON TABLE public.change_log TO diary_app;
-
---
--- Name: TABLE change_log_horizon; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT ON TABLE public.change_log_horizon TO diary_app;
-
---
--- Name: TABLE diaries; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.diaries TO diary_app;
-
---
--- Name: TABLE diary_members; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.diary_members TO diary_app;
-
---
--- Name: TABLE entries; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.entries TO diary_app;
-
---
--- Name: TABLE entry_reads; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.entry_reads TO diary_app;
-
---
--- Name: TABLE devices; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT,DELETE ON TABLE public.devices TO diary_app;
-
---
--- Name: TABLE entry_photos; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT ON TABLE public.entry_photos TO diary_app;
-
---
--- Name: TABLE export_days; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT ON TABLE public.export_days TO diary_app;
-
---
--- Name: TABLE users; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.users TO diary_app;
-
---
--- Name: TABLE member_profiles; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT ON TABLE public.member_profiles TO diary_app;
-
---
--- Name: TABLE photo_upload_days; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT ON TABLE public.photo_upload_days TO diary_app;
-
---
--- Name: TABLE photo_uploads; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT ON TABLE public.photo_uploads TO diary_app;
-
---
--- Name: TABLE questions; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT ON TABLE public.questions TO diary_app;
-
---
--- Name: TABLE service_notices; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT ON TABLE public.service_notices TO diary_app;
-
---
--- Name: TABLE sessions; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT,UPDATE ON TABLE public.sessions TO diary_app;
-
---
--- PostgreSQL database dump complete
---
