@@ -85,6 +85,12 @@ CREATE POLICY apple_notifications_select ON public.apple_notifications FOR SELEC
 CREATE POLICY apple_notifications_update ON public.apple_notifications FOR UPDATE USING (false) WITH CHECK (false);
 
 --
+-- Name: TABLE apple_notifications; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.apple_notifications IS 'Apple''s server-to-server notifications already handled, by the token''s jti: a repeat is answered without being applied again.';
+
+--
 -- ============================== apple_revocations ==============================
 --
 
@@ -150,6 +156,12 @@ CREATE POLICY apple_revocations_select ON public.apple_revocations FOR SELECT US
 --
 
 CREATE POLICY apple_revocations_update ON public.apple_revocations FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: TABLE apple_revocations; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.apple_revocations IS 'Revocations owed to Apple, queued by the transaction that deletes the account, so neither a crash nor Apple being down loses one; tried with backoff for 7 days, then recorded as failed.';
 
 --
 -- ============================== apple_tokens ==============================
@@ -221,6 +233,12 @@ CREATE POLICY apple_tokens_select ON public.apple_tokens FOR SELECT USING (false
 --
 
 CREATE POLICY apple_tokens_update ON public.apple_tokens FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: TABLE apple_tokens; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.apple_tokens IS 'An account''s Apple refresh token, sealed by the server (AES-GCM under DIARY_SECRETS_KEY_FILE, bound to token_id): kept only to revoke it when the account is deleted.';
 
 --
 -- ============================== backup_runs ==============================
@@ -306,6 +324,12 @@ CREATE POLICY backup_runs_update ON public.backup_runs FOR UPDATE USING (false) 
 GRANT SELECT ON TABLE public.backup_runs TO diary_app;
 
 --
+-- Name: TABLE backup_runs; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.backup_runs IS 'One row per backup diary-server backup finished, with what it recorded from its snapshot; verify-backup fills in the verification. Read by GET /v1/data-safety.';
+
+--
 -- ============================== billing_events ==============================
 --
 
@@ -384,6 +408,12 @@ CREATE POLICY billing_events_select ON public.billing_events FOR SELECT USING (f
 --
 
 CREATE POLICY billing_events_update ON public.billing_events FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: TABLE billing_events; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.billing_events IS 'RevenueCat''s webhook events, applied once each (event_id), kept as the purchases'' audit trail; an event for a user not yet known waits 7 days for them to sign in.';
 
 --
 -- ============================== change_log ==============================
@@ -482,6 +512,12 @@ CREATE POLICY change_log_update ON public.change_log FOR UPDATE USING (false) WI
 GRANT SELECT ON TABLE public.change_log TO diary_app;
 
 --
+-- Name: TABLE change_log; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.change_log IS 'What changed in each diary, in commit order, for realtime frames and delta sync; pruned by age (change_log_horizon).';
+
+--
 -- ============================== change_log_horizon ==============================
 --
 
@@ -540,6 +576,12 @@ CREATE POLICY change_log_horizon_update ON public.change_log_horizon FOR UPDATE 
 --
 
 GRANT SELECT ON TABLE public.change_log_horizon TO diary_app;
+
+--
+-- Name: TABLE change_log_horizon; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.change_log_horizon IS 'The oldest position still in the change log: a cursor older than it answers resync_required.';
 
 --
 -- ============================== diaries ==============================
@@ -647,6 +689,12 @@ CREATE TRIGGER diaries_type_fixed BEFORE UPDATE OF type ON public.diaries FOR EA
 --
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.diaries TO diary_app;
+
+--
+-- Name: TABLE diaries; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.diaries IS 'The tenant: every diary table keys by diary_id. The type caps its members (couple 2, family 10, friends 10, anonymous 2); entry_count is kept by the writes, not counted (check-counters).';
 
 --
 -- ============================== diary_members ==============================
@@ -773,6 +821,12 @@ CREATE TRIGGER diary_members_refresh_app_diary_ids AFTER INSERT OR DELETE ON pub
 --
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.diary_members TO diary_app;
+
+--
+-- Name: TABLE diary_members; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.diary_members IS 'Who belongs to a diary, with role and unread_count (kept by the writes). join_diary adds a member under the diary''s row lock, so the cap holds with no race. An anonymous diary shows alias_id instead of the user.';
 
 --
 -- ============================== entries ==============================
@@ -922,6 +976,12 @@ CREATE TRIGGER entries_set_updated_at BEFORE UPDATE ON public.entries FOR EACH R
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.entries TO diary_app;
 
 --
+-- Name: TABLE entries; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.entries IS 'The diary''s entries. The client may choose the id (diary_id, id), so a retried post is recognised; the timeline index serves the newest first.';
+
+--
 -- ============================== entry_reads ==============================
 --
 
@@ -1020,6 +1080,12 @@ CREATE TRIGGER entry_reads_log_first_read AFTER INSERT ON public.entry_reads REF
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.entry_reads TO diary_app;
 
 --
+-- Name: TABLE entry_reads; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.entry_reads IS 'Read receipts (既読): one row per reader and entry, written by mark_as_read; the first read lowers the reader''s unread_count and is logged.';
+
+--
 -- ============================== devices ==============================
 --
 
@@ -1094,6 +1160,12 @@ CREATE POLICY devices_update ON public.devices FOR UPDATE USING (false) WITH CHE
 --
 
 GRANT SELECT,DELETE ON TABLE public.devices TO diary_app;
+
+--
+-- Name: TABLE devices; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.devices IS 'A person''s devices for push notifications, keyed by APNs token; the oldest is replaced at the 21st.';
 
 --
 -- ============================== entry_photos ==============================
@@ -1215,6 +1287,12 @@ CREATE TRIGGER entry_photos_queue_garbage AFTER DELETE ON public.entry_photos RE
 GRANT SELECT ON TABLE public.entry_photos TO diary_app;
 
 --
+-- Name: TABLE entry_photos; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.entry_photos IS 'Photos attached to an entry, in order, by set_entry_photos; bytes live in the photo store under content_hash, shared by identical photos.';
+
+--
 -- ============================== export_days ==============================
 --
 
@@ -1282,6 +1360,12 @@ CREATE POLICY export_days_update ON public.export_days FOR UPDATE USING (false) 
 GRANT SELECT ON TABLE public.export_days TO diary_app;
 
 --
+-- Name: TABLE export_days; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.export_days IS 'Exports a user started, per UTC day (diary and personal exports together), for the daily limit.';
+
+--
 -- ============================== invite_codes ==============================
 --
 
@@ -1334,6 +1418,12 @@ CREATE POLICY invite_codes_select ON public.invite_codes FOR SELECT USING (false
 --
 
 CREATE POLICY invite_codes_update ON public.invite_codes FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: TABLE invite_codes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.invite_codes IS 'Every invite code drawn, keyed by the code, so that codes are unique across the service (and shardable: a table sharded by diary can only keep unique what holds diary_id). diaries.invite_code is the current one.';
 
 --
 -- ============================== users ==============================
@@ -1451,6 +1541,12 @@ CREATE TRIGGER users_set_updated_at BEFORE UPDATE ON public.users FOR EACH ROW E
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.users TO diary_app;
 
 --
+-- Name: TABLE users; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.users IS 'A person. Signed in with Apple (apple_sub) or, in development, by dev_name; premium_* from RevenueCat; settings drive the reminder (reminder_schedule).';
+
+--
 -- ============================== photo_garbage ==============================
 --
 
@@ -1501,6 +1597,12 @@ CREATE POLICY photo_garbage_select ON public.photo_garbage FOR SELECT USING (fal
 --
 
 CREATE POLICY photo_garbage_update ON public.photo_garbage FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: TABLE photo_garbage; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.photo_garbage IS 'Hashes whose rows were deleted, waiting for their files to be removed from the photo store; a hash named again is taken back under its advisory lock.';
 
 --
 -- ============================== photo_upload_days ==============================
@@ -1567,6 +1669,12 @@ CREATE POLICY photo_upload_days_update ON public.photo_upload_days FOR UPDATE US
 --
 
 GRANT SELECT ON TABLE public.photo_upload_days TO diary_app;
+
+--
+-- Name: TABLE photo_upload_days; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.photo_upload_days IS 'Uploads per user and UTC day, for the daily limit: one row a day, whatever the history.';
 
 --
 -- ============================== photo_uploads ==============================
@@ -1677,6 +1785,12 @@ CREATE TRIGGER photo_uploads_queue_garbage AFTER DELETE ON public.photo_uploads 
 GRANT SELECT ON TABLE public.photo_uploads TO diary_app;
 
 --
+-- Name: TABLE photo_uploads; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.photo_uploads IS 'Uploads not yet attached to an entry; attaching moves them to entry_photos. Unattached ones go after 24 hours.';
+
+--
 -- ============================== push_outbox ==============================
 --
 
@@ -1779,6 +1893,12 @@ CREATE POLICY push_outbox_select ON public.push_outbox FOR SELECT USING (false);
 CREATE POLICY push_outbox_update ON public.push_outbox FOR UPDATE USING (false) WITH CHECK (false);
 
 --
+-- Name: TABLE push_outbox; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.push_outbox IS 'Notifications to send, queued in the transaction that causes them, so none is lost to a crash; claimed with a lease, retried with backoff, marked dead after 24 hours of failure. Keyed by user and device: a reminder concerns no diary.';
+
+--
 -- ============================== questions ==============================
 --
 
@@ -1843,6 +1963,12 @@ CREATE POLICY questions_update ON public.questions FOR UPDATE USING (false) WITH
 --
 
 GRANT SELECT ON TABLE public.questions TO diary_app;
+
+--
+-- Name: TABLE questions; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.questions IS 'The bank of daily questions offered to write about; an entry keeps the question''s text as it was.';
 
 --
 -- ============================== refresh_tokens ==============================
@@ -1912,6 +2038,12 @@ CREATE POLICY refresh_tokens_select ON public.refresh_tokens FOR SELECT USING (f
 --
 
 CREATE POLICY refresh_tokens_update ON public.refresh_tokens FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: TABLE refresh_tokens; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.refresh_tokens IS 'Refresh tokens, stored only as SHA-256 hashes. A token is used once: exchanging it sets rotated_at and issues its successor; reusing a rotated one revokes the session.';
 
 --
 -- ============================== reminder_schedule ==============================
@@ -1986,6 +2118,12 @@ CREATE POLICY reminder_schedule_select ON public.reminder_schedule FOR SELECT US
 CREATE POLICY reminder_schedule_update ON public.reminder_schedule FOR UPDATE USING (false) WITH CHECK (false);
 
 --
+-- Name: TABLE reminder_schedule; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.reminder_schedule IS 'One row per user whose daily reminder is on; next_at null is scheduled by the next tick, which knows the time.';
+
+--
 -- ============================== service_notices ==============================
 --
 
@@ -2056,6 +2194,12 @@ CREATE POLICY service_notices_update ON public.service_notices FOR UPDATE USING 
 --
 
 GRANT SELECT ON TABLE public.service_notices TO diary_app;
+
+--
+-- Name: TABLE service_notices; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.service_notices IS 'Notices for the apps (GET /v1/service-status). A shutdown is announced at least 183 days before it takes effect, held by a check constraint.';
 
 --
 -- ============================== sessions ==============================
@@ -2133,6 +2277,12 @@ GRANT SELECT,UPDATE ON TABLE public.sessions TO diary_app;
 --
 -- PostgreSQL database dump complete
 --
+
+--
+-- Name: TABLE sessions; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sessions IS 'A signed-in device''s session; authenticate() checks it on every request, and revoking it ends the session''s access and sockets.';
 
 --
 -- ============================== counter_differences (view) ==============================
