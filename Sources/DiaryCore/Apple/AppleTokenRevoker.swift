@@ -56,17 +56,12 @@ package final class AppleTokenRevoker: Sendable {
     /// Runs until cancelled. Without credentials nothing is revoked: rows wait, and the
     /// gauges report them.
     package func run() async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await repeating(every: self.options.gaugeInterval, startingAtOnce: true) { await self.recordGauges() } }
-            if let client, client.credentials != nil {
-                group.addTask { await self.revokeWhenWoken(client) }
-                group.addTask { await self.wakeups.wakeOnNotify("apple_revocations", configuration: self.listenConfiguration, logger: self.logger) }
-                group.addTask { await repeating(every: self.options.pollInterval, startingAtOnce: true) { self.wakeups.wake() } }
-            }
-            await group.next()
-            group.cancelAll()
+        var loops: [@Sendable () async -> Void] = [{ await repeating(every: self.options.gaugeInterval, startingAtOnce: true) { await self.recordGauges() } }]
+        if let client, client.credentials != nil {
+            loops.append { await self.revokeWhenWoken(client) }
+            loops += wakeups.wakers(channel: "apple_revocations", listen: listenConfiguration, polling: options.pollInterval, startingAtOnce: true, logger: logger)
         }
-        wakeups.finish()
+        await runWorkerLoops(loops, finishing: wakeups)
     }
 
     private func revokeWhenWoken(_ client: AppleIDClient) async {

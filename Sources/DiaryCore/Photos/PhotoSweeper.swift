@@ -46,18 +46,13 @@ package final class PhotoSweeper: Sendable {
 
     /// Runs until cancelled.
     package func run() async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
+        await runWorkerLoops([
+            {
                 do { try await Task.sleep(for: self.options.firstSweepAfter) } catch { return }
                 await repeating(every: self.options.interval, startingAtOnce: true) { await self.logged("sweep") { try await self.sweep() } }
-            }
-            group.addTask {
-                for await _ in self.wakeups.rounds { await self.logged("collection") { _ = try await self.collect() } }
-            }
-            await group.next()
-            group.cancelAll()
-        }
-        wakeups.finish()
+            },
+            { for await _ in self.wakeups.rounds { await self.logged("collection") { _ = try await self.collect() } } },
+        ], finishing: wakeups)
     }
 
     /// Removes the files of queued hashes that no row names; returns how many.

@@ -57,17 +57,12 @@ package final class PushDelivery: Sendable {
 
     /// Runs until cancelled.
     package func run() async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await repeating(every: self.options.gaugeInterval, startingAtOnce: true) { await self.recordGauges() } }
-            if let apns {
-                group.addTask { await self.deliver(apns) }
-                group.addTask { await self.wakeups.wakeOnNotify("push_outbox", configuration: self.listenConfiguration, logger: self.logger) }
-                group.addTask { await repeating(every: self.options.pollInterval) { self.wakeups.wake() } }
-            }
-            await group.next()
-            group.cancelAll()
+        var loops: [@Sendable () async -> Void] = [{ await repeating(every: self.options.gaugeInterval, startingAtOnce: true) { await self.recordGauges() } }]
+        if let apns {
+            loops.append { await self.deliver(apns) }
+            loops += wakeups.wakers(channel: "push_outbox", listen: listenConfiguration, polling: options.pollInterval, logger: logger)
         }
-        wakeups.finish()
+        await runWorkerLoops(loops, finishing: wakeups)
     }
 
     private func deliver(_ configuration: APNSConfiguration) async {

@@ -95,16 +95,14 @@ package final class ChangeFeed: Sendable {
     /// runs at once, to take the log's position before sockets can fall behind it.
     package func run() async {
         tailRequests.wake()
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.followTail() }
-            group.addTask { await self.tailRequests.wakeOnNotify("diary_changes", configuration: self.listenConfiguration, logger: self.logger) }
-            group.addTask { await repeating(every: self.options.pollInterval) { self.tailRequests.wake() } }
-            group.addTask { await repeating(every: self.options.sessionCheckInterval) { await self.closeEndedSessions() } }
-            group.addTask { await repeating(every: self.options.pruneInterval) { await self.prune() } }
-            await group.next()
-            group.cancelAll()
-        }
-        tailRequests.finish()
+        await runWorkerLoops(
+            [{ await self.followTail() }]
+                + tailRequests.wakers(channel: "diary_changes", listen: listenConfiguration, polling: options.pollInterval, logger: logger)
+                + [
+                    { await repeating(every: self.options.sessionCheckInterval) { await self.closeEndedSessions() } },
+                    { await repeating(every: self.options.pruneInterval) { await self.prune() } },
+                ],
+            finishing: tailRequests)
     }
 
     /// Reads the log's tail after each wake-up and wakes whom it concerns.

@@ -1,0 +1,25 @@
+import Logging
+import PostgresClient
+
+/// A background worker's loops (its work, its wake-ups, its checks and gauges), run together
+/// until the task is cancelled or one of them ends; then the others are cancelled and
+/// `wakeups` finished, so that a loop over its rounds returns. Every worker's `run()` is one.
+func runWorkerLoops(_ loops: [@Sendable () async -> Void], finishing wakeups: Wakeups) async {
+    await withTaskGroup(of: Void.self) { group in
+        for loop in loops { group.addTask { await loop() } }
+        await group.next()
+        group.cancelAll()
+    }
+    wakeups.finish()
+}
+
+extension Wakeups {
+    /// The two loops that wake a worker: every NOTIFY on `channel` (the listener reconnects
+    /// by itself), and a poll every `interval` for what a NOTIFY missed or a backoff made due.
+    func wakers(channel: String, listen: PostgresConfiguration, polling interval: Duration, startingAtOnce: Bool = false, logger: Logger) -> [@Sendable () async -> Void] {
+        [
+            { await self.wakeOnNotify(channel, configuration: listen, logger: logger) },
+            { await repeating(every: interval, startingAtOnce: startingAtOnce) { self.wake() } },
+        ]
+    }
+}
