@@ -66,7 +66,7 @@ struct TransactionAndPoolTests {
             try await TestDatabase.withPool(configuration, size: 1, acquireTimeout: .milliseconds(200)) { pool in
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { try await pool.query("select pg_sleep(3)") }
-                    try await Task.sleep(for: .milliseconds(300))
+                    await waitUntil("the first query holds the pool's one connection") { pool.statistics.inUse == 1 }
                     let clock = ContinuousClock()
                     let started = clock.now
                     let error = await #expect(throws: PostgresError.self) { try await pool.query("select 1") }
@@ -137,8 +137,13 @@ struct TransactionAndPoolTests {
                         where datname = \(configuration.database!) and pid <> pg_backend_pid()
                         """)
                     #expect(rows.count == 2)
+                    await waitUntil("the terminated backends have exited") {
+                        let left = try? await admin.query("""
+                            select count(*)::int8 as n from pg_stat_activity where datname = \(configuration.database!) and pid <> pg_backend_pid()
+                            """).first?.decode("n", as: Int.self)
+                        return left == 0
+                    }
                 }
-                try await Task.sleep(for: .milliseconds(100))
                 for _ in 0..<10 {
                     let rowCount = try await pool.query("select 1").count
                     #expect(rowCount == 1)

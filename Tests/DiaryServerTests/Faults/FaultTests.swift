@@ -52,7 +52,7 @@ struct FaultTests {
                 for _ in 0..<2 {
                     group.addTask { try await api.pool.query("select pg_sleep(1.5)") }
                 }
-                while api.pool.statistics.inUse < 2 { try await Task.sleep(for: .milliseconds(10)) }
+                try await waitUntil("both connections are held") { api.pool.statistics.inUse >= 2 }
                 let started = ContinuousClock.now
                 let reply = try await api.call(.get, "/v1/me", token: aiko.accessToken)
                 let waited = ContinuousClock.now - started
@@ -110,7 +110,7 @@ struct FaultTests {
                     }
                     return nil
                 }
-                while !locked.value { try await Task.sleep(for: .milliseconds(5)) }
+                try await waitUntil("entries are locked") { locked.value }
                 for _ in 0..<(5 * limit) {
                     group.addTask { try await stream.one(post: false) }
                 }

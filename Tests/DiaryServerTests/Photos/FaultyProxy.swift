@@ -29,16 +29,17 @@ struct FaultyProxy: Sendable {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("faulty-proxy-\(UUID().uuidString).log").path
         let process = try Spawn.start("/usr/bin/env", ["python3", "-u", script, String(upstream.port ?? 80), mode], outputPath: output)
         // It prints its port once it listens: the event to wait for.
-        for _ in 0..<500 {
-            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("listening ") }), let port = Int(line.dropFirst(10)) {
-                return FaultyProxy(process: process, endpoint: URL(string: "http://127.0.0.1:\(port)")!)
+        do {
+            let port = try await waitForValue("faulty_proxy.py listens") { () -> Int? in
+                let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+                guard process.isRunning else { throw SpawnError("faulty_proxy.py ended: \(text)") }
+                return text.split(separator: "\n").first { $0.hasPrefix("listening ") }.flatMap { Int($0.dropFirst(10)) }
             }
-            guard process.isRunning else { throw SpawnError("faulty_proxy.py ended: \(text)") }
-            try await Task.sleep(for: .milliseconds(20))
+            return FaultyProxy(process: process, endpoint: URL(string: "http://127.0.0.1:\(port)")!)
+        } catch {
+            kill(process.pid, SIGKILL)
+            throw error
         }
-        kill(process.pid, SIGKILL)
-        throw SpawnError("faulty_proxy.py did not listen within 10 s")
     }
 
     func stop() async {

@@ -86,22 +86,16 @@ final class ServerProcess: Sendable {
     }
 
     func waitForExit(within limit: Duration) async throws -> (status: Int32, after: ContinuousClock.Instant) {
-        let deadline = ContinuousClock.now + limit
-        while process.isRunning {
-            guard ContinuousClock.now < deadline else { throw HarnessError("the server did not exit within \(limit); log: \(logPath)") }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await waitUntil("the server's exit (log: \(logPath))", within: limit) { !process.isRunning }
         return (process.terminationStatus, .now)
     }
 
     func waitUntilHealthy(_ http: HTTPClient) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if let reply = try? await request(http, .GET, "/health", expecting: nil), reply.status == 200 { return }
+        try await waitUntil("the server's health (log: \(logPath))", within: .seconds(30)) {
+            if let reply = try? await request(http, .GET, "/health", expecting: nil), reply.status == 200 { return true }
             guard process.isRunning else { throw HarnessError("the server exited at start-up; log: \(logPath)") }
-            try await Task.sleep(for: .milliseconds(50))
+            return false
         }
-        throw HarnessError("the server did not become healthy; log: \(logPath)")
     }
 
     /// One request on a connection of its own (`Connection: close`).
