@@ -74,30 +74,29 @@ package struct FolderPhotoStore: PhotoStore {
         return try await threadPool.runIfActive { access(file, F_OK) == 0 }
     }
 
-    package func read(_ hash: String, range: Range<Int>, body: (ByteBuffer) async throws -> Void) async throws {
-        guard !range.isEmpty else { return }
-        do {
-            // One chunk at a time, the next read only once the last is taken: readChunks reads
-            // eight ahead, which made a slow download hold 2 MiB instead of 256 KiB.
-            try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(path(of: hash))) { handle in
-                var offset = range.lowerBound
-                while offset < range.upperBound {
-                    let length = min(Self.chunkLength, range.upperBound - offset)
-                    let chunk = try await handle.readChunk(fromAbsoluteOffset: Int64(offset), length: .bytes(Int64(length)))
-                    guard chunk.readableBytes > 0 else { throw PhotoStoreError.io("\(hash) ended at \(offset) of \(range.upperBound)") }
-                    offset += chunk.readableBytes
-                    try await body(chunk)
-                }
-            }
-        } catch let error as FileSystemError where error.code == .notFound {
-            throw PhotoStoreError.missing(hash)
-        }
-    }
-
-    /// A file's absence is known at once; the bytes are read as `read` reads them.
+    /// A file's absence is known at once; its bytes are read when they are taken.
     package func bytes(of hash: String, range: Range<Int>) async throws -> PhotoBytes {
         guard try await contains(hash) else { throw PhotoStoreError.missing(hash) }
-        return PhotoBytes { [self] body in try await read(hash, range: range, body: body) }
+        let file = path(of: hash)
+        return PhotoBytes { body in
+            guard !range.isEmpty else { return }
+            do {
+                // One chunk at a time, the next read only once the last is taken: readChunks reads
+                // eight ahead, which made a slow download hold 2 MiB instead of 256 KiB.
+                try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(file)) { handle in
+                    var offset = range.lowerBound
+                    while offset < range.upperBound {
+                        let length = min(Self.chunkLength, range.upperBound - offset)
+                        let chunk = try await handle.readChunk(fromAbsoluteOffset: Int64(offset), length: .bytes(Int64(length)))
+                        guard chunk.readableBytes > 0 else { throw PhotoStoreError.io("\(hash) ended at \(offset) of \(range.upperBound)") }
+                        offset += chunk.readableBytes
+                        try await body(chunk)
+                    }
+                }
+            } catch let error as FileSystemError where error.code == .notFound {
+                throw PhotoStoreError.missing(hash)
+            }
+        }
     }
 
     package func remove(_ hash: String) async throws {

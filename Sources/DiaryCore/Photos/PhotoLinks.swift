@@ -48,12 +48,13 @@ package struct PhotoLinks: Sendable {
     /// its bytes in the store, for a presigned URL.
     package func photo(id: UUID, hash: String, contentType: String, bytes: Int, width: Int, height: Int) -> Photo {
         let issuedAt = Int(now().timeIntervalSince1970)
-        let expiresAt = issuedAt + Int(Self.lifetime.wholeSeconds)
+        let lifetime = Int(Self.lifetime.wholeSeconds)
+        let expiresAt = issuedAt + lifetime
         let url = switch mode {
         case .server:
             path(for: id, expiresAt: expiresAt)
         case .presigned(let store):
-            store.presignedURL(of: hash, contentType: contentType, lifetime: Int(Self.lifetime.wholeSeconds), date: Date(timeIntervalSince1970: TimeInterval(issuedAt)))
+            store.presignedURL(of: hash, contentType: contentType, lifetime: lifetime, date: Date(timeIntervalSince1970: TimeInterval(issuedAt)))
         }
         return Photo(
             id: id, contentType: contentType, bytes: bytes, width: width, height: height,

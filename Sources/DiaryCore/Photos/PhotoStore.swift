@@ -6,16 +6,15 @@ package import NIOCore
 /// The database says which photos exist and who may see them; a store only keeps bytes.
 /// Routes and repositories talk to this interface alone, so a store on an S3-compatible
 /// object service can replace the folder (`FolderPhotoStore`) without touching them: `put`
-/// is a PUT of the whole object, `read` a ranged GET, `remove` a DELETE, and `forEachObject`
+/// is a PUT of the whole object, `bytes(of:range:)` a ranged GET, `remove` a DELETE, and `forEachObject`
 /// a paged LIST with each object's last-modified time.
 package protocol PhotoStore: Sendable {
     /// Stores `bytes` under `hash`, all or nothing: a reader never sees part of them.
     func put(_ bytes: [UInt8], hash: String) async throws
     func contains(_ hash: String) async throws -> Bool
-    /// Hands `range` of the object to `body` in chunks, waiting for each to be taken.
-    func read(_ hash: String, range: Range<Int>, body: (ByteBuffer) async throws -> Void) async throws
     /// Opens `range` of the object: a missing object or a store that is away throws here, before
-    /// a download's status goes out; the bytes follow through the returned `PhotoBytes`.
+    /// a download's status goes out; the bytes follow through the returned `PhotoBytes`, in
+    /// chunks, each once the last is taken.
     func bytes(of hash: String, range: Range<Int>) async throws -> PhotoBytes
     /// Removes the object; one that is already gone is not an error.
     func remove(_ hash: String) async throws
@@ -46,6 +45,12 @@ package enum PhotoStoreError: Error, Equatable {
 }
 
 extension PhotoStore {
+    /// Hands `range` of the object to `body` in chunks, waiting for each to be taken.
+    package func read(_ hash: String, range: Range<Int>, body: (ByteBuffer) async throws -> Void) async throws {
+        guard !range.isEmpty else { return }
+        try await bytes(of: hash, range: range).forEachChunk(body)
+    }
+
     /// The CRC-32 of the object's first `size` bytes, read once: for a photo stored before
     /// checksums were kept (migration 0017). A missing object throws `missing`.
     package func checksum(of hash: String, size: Int) async throws -> UInt32 {

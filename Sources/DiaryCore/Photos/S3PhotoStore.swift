@@ -40,11 +40,6 @@ package struct S3PhotoStore: PhotoStore {
         try await measured("head", hash) { try await client.head(key(of: hash)) != nil }
     }
 
-    package func read(_ hash: String, range: Range<Int>, body: (ByteBuffer) async throws -> Void) async throws {
-        guard !range.isEmpty else { return }
-        try await bytes(of: hash, range: range).forEachChunk(body)
-    }
-
     /// The GET's answer is in before this returns, so a missing object or a refusal throws
     /// here; its bytes then come a chunk at a time, as the connection brings them, the next
     /// only once the last is taken, so that a slow reader holds little memory.
