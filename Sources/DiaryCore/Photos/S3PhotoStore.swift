@@ -47,15 +47,18 @@ package struct S3PhotoStore: PhotoStore {
         let chunks = try await measured("get", hash) { try await client.get(key(of: hash), range: range) }
         return PhotoBytes { [self] body in
             var received = 0
-            do {
-                for try await chunk in chunks {
-                    received += chunk.readableBytes
-                    try await body(chunk)
+            var iterator = chunks.makeAsyncIterator()
+            while true {
+                // Only the bucket's own failures are the store's; the reader's errors are its own.
+                let next: ByteBuffer?
+                do {
+                    next = try await iterator.next()
+                } catch {
+                    throw failure("get", hash, S3Error.unreachable(operation: "GET", key: key(of: hash), reason: "the body broke off: \(error)"))
                 }
-            } catch let error as PhotoStoreError {
-                throw error
-            } catch {
-                throw failure("get", hash, S3Error.unreachable(operation: "GET", key: key(of: hash), reason: "the body broke off: \(error)"))
+                guard let chunk = next else { break }
+                received += chunk.readableBytes
+                try await body(chunk)
             }
             guard received == range.count else {
                 throw failure("get", hash, S3Error.unreachable(operation: "GET", key: key(of: hash), reason: "\(received) of \(range.count) bytes"))

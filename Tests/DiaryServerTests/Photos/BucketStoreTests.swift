@@ -75,6 +75,21 @@ struct BucketStoreTests {
         }
     }
 
+    /// Fixed: an error thrown by the reader (a client gone mid-download) was wrapped as the
+    /// bucket breaking off, logged as a store failure and counted as one.
+    @Test("an error of the reader's own, mid-download, reaches the reader as it was, not as the bucket failing")
+    func readerErrorIsTheReaders() async throws {
+        struct ReaderGone: Error {}
+        try await APIHarness.run(photoStore: .s3) { api in
+            let bytes = TestImages.png(width: 128, height: 128)
+            let hash = PhotoRepository.hash(bytes)
+            try await api.store.put(bytes, hash: hash)
+            await #expect(throws: ReaderGone.self) {
+                try await api.store.bytes(of: hash, range: 0..<bytes.count).forEachChunk { _ in throw ReaderGone() }
+            }
+        }
+    }
+
     @Test("the sweeper lists the bucket: an object no row names goes once past the grace, a named one stays")
     func sweeper() async throws {
         try await APIHarness.run(photoStore: .s3) { api in
