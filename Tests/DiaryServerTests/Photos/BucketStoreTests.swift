@@ -10,24 +10,19 @@ import TestSupport
 /// on upload and on download (`FaultyProxy`).
 @Suite("The bucket: failing, and swept")
 struct BucketStoreTests {
-    @Test("a bucket that is down: a download is 503 with Retry-After, never a 200")
-    func downloadWhileDown() async throws {
-        try await APIHarness.run(photoStore: .s3) { first in
-            let alice = try await first.signIn("Alice")
-            let photo = try PhotoUploadTests.uploaded(try await first.upload(TestImages.jpeg(width: 20, height: 12), token: alice.accessToken))
-            try await APIHarness.run(on: first.database, photoStore: .s3Unreachable, sharing: first) { second in
-                let reply = try await second.fetch(photo.url)
-                #expect(reply.status == .serviceUnavailable && reply.code == "service_unavailable", "\(reply.status) \(reply.text)")
-                #expect(reply.headers[.retryAfter] != nil)
-            }
-            #expect(try await first.fetch(photo.url).status == .ok)
+    /// A failing bucket as `mode` says: `down` (nothing listens), or a `FaultyProxy` mode.
+    static func withFailingBucket(_ mode: String, _ body: (PhotoStoreKind) async throws -> Void) async throws {
+        if mode == "down" {
+            try await body(.s3Unreachable)
+        } else {
+            try await FaultyProxy.with(mode) { try await body(.s3At($0)) }
         }
     }
 
-    @Test("a bucket that refuses or stalls: an upload is 503 with Retry-After, and nothing is recorded", arguments: ["refuse", "stall"])
+    @Test("a bucket that is down, refuses or stalls: an upload is 503 with Retry-After, and nothing is recorded", arguments: ["down", "refuse", "stall"])
     func uploadWhileFailing(mode: String) async throws {
-        try await FaultyProxy.with(mode) { proxy in
-            try await APIHarness.run(photoStore: .s3At(proxy)) { api in
+        try await Self.withFailingBucket(mode) { failing in
+            try await APIHarness.run(photoStore: failing) { api in
                 let alice = try await api.signIn("Alice")
                 let reply = try await api.upload(TestImages.jpeg(width: 16, height: 16), token: alice.accessToken)
                 #expect(reply.status == .serviceUnavailable && reply.code == "service_unavailable", "\(reply.status) \(reply.text)")
@@ -37,18 +32,19 @@ struct BucketStoreTests {
         }
     }
 
-    @Test("a bucket that refuses or stalls: a download is 503 with Retry-After, never a 200", arguments: ["refuse", "stall"])
+    @Test("a bucket that is down, refuses or stalls: a download is 503 with Retry-After, never a 200", arguments: ["down", "refuse", "stall"])
     func downloadWhileFailing(mode: String) async throws {
         try await APIHarness.run(photoStore: .s3) { first in
             let alice = try await first.signIn("Alice")
             let photo = try PhotoUploadTests.uploaded(try await first.upload(TestImages.jpeg(width: 20, height: 12), token: alice.accessToken))
-            try await FaultyProxy.with(mode) { proxy in
-                try await APIHarness.run(on: first.database, photoStore: .s3At(proxy), sharing: first) { second in
+            try await Self.withFailingBucket(mode) { failing in
+                try await APIHarness.run(on: first.database, photoStore: failing, sharing: first) { second in
                     let reply = try await second.fetch(photo.url)
                     #expect(reply.status == .serviceUnavailable && reply.code == "service_unavailable", "\(reply.status) \(reply.text)")
                     #expect(reply.headers[.retryAfter] != nil)
                 }
             }
+            #expect(try await first.fetch(photo.url).status == .ok)
         }
     }
 

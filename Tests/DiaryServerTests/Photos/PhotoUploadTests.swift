@@ -211,17 +211,6 @@ struct PhotoUploadTests {
         }
     }
 
-    @Test("an S3 store that is down: an upload is 503 with Retry-After, and nothing is recorded")
-    func storeDown() async throws {
-        try await APIHarness.run(photoStore: .s3Unreachable) { api in
-            let alice = try await api.signIn("Alice")
-            let reply = try await api.upload(TestImages.jpeg(width: 16, height: 16), token: alice.accessToken)
-            #expect(reply.status == .serviceUnavailable && reply.code == "service_unavailable", "\(reply.status) \(reply.text)")
-            #expect(reply.headers[.retryAfter] != nil)
-            #expect(try await api.asSuperuser("select count(*)::int8 as n from photo_uploads").first?.decode("n", as: Int.self) == 0)
-        }
-    }
-
     static func hash(_ bytes: [UInt8]) -> String {
         SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
     }
