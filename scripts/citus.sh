@@ -5,6 +5,8 @@
 #   scripts/citus.sh available   exit 0 if the citus extension is installed for PostgreSQL 15
 #   scripts/citus.sh start       start the three, create the extension in each one's database,
 #                                and register the coordinator and the workers
+#   scripts/citus.sh fresh NAME  the database NAME made afresh on every node, as start prepares
+#                                the project's own (for `make test-citus`)
 #   scripts/citus.sh stop        stop the three
 #   scripts/citus.sh env         the coordinator's variables, as `scripts/postgres.sh env` prints
 #
@@ -23,10 +25,11 @@ node() {
     DIARY_PG_CLUSTER="$root/.data/postgres-citus-$name" DIARY_PG_PRELOAD=citus "$root/scripts/postgres.sh" "$@"
 }
 
+# node_psql NODE DATABASE psql-arguments…
 node_psql() {
-    local name=$1
-    shift
-    (eval "$(node "$name" env)" && psql -X -q -At -v ON_ERROR_STOP=1 -U postgres -d diary "$@")
+    local name=$1 database=$2
+    shift 2
+    (eval "$(node "$name" env)" && psql -X -q -At -v ON_ERROR_STOP=1 -U postgres -d "$database" "$@")
 }
 
 node_port() { cat "$root/.data/postgres-citus-$1/port"; }
@@ -37,6 +40,23 @@ available() {
     [ -f "$sharedir/extension/citus.control" ]
 }
 
+# prepare DATABASE [fresh]: the database on every node (dropped and made again with `fresh`),
+# the extension in each, and the coordinator and the workers registered in it.
+prepare() {
+    local database=$1 fresh=${2:-} name
+    for name in "${nodes[@]}"; do
+        if [ -n "$fresh" ]; then
+            node_psql "$name" postgres -c "drop database if exists $database with (force)" -c "create database $database owner diary_owner"
+        fi
+        node_psql "$name" "$database" -c "create extension if not exists citus"
+    done
+    node_psql coordinator "$database" -c "select citus_set_coordinator_host('127.0.0.1', $(node_port coordinator))" >/dev/null
+    for name in worker1 worker2; do
+        node_psql coordinator "$database" -c "select citus_add_node('127.0.0.1', $(node_port "$name"))
+            where not exists (select from pg_dist_node where nodeport = $(node_port "$name"))" >/dev/null
+    done
+}
+
 start() {
     if ! available; then
         log "the citus extension is not installed for PostgreSQL 15; install Citus Data's packages"
@@ -45,13 +65,8 @@ start() {
     local name
     for name in "${nodes[@]}"; do
         node "$name" start
-        node_psql "$name" -c "create extension if not exists citus"
     done
-    node_psql coordinator -c "select citus_set_coordinator_host('127.0.0.1', $(node_port coordinator))" >/dev/null
-    for name in worker1 worker2; do
-        node_psql coordinator -c "select citus_add_node('127.0.0.1', $(node_port "$name"))
-            where not exists (select from pg_dist_node where nodeport = $(node_port "$name"))" >/dev/null
-    done
+    prepare diary
     log "coordinator on $(node_port coordinator), workers on $(node_port worker1) and $(node_port worker2)"
 }
 
@@ -66,7 +81,8 @@ stop() {
 case "${1:-}" in
     available) available ;;
     start) start ;;
+    fresh) prepare "${2:?usage: $0 fresh DATABASE}" fresh ;;
     stop) stop ;;
     env) node coordinator env ;;
-    *) echo "usage: $0 available|start|stop|env" >&2; exit 2 ;;
+    *) echo "usage: $0 available|start|fresh DATABASE|stop|env" >&2; exit 2 ;;
 esac

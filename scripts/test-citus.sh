@@ -15,16 +15,7 @@ scripts/citus.sh start
 unset DATABASE_URL MIGRATION_DATABASE_URL TEST_DATABASE_URL PGHOST PGPORT
 eval "$(scripts/citus.sh env)"
 database=diary_citus_test
-for node in coordinator worker1 worker2; do
-    port=$(cat ".data/postgres-citus-$node/port")
-    psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres -d postgres \
-        -c "drop database if exists $database with (force)" -c "create database $database owner diary_owner"
-    psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres -d "$database" -c "create extension citus"
-done
-psql -X -q -v ON_ERROR_STOP=1 -U postgres -d "$database" -c "select citus_set_coordinator_host('127.0.0.1', $PGPORT)" >/dev/null
-for node in worker1 worker2; do
-    psql -X -q -v ON_ERROR_STOP=1 -U postgres -d "$database" -c "select citus_add_node('127.0.0.1', $(cat ".data/postgres-citus-$node/port"))" >/dev/null
-done
+scripts/citus.sh fresh "$database"
 
 swift build --product diary-server
 bin="$(swift build --show-bin-path)/diary-server"
