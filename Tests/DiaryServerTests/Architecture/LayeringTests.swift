@@ -52,10 +52,16 @@ struct LayeringTests {
         }
     }
 
+    /// The target's Swift files, relative to its folder.
+    static func swiftFiles(of target: String) -> [String] {
+        let folder = sources.appendingPathComponent(target)
+        return FileManager.default.enumerator(atPath: folder.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") } ?? []
+    }
+
     /// Every `import` of the target's files: (file, module).
     static func imports(of target: String) throws -> [(String, String)] {
         let folder = sources.appendingPathComponent(target)
-        let files = FileManager.default.enumerator(atPath: folder.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") } ?? []
+        let files = swiftFiles(of: target)
         let pattern = /^\s*(?:@testable\s+|@_exported\s+)?(?:public\s+|package\s+|internal\s+|private\s+|fileprivate\s+)?import\s+(?:(?:struct|class|enum|protocol|func|var|let|typealias)\s+)?([A-Za-z_][A-Za-z0-9_]*)/
         return try files.flatMap { file in
             try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)

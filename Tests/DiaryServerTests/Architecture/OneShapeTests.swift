@@ -10,8 +10,7 @@ struct OneShapeTests {
     static func lines<Output>(matching pattern: Regex<Output>, in targets: [String], except exempt: Set<String>) throws -> [String] {
         try targets.flatMap { target in
             let folder = LayeringTests.sources.appendingPathComponent(target)
-            let files = FileManager.default.enumerator(atPath: folder.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") } ?? []
-            return try files.filter { file in !exempt.contains { "\(target)/\(file)".hasPrefix($0) } }.flatMap { file in
+            return try LayeringTests.swiftFiles(of: target).filter { file in !exempt.contains { "\(target)/\(file)".hasPrefix($0) } }.flatMap { file in
                 try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8).split(separator: "\n").enumerated()
                     .filter { $0.element.contains(pattern) }.map { "\(target)/\(file):\($0.offset + 1): \($0.element.trimmingCharacters(in: .whitespaces))" }
             }

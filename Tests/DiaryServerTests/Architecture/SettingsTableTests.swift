@@ -11,10 +11,9 @@ struct SettingsTableTests {
 
     /// Every environment variable the Configuration folder names.
     static func variablesRead() throws -> Set<String> {
-        let folder = LayeringTests.sources.appendingPathComponent("DiaryServer/Configuration")
-        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".swift") }
+        let folder = LayeringTests.sources.appendingPathComponent("DiaryServer")
         var names: Set<String> = []
-        for file in files {
+        for file in LayeringTests.swiftFiles(of: "DiaryServer") where file.hasPrefix("Configuration/") {
             let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
             for match in text.matches(of: /"([A-Z][A-Z0-9_]{2,})"/) { names.insert(String(match.1)) }
         }
