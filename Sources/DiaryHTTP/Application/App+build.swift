@@ -150,7 +150,7 @@ private func backgroundConnections(
 func buildRouter(
     pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenService, apple: AppleAccounts, devSignIn: Bool, photos: Photos,
     billing: BillingConfiguration = BillingConfiguration(), serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
-    export: ExportConfiguration = ExportConfiguration(), sharedReads: Bool = false, contract: String = OpenAPIDocument.text(file: nil)
+    export: ExportConfiguration = ExportConfiguration(), sharedReads: Bool = false, contract: String
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     // Outermost, so it records the status the client gets, problems included.
