@@ -247,6 +247,7 @@ let package = Package(
             name: "APNSTestServer",
             dependencies: [
                 "StandInSupport",
+                "TestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
@@ -257,6 +258,7 @@ let package = Package(
             name: "AppleTestServer",
             dependencies: [
                 "StandInSupport",
+                "TestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],

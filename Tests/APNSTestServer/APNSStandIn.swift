@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import NIOConcurrencyHelpers
 import StandInSupport
+import TestSupport
 
 /// A local stand-in for Apple's Push Notification service, speaking its real protocol: HTTP/2 over
 /// TLS (ALPN "h2" only), many concurrent streams on one connection, `POST /3/device/<token>`.
@@ -105,19 +106,17 @@ public final class APNSStandIn: Sendable {
 
     /// Polls until `requests.count >= count`; throws when `timeout` passes first.
     public func waitForRequests(count: Int, timeout: Duration) async throws -> [Request] {
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: timeout)
-        while true {
-            let current = requests
-            if current.count >= count { return current }
-            if clock.now >= deadline {
-                let violations = self.violations
-                throw Failure(
-                    description: "APNSStandIn: waited \(timeout) for \(count) accepted request(s), got \(current.count)"
-                        + (violations.isEmpty ? "" : "; violations: \(violations)")
-                )
+        do {
+            return try await waitForValue("\(count) accepted request(s)", within: timeout) {
+                let current = requests
+                return current.count >= count ? current : nil
             }
-            try await Task.sleep(for: .milliseconds(10))
+        } catch {
+            let violations = self.violations
+            throw Failure(
+                description: "APNSStandIn: waited \(timeout) for \(count) accepted request(s), got \(requests.count)"
+                    + (violations.isEmpty ? "" : "; violations: \(violations)")
+            )
         }
     }
 

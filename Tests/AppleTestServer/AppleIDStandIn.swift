@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import NIOConcurrencyHelpers
 import StandInSupport
+import TestSupport
 
 /// A local stand-in for https://appleid.apple.com, the parts the server uses: Apple's public keys
 /// (`GET /auth/keys`), the authorization-code exchange (`POST /auth/token`) and token revocation
@@ -104,19 +105,17 @@ public final class AppleIDStandIn: Sendable {
 
     /// Polls until at least `count` calls to `path` were answered; throws when `timeout` passes first.
     public func waitForCalls(path: String, count: Int, timeout: Duration) async throws -> [Call] {
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: timeout)
-        while true {
-            let current = calls.filter { $0.path == path }
-            if current.count >= count { return current }
-            if clock.now >= deadline {
-                let violations = self.violations
-                throw Failure(
-                    description: "AppleIDStandIn: waited \(timeout) for \(count) call(s) to \(path), got \(current.count)"
-                        + (violations.isEmpty ? "" : "; violations: \(violations)")
-                )
+        do {
+            return try await waitForValue("\(count) call(s) to \(path)", within: timeout) {
+                let current = calls.filter { $0.path == path }
+                return current.count >= count ? current : nil
             }
-            try await Task.sleep(for: .milliseconds(10))
+        } catch {
+            let violations = self.violations
+            throw Failure(
+                description: "AppleIDStandIn: waited \(timeout) for \(count) call(s) to \(path), got \(calls.filter { $0.path == path }.count)"
+                    + (violations.isEmpty ? "" : "; violations: \(violations)")
+            )
         }
     }
 

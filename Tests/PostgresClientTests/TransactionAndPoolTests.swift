@@ -96,7 +96,7 @@ struct TransactionAndPoolTests {
                     let started = clock.now
                     // How long after `started` a waiter that set out at `offset` gave up, or nil if it was served.
                     @Sendable func waiter(setsOutAt offset: Duration) async throws -> Duration? {
-                        try await Task.sleep(until: started + offset, clock: clock)
+                        try await pace(until: started + offset)
                         do {
                             try await pool.query("select 1")
                             return nil
@@ -192,10 +192,7 @@ struct TransactionAndPoolTests {
                 await finished.set()
             }
             // Polled rather than awaited: a task that never runs would hang the test.
-            for _ in 0..<50 where await !finished.value {
-                try await Task.sleep(for: .milliseconds(100))
-            }
-            #expect(await finished.value, "a task preferring a stopped I/O thread never ran")
+            try await waitUntil("a task preferring a stopped I/O thread to run", within: .seconds(5)) { await finished.value }
         }
     }
 
@@ -208,7 +205,7 @@ struct TransactionAndPoolTests {
                 let sender = Task {
                     for index in 0..<50 {
                         try await pool.query("select pg_notify('diary_events', \("hello \(index)"))")
-                        try await Task.sleep(for: .milliseconds(100))
+                        try await pace(.milliseconds(100))
                     }
                 }
                 var iterator = notifications.makeAsyncIterator()

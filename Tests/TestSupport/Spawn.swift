@@ -115,10 +115,7 @@ public final class SpawnedProcess: @unchecked Sendable {
 
     /// Waits for the child to end, polling without holding a thread; its exit code.
     public func exit() async throws -> Int32 {
-        while true {
-            if let status = poll() { return status }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await waitForValue("the process to exit", within: .seconds(24 * 3600)) { poll() }
     }
     /// The exit code once it has ended (128 + the signal if one ended it), else -1.
     public var terminationStatus: Int32 { poll() ?? -1 }

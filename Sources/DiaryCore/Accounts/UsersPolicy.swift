@@ -14,7 +14,7 @@ import PostgresClient
 /// queries: only `member_profiles` (with its anonymous aliases) reads another user.
 package enum UsersPolicy {
     package static let select = PolicyTwin(
-        "users_select", on: "users", key: ["id"], using: "(users.id = any ((select app_visible_user_ids())::uuid[])) is true"
+        "users_select", on: "users", key: ["id"], using: PolicyTwin.isTrue("users.id = any ((select app_visible_user_ids())::uuid[])")
     )
     package static let update = PolicyTwin(
         "users_update", on: "users", key: ["id"], using: "users.id = (select app_user_id())", check: "users.id = (select app_user_id())"

@@ -65,19 +65,11 @@ package final class AppleTokenRevoker: Sendable {
     }
 
     private func revokeWhenWoken(_ client: AppleIDClient) async {
-        for await _ in wakeups.rounds {
-            while !Task.isCancelled {
-                do {
-                    let batch = try await claim()
-                    for row in batch { try await settle(row, await revoke(row, with: client)) }
-                    if batch.count < options.batchSize { break }
-                } catch {
-                    // Claimed rows come back when their lease ends.
-                    logger.warning("apple: the revocation queue cannot be read or settled", metadata: ["error": "\(error)"])
-                    break
-                }
-            }
-        }
+        await wakeups.drainEachRound(
+            batchSize: options.batchSize, failure: "apple: the revocation queue cannot be read or settled", logger: logger,
+            claim: claim, actAndSettle: { batch in
+                for row in batch { try await self.settle(row, await self.revoke(row, with: client)) }
+            })
     }
 
     struct Claimed: Sendable {

@@ -60,6 +60,12 @@ package struct PolicyTwin: Sendable {
     /// Follows a diary id: the membership test that most policies make.
     package static let isCallersDiary: PostgresFragment = " = any ((select app_diary_ids())::uuid[])"
 
+    /// `(predicate) is true`: the one spelling of the respelling that `Spelling.isTrue`
+    /// describes, for the twins whose statements filter with it too.
+    package static func isTrue(_ predicate: PostgresFragment) -> PostgresFragment {
+        "(" + predicate + ") is true"
+    }
+
     /// Every twin, for `PolicyTwinTests`.
     package static var all: [PolicyTwin] {
         [

@@ -13,6 +13,6 @@ import PostgresClient
 package enum EntryReadsPolicy {
     package static let select = PolicyTwin(
         "entry_reads_select", on: "entry_reads", key: ["diary_id", "entry_id", "user_id"],
-        using: "(entry_reads.diary_id" + PolicyTwin.isCallersDiary + ") is true"
+        using: PolicyTwin.isTrue("entry_reads.diary_id" + PolicyTwin.isCallersDiary)
     )
 }

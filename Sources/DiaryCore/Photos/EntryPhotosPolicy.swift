@@ -14,6 +14,6 @@ import PostgresClient
 package enum EntryPhotosPolicy {
     package static let select = PolicyTwin(
         "entry_photos_select", on: "entry_photos", key: ["diary_id", "id"],
-        using: "(entry_photos.diary_id" + PolicyTwin.isCallersDiary + ") is true"
+        using: PolicyTwin.isTrue("entry_photos.diary_id" + PolicyTwin.isCallersDiary)
     )
 }

@@ -74,20 +74,9 @@ package final class PushDelivery: Sendable {
             logger.error("push: the APNs key cannot be used; notifications stay pending", metadata: ["error": "\(error)"])
             return
         }
-        for await _ in wakeups.rounds {
-            while !Task.isCancelled {
-                do {
-                    let batch = try await claim()
-                    if batch.isEmpty { break }
-                    try await settle(await send(batch, with: client))
-                    if batch.count < options.batchSize { break }
-                } catch {
-                    // Claimed rows come back when their lease ends.
-                    logger.warning("push: the outbox cannot be read or settled", metadata: ["error": "\(error)"])
-                    break
-                }
-            }
-        }
+        await wakeups.drainEachRound(
+            batchSize: options.batchSize, failure: "push: the outbox cannot be read or settled", logger: logger,
+            claim: claim, actAndSettle: { try await self.settle(await self.send($0, with: client)) })
         try? await client.shutdown()
     }
 

@@ -57,8 +57,8 @@ package func buildApplication(
         ),
         // Stopped in reverse order: the shared HTTP client after everything that calls out.
         services: [
-            outbound, pool, feed.pool, WorkerService(feed.run), push.pool, push.service, photos.sweeper.pool, WorkerService(photos.sweeper.run),
-            apple.revoker.pool, WorkerService(apple.revoker.run),
+            outbound, pool, WorkerService(pool: feed.pool, feed.run), push, WorkerService(pool: photos.sweeper.pool, photos.sweeper.run),
+            WorkerService(pool: apple.revoker.pool, apple.revoker.run),
         ],
         logger: logger
     )
@@ -72,7 +72,7 @@ package func makeChangeFeed(configuration: ServerConfiguration, logger: Logger) 
 }
 
 /// Push delivery and reminders share a small pool of their own, like the realtime feed's.
-func makePush(configuration: ServerConfiguration, http: OutboundHTTP, logger: Logger) -> (pool: PostgresPool, service: WorkerService) {
+func makePush(configuration: ServerConfiguration, http: OutboundHTTP, logger: Logger) -> WorkerService {
     let (pool, listen) = backgroundConnections(configuration: configuration, applicationName: PushDelivery.applicationName, logger: logger)
     let push = configuration.push
     if push.apns == nil {
@@ -80,12 +80,12 @@ func makePush(configuration: ServerConfiguration, http: OutboundHTTP, logger: Lo
     }
     let delivery = PushDelivery(pool: pool, listenConfiguration: listen, apns: push.apns, http: http.client, options: push.delivery, logger: logger)
     let reminders = push.runsReminders ? ReminderScheduler(pool: pool, options: push.reminders, logger: logger) : nil
-    return (pool, WorkerService {
+    return WorkerService(pool: pool) {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await delivery.run() }
             if let reminders { group.addTask { await reminders.run() } }
         }
-    })
+    }
 }
 
 /// Apple's keys through the shared client, the code exchange when Sign in with Apple's key

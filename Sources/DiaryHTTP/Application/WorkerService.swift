@@ -1,17 +1,26 @@
-import ServiceLifecycle
+package import PostgresClient
+package import ServiceLifecycle
 
-/// A background worker's loop run beside the HTTP server: the feed, push delivery and
-/// reminders, the photo sweeper, Apple's revocations. Its loop ends when cancelled, which
-/// graceful shutdown does; each worker's pool is listed after it in the service group, so
-/// that the pool closes once its worker has stopped.
-struct WorkerService: Service {
-    let loop: @Sendable () async -> Void
+/// A background worker beside the HTTP server (the feed, push delivery and reminders, the
+/// photo sweeper, Apple's revocations, scheduled backups) with the pool it owns. The loop
+/// ends when cancelled, which graceful shutdown does; then the pool closes, after the last
+/// query its worker sent.
+package struct WorkerService: Service {
+    let pool: PostgresPool
+    let loop: @Sendable () async throws -> Void
 
-    init(_ loop: @escaping @Sendable () async -> Void) {
+    package init(pool: PostgresPool, _ loop: @escaping @Sendable () async throws -> Void) {
+        self.pool = pool
         self.loop = loop
     }
 
-    func run() async throws {
-        await cancelWhenGracefulShutdown { await loop() }
+    package func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown { try await loop() }
+        } catch {
+            try? await pool.close()
+            throw error
+        }
+        try? await pool.close()
     }
 }

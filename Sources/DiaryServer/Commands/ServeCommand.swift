@@ -108,9 +108,9 @@ struct ServeCommand: AsyncParsableCommand {
             "address": "\(configuration.host):\(configuration.port)", "database": "\(configuration.database)",
             "poolSize": "\(configuration.poolOptions.size)", "preparedStatements": "\(configuration.database.preparedStatements)",
         ])
-        let backups: BackupService?
+        let backups: WorkerService?
         do {
-            backups = try BackupService.fromEnvironment(database: database, logger: logger)
+            backups = try WorkerService.backupsFromEnvironment(database: database, logger: logger)
         } catch {
             logger.critical("cannot start: automatic backups are misconfigured", metadata: ["reason": "\(error)"])
             try? await pool.close()

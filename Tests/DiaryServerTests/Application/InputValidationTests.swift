@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Testing
+import TestSupport
 @testable import DiaryCore
 
 /// What someone new to the API meets first: lengths as the phone counts them, names that
@@ -145,7 +146,7 @@ extension InputValidationTests {
             let session = try await api.signIn("gina")
             let diary = try await api.createDiary("日記", type: .family, token: session.accessToken)
             let posted = try await api.post("はじめ", in: diary.id, token: session.accessToken).decode(Entry.self)
-            try await Task.sleep(for: .milliseconds(20))
+            try await waitUntil("the clock to pass the entry's updatedAt") { Date() > posted.updatedAt }
             let path = "/v1/diaries/\(diary.id)/entries/\(posted.id)"
             for body in ["{}", #"{"content":null,"question":null}"#, #"{"content":"はじめ"}"#] {
                 let reply = try await api.call(.patch, path, token: session.accessToken, json: body)

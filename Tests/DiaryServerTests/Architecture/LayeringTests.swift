@@ -9,6 +9,7 @@ struct LayeringTests {
     static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Sources")
+    static let tests = sources.deletingLastPathComponent().appendingPathComponent("Tests")
 
     static let system: Set<String> = ["Foundation", "FoundationNetworking", "FoundationEssentials", "Dispatch", "Glibc", "Darwin"]
 
@@ -53,8 +54,8 @@ struct LayeringTests {
     }
 
     /// The target's Swift files, relative to its folder.
-    static func swiftFiles(of target: String) -> [String] {
-        let folder = sources.appendingPathComponent(target)
+    static func swiftFiles(of target: String, under root: URL = sources) -> [String] {
+        let folder = root.appendingPathComponent(target)
         return FileManager.default.enumerator(atPath: folder.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") } ?? []
     }
 

@@ -6,11 +6,13 @@ import Testing
 /// SQL, only by the helpers in PostgresClient's Duration+Postgres.swift.
 @Suite("One shape for each recurring thing")
 struct OneShapeTests {
-    /// Lines of the server's targets that match `pattern`, outside `exempt` files.
-    static func lines<Output>(matching pattern: Regex<Output>, in targets: [String], except exempt: Set<String>) throws -> [String] {
+    /// Lines of the targets under `root` (the server's, unless told) that match `pattern`, outside `exempt` files.
+    static func lines<Output>(
+        matching pattern: Regex<Output>, in targets: [String], except exempt: Set<String>, under root: URL = LayeringTests.sources
+    ) throws -> [String] {
         try targets.flatMap { target in
-            let folder = LayeringTests.sources.appendingPathComponent(target)
-            return try LayeringTests.swiftFiles(of: target).filter { file in !exempt.contains { "\(target)/\(file)".hasPrefix($0) } }.flatMap { file in
+            let folder = root.appendingPathComponent(target)
+            return try LayeringTests.swiftFiles(of: target, under: root).filter { file in !exempt.contains { "\(target)/\(file)".hasPrefix($0) } }.flatMap { file in
                 try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8).split(separator: "\n").enumerated()
                     .filter { $0.element.contains(pattern) }.map { "\(target)/\(file):\($0.offset + 1): \($0.element.trimmingCharacters(in: .whitespaces))" }
             }
@@ -50,5 +52,12 @@ struct OneShapeTests {
             except: ["DiaryServer/Configuration/", "DiaryCore/Backups/ExternalTool.swift"])
         #expect(found.isEmpty, "\(found.joined(separator: "\n"))")
     }
-}
 
+    @Test("a test waits by observing: Task.sleep is called only in TestSupport/Waiting.swift, by waitUntil, withTimeLimit and pace")
+    func noFixedSleepsInTests() throws {
+        let targets = try FileManager.default.contentsOfDirectory(atPath: LayeringTests.tests.path)
+        let found = try Self.lines(matching: /Task\.sleep\(/, in: targets, except: ["TestSupport/Waiting.swift"], under: LayeringTests.tests)
+        #expect(!targets.isEmpty)
+        #expect(found.isEmpty, "\(found.joined(separator: "\n"))")
+    }
+}

@@ -64,7 +64,7 @@ struct PolicyTwinTests {
         var withCheck = check
         switch twin.spelling {
         case .asWritten: break
-        case .isTrue: using = using.map { "(\($0)) is true" }
+        case .isTrue: using = twin.usingPredicate.map { PolicyTwin.isTrue($0).sql }
         case .usingAndCheck:
             using = using.map { "(\($0)) and (\(check ?? "true"))" }
             withCheck = nil

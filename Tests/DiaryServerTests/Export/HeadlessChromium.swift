@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -187,15 +188,17 @@ struct HeadlessChromium {
         }
         try process.run()
         let pid = process.processIdentifier
-        let watchdog = Task {
-            do { try await Task.sleep(for: timeout) } catch { return false }
+        do {
+            return try await withTimeLimit("chromium to exit", within: timeout) {
+                var status: Int32 = -1
+                for await code in exits { status = code }
+                return status
+            }
+        } catch {
             kill(-pid, SIGKILL)
-            return true
+            try? await waitUntil("chromium to die") { !process.isRunning }
+            return nil
         }
-        var status: Int32 = -1
-        for await code in exits { status = code }
-        watchdog.cancel()
-        return await watchdog.value ? nil : status
     }
 
     static func onPath(_ name: String) -> String? {

@@ -88,13 +88,14 @@ struct ContainerStartTests {
             let process = try Spawn.start("/usr/sbin/runuser", arguments, environment: [:], outputPath: log)
             defer { _ = kill(process.pid, SIGTERM) }
             let http = HTTPClient.shared
-            var healthy = false
-            for _ in 0..<200 where process.isRunning {
+            // Healthy, or the process gave up; either ends the wait.
+            let healthy = (try? await waitForValue("the server to answer /health or exit", within: .seconds(60)) { () -> Bool? in
+                guard process.isRunning else { return false }
                 var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/health")
                 request.method = .GET
-                if let response = try? await http.execute(request, timeout: .seconds(2)), response.status == .ok { healthy = true; break }
-                try await Task.sleep(for: .milliseconds(100))
-            }
+                if let response = try? await http.execute(request, timeout: .seconds(2)), response.status == .ok { return true }
+                return nil
+            }) ?? false
             let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             #expect(healthy, "the server did not come up: \(output.suffix(2000))")
             guard healthy else { return }

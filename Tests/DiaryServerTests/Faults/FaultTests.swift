@@ -24,7 +24,7 @@ struct FaultTests {
             let (outcomes, killed) = try await stream.run {
                 var killed = 0
                 for _ in 0..<4 {
-                    try await Task.sleep(for: .milliseconds(150))
+                    try await pace(.milliseconds(150))
                     killed += try await api.terminateServerConnections()
                 }
                 return killed
@@ -97,22 +97,27 @@ struct FaultTests {
             let aiko = try await api.signIn("aiko")
             let diary = try await api.createDiary("日記", type: .family, token: aiko.accessToken)
             let stream = LoadStream(api: api, token: aiko.accessToken, diary: diary.id)
-            // The admitted requests wait on a lock for 0.6 s, so all 5× arrive while the first are in flight.
+            // The admitted requests wait on a lock, held until every refused one has come back.
             let outcomes = try await withThrowingTaskGroup(of: LoadStream.Outcome?.self) { group in
                 let locked = LockedValue(false)
+                let returned = LockedValue(0)
                 group.addTask {
                     try await TestDatabase.withPool(api.database, size: 1) { blocker in
                         try await blocker.withTransaction { connection in
                             try await connection.query("lock table entries in access exclusive mode")
                             locked.value = true
-                            try await Task.sleep(for: .milliseconds(600))
+                            try await waitUntil("the refused requests to come back", within: .seconds(30)) { returned.value >= 4 * limit }
                         }
                     }
                     return nil
                 }
                 try await waitUntil("entries are locked") { locked.value }
                 for _ in 0..<(5 * limit) {
-                    group.addTask { try await stream.one(post: false) }
+                    group.addTask {
+                        let outcome = try await stream.one(post: false)
+                        returned.mutate { $0 += 1 }
+                        return outcome
+                    }
                 }
                 var outcomes: [LoadStream.Outcome] = []
                 for try await outcome in group { if let outcome { outcomes.append(outcome) } }

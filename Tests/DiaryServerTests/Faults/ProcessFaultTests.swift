@@ -30,7 +30,7 @@ struct ProcessFaultTests {
                 let diary = try await api.createDiary("日記", type: .family, token: aiko.accessToken)
                 let stream = LoadStream(api: api, token: aiko.accessToken, diary: diary.id)
                 let (outcomes, window) = try await stream.run(tail: .milliseconds(5_500)) {
-                    try await Task.sleep(for: .milliseconds(300))
+                    try await pace(.milliseconds(300))
                     let began = ContinuousClock.now
                     try await cluster.restart()
                     return (began: began, accepting: ContinuousClock.now)
@@ -84,7 +84,7 @@ struct ProcessFaultTests {
                             }
                         }
                     }
-                    try await Task.sleep(for: .milliseconds(500))
+                    try await pace(.milliseconds(500))
                     signalled.value = .now
                     server.terminate()
                     exited.value = Task { try await server.waitForExit(within: .seconds(10)) }

@@ -182,19 +182,10 @@ struct RealtimeTests {
                     """).count == 1
             }
             let running = Task { await feed.run() }
-            let woken = await withTaskGroup(of: Bool.self) { group in
-                group.addTask {
-                    var wakes = subscription.wakes.makeAsyncIterator()
-                    return await wakes.next() != nil
-                }
-                group.addTask {
-                    try? await Task.sleep(for: .seconds(30))
-                    return false
-                }
-                let first = await group.next() ?? false
-                group.cancelAll()
-                return first
-            }
+            let woken = (try? await withTimeLimit("a wake-up", within: .seconds(30)) {
+                var wakes = subscription.wakes.makeAsyncIterator()
+                return await wakes.next() != nil
+            }) ?? false
             running.cancel()
             await running.value
             try? await pool.close()

@@ -2,6 +2,7 @@ import DiaryModels
 import Foundation
 import Hummingbird
 import PostgresClient
+import TestSupport
 
 /// A steady stream of real requests (timeline reads and entry posts, alternating) from a
 /// few concurrent clients, each outcome recorded with its start and duration, so a fault
@@ -34,13 +35,13 @@ struct LoadStream {
                     while !stop.value {
                         outcomes.append(try await one(post: turn % 2 == 0))
                         turn += 1
-                        try await Task.sleep(for: .milliseconds(2))
+                        try await pace(.milliseconds(2))
                     }
                     return outcomes
                 }
             }
             let result = try await fault()
-            try await Task.sleep(for: tail)
+            try await pace(tail)
             stop.value = true
             var outcomes: [Outcome] = []
             for try await part in group { outcomes += part }

@@ -82,16 +82,13 @@ final class TestSocket: Sendable {
     /// changes reach sockets once no older transaction in the cluster is open, and parallel
     /// suites hold snapshots for seconds (the schema test's pg_dump, the backups' pg_dump).
     func next(within limit: Duration = .seconds(30)) async throws -> String? {
-        let deadline = ContinuousClock.now + limit
-        while true {
+        try await waitForValue("a frame", within: limit) { () -> String?? in
             let index = consumed.withLockedValue { $0 }
             if let frame = frames.withLockedValue({ index < $0.count ? $0[index] : nil }) {
                 consumed.withLockedValue { $0 += 1 }
-                return frame
+                return .some(frame)
             }
-            if finished.withLockedValue({ $0 }) { return nil }
-            guard ContinuousClock.now < deadline else { throw HarnessError("no frame within \(limit)") }
-            try await Task.sleep(for: .milliseconds(5))
+            return finished.withLockedValue { $0 } ? .some(nil) : nil
         }
     }
 
@@ -113,16 +110,7 @@ final class TestSocket: Sendable {
 
     /// Waits for the server to close, and returns its close code.
     func closeCode(within limit: Duration = .seconds(15)) async throws -> WebSocketErrorCode? {
-        try await withThrowingTaskGroup(of: WebSocketErrorCode?.self) { group in
-            group.addTask { try await self.closing.value?.closeCode }
-            group.addTask {
-                try await Task.sleep(for: limit)
-                throw HarnessError("the socket stayed open for \(limit)")
-            }
-            let first = try await group.next()!
-            group.cancelAll()
-            return first
-        }
+        try await withTimeLimit("the socket's close", within: limit) { try await self.closing.value?.closeCode }
     }
 
     /// Whether the server refused the upgrade.

@@ -2,13 +2,13 @@ import DiaryCore
 import Foundation
 import Logging
 import PostgresClient
-import ServiceLifecycle
+import DiaryHTTP
 
-extension BackupService {
+extension WorkerService {
     /// nil without BACKUP_DIR. BACKUP_INTERVAL_HOURS (24), BACKUP_KEEP (7), PG_DUMP,
     /// PG_RESTORE, BACKUP_SCRATCH_DATABASE_URL; the owner's connection is
     /// MIGRATION_DATABASE_URL, else DATABASE_URL.
-    static func fromEnvironment(database: DatabaseOptions, logger: Logger) throws -> BackupService? {
+    static func backupsFromEnvironment(database: DatabaseOptions, logger: Logger) throws -> WorkerService? {
         guard let directory = Setting.string(flag: nil, environment: "BACKUP_DIR") else { return nil }
         var options = BackupScheduler.Options(directory: directory, pgDump: try BackupTools.pgDump(flag: nil), pgRestore: try BackupTools.pgRestore(flag: nil))
         options.interval = .seconds(3600 * (try Setting.integer(flag: nil, environment: "BACKUP_INTERVAL_HOURS", default: 24, range: 1...8760)))
@@ -18,6 +18,6 @@ extension BackupService {
         var owner = try database.migrationConfiguration()
         owner.applicationName = "diary-server backup"
         let pool = PostgresPool(configuration: owner, options: .init(size: 2, acquireTimeout: .seconds(3600)), logger: logger)
-        return BackupService(pool: pool, store: try BackupTools.configuredPhotoStore(flag: nil), options: options, logger: logger)
+        return .backups(pool: pool, store: try BackupTools.configuredPhotoStore(flag: nil), options: options, logger: logger)
     }
 }
