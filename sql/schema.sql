@@ -2369,6 +2369,12 @@ CREATE FUNCTION public.app_diary_ids() RETURNS uuid[]
 $$;
 
 --
+-- Name: FUNCTION app_diary_ids(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.app_diary_ids() IS 'The caller''s diaries (app.diary_ids), as an array a policy compares against once per statement; refresh_app_diary_ids() fills it, so a policy costs no query. Inlinable, like app_user_id().';
+
+--
 -- Name: FUNCTION app_diary_ids(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -2384,6 +2390,12 @@ CREATE FUNCTION public.app_user_id() RETURNS uuid
     AS $$
     select nullif(pg_catalog.current_setting('app.user_id', true), '')::pg_catalog.uuid
 $$;
+
+--
+-- Name: FUNCTION app_user_id(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.app_user_id() IS 'The caller, as set for this transaction by authenticate() (app.user_id); null when unset. Every policy reads it, so it is plain SQL with no SET clause that names everything by schema, which lets PostgreSQL inline it.';
 
 --
 -- Name: FUNCTION app_user_id(); Type: ACL; Schema: public; Owner: -
@@ -2403,6 +2415,12 @@ CREATE FUNCTION public.app_visible_user_ids() RETURNS uuid[]
 $$;
 
 --
+-- Name: FUNCTION app_visible_user_ids(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.app_visible_user_ids() IS 'The users whose row the caller may see (users_select): themself and the members of their diaries that are not anonymous, so anonymous co-members stay hidden even from a query that forgets member_profiles'' aliases. Read from app.visible_user_ids, which refresh_app_diary_ids() sets, and inlinable.';
+
+--
 -- Name: FUNCTION app_visible_user_ids(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -2420,6 +2438,12 @@ CREATE FUNCTION public.apple_revocation_counts() RETURNS TABLE(pending bigint, f
     with pruned as (delete from apple_revocations where finished_at < now() - interval '90 days')
     select count(*) filter (where state = 'pending'), count(*) filter (where state = 'failed') from apple_revocations
 $$;
+
+--
+-- Name: FUNCTION apple_revocation_counts(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.apple_revocation_counts() IS 'Pending and failed revocations, for the gauges; also deletes finished rows older than 90 days, kept until then as the record of what became of them.';
 
 --
 -- Name: FUNCTION apple_revocation_counts(); Type: ACL; Schema: public; Owner: -
@@ -2558,6 +2582,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION apply_waiting_billing_events(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.apply_waiting_billing_events() IS 'Trigger on new users: applies, in order, the billing events that named them while they were unknown, if received within the last 7 days.';
+
+--
 -- Name: FUNCTION apply_waiting_billing_events(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -2644,6 +2674,12 @@ begin
     return null;
 end
 $$;
+
+--
+-- Name: FUNCTION check_diary_has_one_owner(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.check_diary_has_one_owner() IS 'Constraint trigger, deferred to commit: a diary that still exists has exactly one owner, so a transaction may hand ownership over in two steps. SECURITY DEFINER, so that it counts every member whoever the caller is.';
 
 --
 -- Name: FUNCTION check_diary_has_one_owner(); Type: ACL; Schema: public; Owner: -
@@ -2761,6 +2797,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION count_deleted_entries(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.count_deleted_entries() IS 'Statement trigger on deleted entries: lowers entry_count and the unread_count of every other member who had not read them, then deletes their receipts in one statement (the foreign key does not cascade, which would delete them one entry at a time).';
+
+--
 -- Name: FUNCTION count_deleted_entries(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -2786,6 +2828,12 @@ begin
     return null;
 end
 $$;
+
+--
+-- Name: FUNCTION count_first_reads(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.count_first_reads() IS 'Statement trigger on new read receipts, which are first reads only (a second read updates read_at): lowers each reader''s unread_count, except for their own entries.';
 
 --
 -- Name: FUNCTION count_first_reads(); Type: ACL; Schema: public; Owner: -
@@ -2817,6 +2865,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION count_posted_entries(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.count_posted_entries() IS 'Statement trigger on new entries: adds them to diaries.entry_count and to every other member''s unread_count, once per counter row per statement. Keeps the unread counts exact without counting the diary''s history.';
+
+--
 -- Name: FUNCTION count_posted_entries(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -2843,6 +2897,12 @@ begin
     return new;
 end
 $$;
+
+--
+-- Name: FUNCTION count_unread_for_new_member(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.count_unread_for_new_member() IS 'Trigger: a new member''s unread_count is the diary''s entry_count less their own entries and their receipts on others'' (one who comes back finds theirs again). The diary row is share-locked, so a concurrent post is either in entry_count or counts the newcomer.';
 
 --
 -- Name: FUNCTION count_unread_for_new_member(); Type: ACL; Schema: public; Owner: -
@@ -2910,6 +2970,12 @@ begin
     delete from users u where u.id = caller;
 end
 $$;
+
+--
+-- Name: FUNCTION delete_my_account(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.delete_my_account() IS 'Deletes the caller''s account with their entries, reads, memberships and sessions; diaries they owned pass to the longest-standing remaining member or, left empty, are deleted. Every diary of the caller is locked first, in one order, so that it cannot deadlock with concurrent posts; DELETE /v1/me and Apple''s account-delete notification call it.';
 
 --
 -- Name: FUNCTION delete_my_account(); Type: ACL; Schema: public; Owner: -
@@ -3024,6 +3090,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION forbid_diary_type_change(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.forbid_diary_type_change() IS 'Trigger: refuses any change of a diary''s type (diaries_type_fixed), since the type sets the member cap and an anonymous diary turned into another type would unmask its members.';
+
+--
 -- Name: FUNCTION forbid_diary_type_change(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -3041,6 +3113,12 @@ begin
     raise exception 'the keys of % cannot change', tg_table_name using errcode = '23514', constraint = tg_name;
 end
 $$;
+
+--
+-- Name: FUNCTION forbid_key_change(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.forbid_key_change() IS 'Trigger: an entry or a read receipt never moves to another diary, author or reader, because the counters account for each under its keys. It runs after the row is checked, so that the row-level policies refuse such moves first (42501).';
 
 --
 -- Name: FUNCTION forbid_key_change(); Type: ACL; Schema: public; Owner: -
@@ -3073,6 +3151,12 @@ begin
     return code;
 end
 $$;
+
+--
+-- Name: FUNCTION generate_invite_code(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.generate_invite_code() IS 'Draws an invite code: 50 bits from pgcrypto''s CSPRNG, written as ten characters of Crockford base32 (no I, L, O or U), so that codes cannot be guessed. The default of diaries.invite_code, and what replacing a diary''s code sets.';
 
 --
 -- Name: FUNCTION generate_invite_code(); Type: ACL; Schema: public; Owner: -
@@ -3196,6 +3280,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION log_edited_entry(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.log_edited_entry() IS 'Trigger: logs entry.updated when an entry''s content, question or images change, the changes its readers can see, and notifies diary_changes.';
+
+--
 -- Name: FUNCTION log_edited_entry(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -3228,6 +3318,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION log_entry_changes(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.log_entry_changes() IS 'Statement trigger: logs posted (entry.created) and deleted (entry.deleted) entries in change_log and notifies diary_changes. Entries that go with their diary are not logged one by one: nobody is left to tell.';
+
+--
 -- Name: FUNCTION log_entry_changes(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -3250,6 +3346,12 @@ begin
     return null;
 end
 $$;
+
+--
+-- Name: FUNCTION log_first_reads(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.log_first_reads() IS 'Statement trigger: logs each first read (entry.read) with the reader''s alias and notifies diary_changes; a second read inserts no receipt and logs nothing.';
 
 --
 -- Name: FUNCTION log_first_reads(); Type: ACL; Schema: public; Owner: -
@@ -3275,6 +3377,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION log_membership_changes(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.log_membership_changes() IS 'Statement trigger: logs member.joined and member.left with the member''s alias, which is kept because a departed member''s row and alias are gone, and notifies diary_changes.';
+
+--
 -- Name: FUNCTION log_membership_changes(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -3294,6 +3402,12 @@ begin
     return null;
 end
 $$;
+
+--
+-- Name: FUNCTION log_renamed_diary(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.log_renamed_diary() IS 'Trigger: logs diary.updated when a diary''s name changes; other updates of the row, such as entry_count on every post, are not logged.';
 
 --
 -- Name: FUNCTION log_renamed_diary(); Type: ACL; Schema: public; Owner: -
@@ -3344,6 +3458,12 @@ CREATE FUNCTION public.my_billing_events() RETURNS TABLE(event_id text, event_ty
       and (app_user_id()::text = any (b.user_ids) or app_user_id()::text = any (b.transferred_from) or app_user_id()::text = any (b.transferred_to))
     order by b.event_at, b.event_id
 $$;
+
+--
+-- Name: FUNCTION my_billing_events(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.my_billing_events() IS 'The caller''s purchase events, for their personal export (APPI disclosure). billing_events itself is readable by nobody, since one event may name several users.';
 
 --
 -- Name: FUNCTION my_billing_events(); Type: ACL; Schema: public; Owner: -
@@ -3419,6 +3539,12 @@ CREATE FUNCTION public.photo_garbage_backlog() RETURNS bigint
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$ select count(*) from photo_garbage $$;
+
+--
+-- Name: FUNCTION photo_garbage_backlog(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.photo_garbage_backlog() IS 'The collection queue''s length, for a gauge: it grows only while files are not being removed.';
 
 --
 -- Name: FUNCTION photo_garbage_backlog(); Type: ACL; Schema: public; Owner: -
@@ -3532,6 +3658,12 @@ CREATE FUNCTION public.push_outbox_counts() RETURNS TABLE(pending bigint, dead b
 $$;
 
 --
+-- Name: FUNCTION push_outbox_counts(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.push_outbox_counts() IS 'Pending and dead notifications, for the gauges; also deletes dead rows older than 30 days.';
+
+--
 -- Name: FUNCTION push_outbox_counts(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -3556,6 +3688,12 @@ begin
     return old;
 end
 $$;
+
+--
+-- Name: FUNCTION queue_apple_revocation(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.queue_apple_revocation() IS 'Trigger on deleted users: however the account is deleted, moves its Apple token to the revocation queue in the same transaction, and notifies apple_revocations.';
 
 --
 -- Name: FUNCTION queue_apple_revocation(); Type: ACL; Schema: public; Owner: -
@@ -3599,6 +3737,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION queue_entry_notifications(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.queue_entry_notifications() IS 'Statement trigger on new entries: queues a push_outbox row for each device of every other member who wants new-entry notifications, in the posting transaction, so that a rolled-back entry sends nothing and a crash loses nothing. Notifies push_outbox.';
+
+--
 -- Name: FUNCTION queue_entry_notifications(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -3619,6 +3763,12 @@ begin
     return null;
 end
 $$;
+
+--
+-- Name: FUNCTION queue_photo_garbage(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.queue_photo_garbage() IS 'Statement trigger on deleted uploads and entry photos, whatever deletes them: queues their hashes in photo_garbage in the same transaction, so that a crash before the files are removed loses nothing.';
 
 --
 -- Name: FUNCTION queue_photo_garbage(); Type: ACL; Schema: public; Owner: -
@@ -3741,6 +3891,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION refresh_app_diary_ids(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.refresh_app_diary_ids() IS 'Computes the caller''s diaries and the users they may see (app.diary_ids, app.visible_user_ids) for this transaction, when the identity is set and whenever a membership changes. SECURITY DEFINER, because it reads diary_members beneath its policy; it only ever answers for the caller.';
+
+--
 -- Name: FUNCTION refresh_app_diary_ids(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -3762,6 +3918,12 @@ begin
     return null;
 end
 $$;
+
+--
+-- Name: FUNCTION refresh_app_diary_ids_after_membership_change(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.refresh_app_diary_ids_after_membership_change() IS 'Trigger: after a membership row is inserted or deleted, refreshes the caller''s diaries and visible users, since any membership change in their transaction (a join, a leave, an owner removing someone) may change what they see.';
 
 --
 -- Name: FUNCTION refresh_app_diary_ids_after_membership_change(); Type: ACL; Schema: public; Owner: -
@@ -4036,6 +4198,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION schedule_reminder(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.schedule_reminder() IS 'Trigger on users: keeps reminder_schedule in step with the settings, with a row while the reminder is on, rescheduled (next_at null) when its time or zone changes.';
+
+--
 -- Name: FUNCTION schedule_reminder(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -4133,6 +4301,12 @@ end
 $$;
 
 --
+-- Name: FUNCTION set_updated_at(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.set_updated_at() IS 'Trigger: sets updated_at to now() when an update changes the row. An update that changes nothing leaves it alone, so updated_at says when the row last changed, not when it was last written.';
+
+--
 -- Name: FUNCTION set_updated_at(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -4210,9 +4384,11 @@ begin
 end
 $$;
 
-SET default_tablespace = '';
+--
+-- Name: FUNCTION apply_apple_notification(notification_id text, event_type text, subject text, new_email text); Type: COMMENT; Schema: public; Owner: -
+--
 
-SET default_table_access_method = heap;
+COMMENT ON FUNCTION public.apply_apple_notification(notification_id text, event_type text, subject text, new_email text) IS 'Applies one verified server-to-server notification from Apple, once per jti: consent-revoked revokes the sessions and drops the Apple token, account-delete deletes the account, email-disabled and email-enabled update the email. Returns duplicate, unknown_user, sessions_revoked, account_deleted, email_updated or ignored.';
 
 --
 -- Name: FUNCTION apply_apple_notification(notification_id text, event_type text, subject text, new_email text); Type: ACL; Schema: public; Owner: -
@@ -4222,10 +4398,22 @@ REVOKE ALL ON FUNCTION public.apply_apple_notification(notification_id text, eve
 GRANT ALL ON FUNCTION public.apply_apple_notification(notification_id text, event_type text, subject text, new_email text) TO diary_app;
 
 --
+-- Name: FUNCTION apply_billing_event(id text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.apply_billing_event(id text) IS 'Applies a recorded RevenueCat event (just received, or waiting for its user) to the user''s premium_* fields and records the outcome: applied, older, ignored or unknown_user. The users'' rows are locked, so one user''s events apply in their own order whatever order they arrive in.';
+
+--
 -- Name: FUNCTION apply_billing_event(id text); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.apply_billing_event(id text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION authenticate(session uuid, caller uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.authenticate(session uuid, caller uuid) IS 'Sets the caller''s identity for the current transaction only, after checking that the session is live and belongs to that user (ZN401 otherwise), then loads their diaries and visible users. The server calls it at the start of every authenticated request.';
 
 --
 -- Name: FUNCTION authenticate(session uuid, caller uuid); Type: ACL; Schema: public; Owner: -
@@ -4235,10 +4423,22 @@ REVOKE ALL ON FUNCTION public.authenticate(session uuid, caller uuid) FROM PUBLI
 GRANT ALL ON FUNCTION public.authenticate(session uuid, caller uuid) TO diary_app;
 
 --
+-- Name: FUNCTION billing_user(ids text[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.billing_user(ids text[]) IS 'The first of a RevenueCat event''s user ids that is one of our users; ids that are not our user ids are ignored.';
+
+--
 -- Name: FUNCTION billing_user(ids text[]); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.billing_user(ids text[]) FROM PUBLIC;
+
+--
+-- Name: FUNCTION change_log_tail(after_xact xid8, after_seq bigint, max_rows integer); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint, max_rows integer) IS 'The servers'' tail of the change log after a position: each change with the users it may concern (the diary''s members and the one who left), for waking their sockets, and no content. Only changes older than the snapshot''s xmin are read, so none can later appear below the line; the last row carries that xmin even when no change is returned.';
 
 --
 -- Name: FUNCTION change_log_tail(after_xact xid8, after_seq bigint, max_rows integer); Type: ACL; Schema: public; Owner: -
@@ -4248,11 +4448,23 @@ REVOKE ALL ON FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint,
 GRANT ALL ON FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint, max_rows integer) TO diary_app;
 
 --
+-- Name: FUNCTION claim_apple_revocations(max_rows integer, lease interval); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.claim_apple_revocations(max_rows integer, lease interval) IS 'Leases up to max_rows due revocations (SKIP LOCKED), so that one server at a time tries each.';
+
+--
 -- Name: FUNCTION claim_apple_revocations(max_rows integer, lease interval); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.claim_apple_revocations(max_rows integer, lease interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.claim_apple_revocations(max_rows integer, lease interval) TO diary_app;
+
+--
+-- Name: FUNCTION claim_photo_garbage(max_hashes integer); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.claim_photo_garbage(max_hashes integer) IS 'Takes up to max_hashes queued hashes, locked against other collectors (SKIP LOCKED) and against uploads of the same bytes (photo_hash_lock), each with whether a row still names it; the photo sweeper removes the unnamed ones'' files before it commits. Also forgets upload counts older than two days.';
 
 --
 -- Name: FUNCTION claim_photo_garbage(max_hashes integer); Type: ACL; Schema: public; Owner: -
@@ -4262,11 +4474,23 @@ REVOKE ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer) FROM PUBLI
 GRANT ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer) TO diary_app;
 
 --
+-- Name: FUNCTION claim_push_batch(max_rows integer, lease interval); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) IS 'Claims up to max_rows due notifications (SKIP LOCKED) and leases them for lease, so that no transaction stays open while APNs is called. Rows that must not be sent any more (the entry deleted, the receiver gone from the diary, the device moved) are deleted instead of returned.';
+
+--
 -- Name: FUNCTION claim_push_batch(max_rows integer, lease interval); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) TO diary_app;
+
+--
+-- Name: FUNCTION create_diary(diary uuid, name text, type text, free_limit integer); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) IS 'Creates a diary with the caller as its owner, which the caller could not insert as themself (the diary is invisible to them until the membership exists), and claims its invite code. A free user owns at most free_limit diaries (ZN006), counted under the caller''s row lock.';
 
 --
 -- Name: FUNCTION create_diary(diary uuid, name text, type text, free_limit integer); Type: ACL; Schema: public; Owner: -
@@ -4276,11 +4500,23 @@ REVOKE ALL ON FUNCTION public.create_diary(diary uuid, name text, type text, fre
 GRANT ALL ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) TO diary_app;
 
 --
+-- Name: FUNCTION diary_member_cap(diary_type text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.diary_member_cap(diary_type text) IS 'The most members a diary of this type may have: couple and anonymous 2, family and friends 10. join_diary checks it under the diary''s row lock.';
+
+--
 -- Name: FUNCTION diary_member_cap(diary_type text); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.diary_member_cap(diary_type text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.diary_member_cap(diary_type text) TO diary_app;
+
+--
+-- Name: FUNCTION expire_photo_uploads(max_age interval); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.expire_photo_uploads(max_age interval) IS 'Deletes uploads never attached within max_age, whose hashes then queue themselves for collection, and returns how many; the photo sweeper calls it.';
 
 --
 -- Name: FUNCTION expire_photo_uploads(max_age interval); Type: ACL; Schema: public; Owner: -
@@ -4290,11 +4526,23 @@ REVOKE ALL ON FUNCTION public.expire_photo_uploads(max_age interval) FROM PUBLIC
 GRANT ALL ON FUNCTION public.expire_photo_uploads(max_age interval) TO diary_app;
 
 --
+-- Name: FUNCTION finish_apple_revocation(token uuid, outcome text, delay_ms integer, error text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.finish_apple_revocation(token uuid, outcome text, delay_ms integer, error text) IS 'Settles a claimed revocation and returns its state: revoked finishes it, failed records that Apple refuses it for good, retry makes it due again after delay_ms, or failed once it was queued more than 7 days ago. The sealed token goes once the row is finished either way.';
+
+--
 -- Name: FUNCTION finish_apple_revocation(token uuid, outcome text, delay_ms integer, error text); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.finish_apple_revocation(token uuid, outcome text, delay_ms integer, error text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.finish_apple_revocation(token uuid, outcome text, delay_ms integer, error text) TO diary_app;
+
+--
+-- Name: FUNCTION finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]) IS 'Settles claimed notifications in one round trip: sent (deleted), retry (due again after delay_ms, dead once 24 hours old), hold (due again, never dead: the configuration is at fault), dead (Apple refused the notification itself), unregistered (the device and every row for it removed).';
 
 --
 -- Name: FUNCTION finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]); Type: ACL; Schema: public; Owner: -
@@ -4304,11 +4552,23 @@ REVOKE ALL ON FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], d
 GRANT ALL ON FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]) TO diary_app;
 
 --
+-- Name: FUNCTION invite_code_diary(code text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.invite_code_diary(code text) IS 'The diary an invite code names, if it is still that diary''s current code; a replaced code answers as invalid. join_diary finds the diary by id through it, so that on Citus the lock goes to the diary''s own shard.';
+
+--
 -- Name: FUNCTION invite_code_diary(code text); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.invite_code_diary(code text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.invite_code_diary(code text) TO diary_app;
+
+--
+-- Name: FUNCTION is_diary_member(diary uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.is_diary_member(diary uuid) IS 'Whether the caller is a member of the diary. SECURITY DEFINER, because it reads diary_members beneath that table''s own policy.';
 
 --
 -- Name: FUNCTION is_diary_member(diary uuid); Type: ACL; Schema: public; Owner: -
@@ -4318,11 +4578,23 @@ REVOKE ALL ON FUNCTION public.is_diary_member(diary uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.is_diary_member(diary uuid) TO diary_app;
 
 --
+-- Name: FUNCTION is_diary_owner(diary uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.is_diary_owner(diary uuid) IS 'Whether the caller owns the diary, for the policies that let only the owner change or delete a diary or remove another member. SECURITY DEFINER, because it reads diary_members beneath that table''s own policy.';
+
+--
 -- Name: FUNCTION is_diary_owner(diary uuid); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.is_diary_owner(diary uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.is_diary_owner(diary uuid) TO diary_app;
+
+--
+-- Name: FUNCTION join_diary(invite_code text, user_id uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.join_diary(invite_code text, user_id uuid) IS 'Joins the caller (user_id must be app_user_id()) to the diary an invite code names, without exceeding its cap however many join at once: the diary row is locked before the members are counted (ZN001 an invalid code, ZN002 a full diary). Runs as the owner because a joiner cannot see the diary yet; joining again returns the diary and refreshes the caller''s visible diaries.';
 
 --
 -- Name: FUNCTION join_diary(invite_code text, user_id uuid); Type: ACL; Schema: public; Owner: -
@@ -4332,11 +4604,23 @@ REVOKE ALL ON FUNCTION public.join_diary(invite_code text, user_id uuid) FROM PU
 GRANT ALL ON FUNCTION public.join_diary(invite_code text, user_id uuid) TO diary_app;
 
 --
+-- Name: FUNCTION live_sessions(ids uuid[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.live_sessions(ids uuid[]) IS 'Of these sessions, those still live (not revoked or deleted): realtime sockets close when their session is no longer among them.';
+
+--
 -- Name: FUNCTION live_sessions(ids uuid[]); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.live_sessions(ids uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.live_sessions(ids uuid[]) TO diary_app;
+
+--
+-- Name: FUNCTION mark_as_read(entry_id uuid, user_id uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.mark_as_read(entry_id uuid, user_id uuid) IS 'Records that user_id has read entry_id (既読), refusing anyone outside the entry''s diary (ZN003). The entry is locked while its receipt is written, so a read racing the entry''s deletion answers not found instead of failing the foreign key.';
 
 --
 -- Name: FUNCTION mark_as_read(entry_id uuid, user_id uuid); Type: ACL; Schema: public; Owner: -
@@ -4346,11 +4630,23 @@ REVOKE ALL ON FUNCTION public.mark_as_read(entry_id uuid, user_id uuid) FROM PUB
 GRANT ALL ON FUNCTION public.mark_as_read(entry_id uuid, user_id uuid) TO diary_app;
 
 --
+-- Name: FUNCTION normalize_invite_code(raw text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.normalize_invite_code(raw text) IS 'An invite code as a person types it, made comparable: upper case, without hyphens or spaces, and with the letters Crockford base32 reads as digits (O as 0, I and L as 1) replaced.';
+
+--
 -- Name: FUNCTION normalize_invite_code(raw text); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.normalize_invite_code(raw text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.normalize_invite_code(raw text) TO diary_app;
+
+--
+-- Name: FUNCTION open_session(apple_subject text, dev_account text, email text, display_name text, session uuid, refresh_token_hash bytea, lifetime interval); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.open_session(apple_subject text, dev_account text, email text, display_name text, session uuid, refresh_token_hash bytea, lifetime interval) IS 'Signs in: finds or creates the account by Apple subject or dev name, opens a session with its first refresh token, and makes the account the transaction''s caller. SQL cannot verify the Apple token or allow dev sign-in, so the server does, and only diary_app may call this.';
 
 --
 -- Name: FUNCTION open_session(apple_subject text, dev_account text, email text, display_name text, session uuid, refresh_token_hash bytea, lifetime interval); Type: ACL; Schema: public; Owner: -
@@ -4360,11 +4656,23 @@ REVOKE ALL ON FUNCTION public.open_session(apple_subject text, dev_account text,
 GRANT ALL ON FUNCTION public.open_session(apple_subject text, dev_account text, email text, display_name text, session uuid, refresh_token_hash bytea, lifetime interval) TO diary_app;
 
 --
+-- Name: FUNCTION photo_file(photo_id uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.photo_file(photo_id uuid) IS 'The file, type and size behind a signed photo URL, attached or not. The URL''s signature is already checked and no caller is signed in, so it reads as the owner.';
+
+--
 -- Name: FUNCTION photo_file(photo_id uuid); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.photo_file(photo_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.photo_file(photo_id uuid) TO diary_app;
+
+--
+-- Name: FUNCTION photo_hash_lock(hash text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.photo_hash_lock(hash text) IS 'The advisory lock per content hash that orders a file''s removal against a row that names it: an upload inserts its row under it and a collector checks for rows under it, so a file is never removed while a row naming it commits.';
 
 --
 -- Name: FUNCTION photo_hash_lock(hash text); Type: ACL; Schema: public; Owner: -
@@ -4373,16 +4681,34 @@ GRANT ALL ON FUNCTION public.photo_file(photo_id uuid) TO diary_app;
 REVOKE ALL ON FUNCTION public.photo_hash_lock(hash text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION photo_hash_unnamed(hash text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.photo_hash_unnamed(hash text) IS 'Whether no upload and no entry photo names the hash, asked under its lock, which the caller''s transaction keeps until it has removed the file.';
+
+--
 -- Name: FUNCTION photo_hash_unnamed(hash text); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.photo_hash_unnamed(hash text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION photos_per_entry(user_id uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.photos_per_entry(user_id uuid) IS 'Photos an entry may carry on the user''s plan: 1 on free, 4 on premium or couple (a partner''s couple plan included). set_entry_photos enforces it (ZN006).';
+
+--
 -- Name: FUNCTION photos_per_entry(user_id uuid); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.photos_per_entry(user_id uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION prune_change_log(older_than interval, max_rows integer); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.prune_change_log(older_than interval, max_rows integer) IS 'Removes up to max_rows changes older than older_than, never younger than 30 days, unless another server is pruning, and returns how many. The highest position removed goes to change_log_horizon, so that an older cursor is answered with a resync.';
 
 --
 -- Name: FUNCTION prune_change_log(older_than interval, max_rows integer); Type: ACL; Schema: public; Owner: -
@@ -4392,10 +4718,22 @@ REVOKE ALL ON FUNCTION public.prune_change_log(older_than interval, max_rows int
 GRANT ALL ON FUNCTION public.prune_change_log(older_than interval, max_rows integer) TO diary_app;
 
 --
+-- Name: FUNCTION push_author_name(in_diary uuid, author uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.push_author_name(in_diary uuid, author uuid) IS 'An author''s name as a notification shows it: in an anonymous diary the alias label (匿名N, numbered as member_profiles numbers them), never the name. Null when the author is not a member.';
+
+--
 -- Name: FUNCTION push_author_name(in_diary uuid, author uuid); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.push_author_name(in_diary uuid, author uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION record_billing_event(id text, type text, user_ids text[], transferred_from text[], transferred_to text[], product_id text, couple boolean, expiration_at timestamp with time zone, event_at timestamp with time zone, environment text, accepted boolean, body jsonb); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.record_billing_event(id text, type text, user_ids text[], transferred_from text[], transferred_to text[], product_id text, couple boolean, expiration_at timestamp with time zone, event_at timestamp with time zone, environment text, accepted boolean, body jsonb) IS 'Records a RevenueCat webhook event once and applies it: a repeated event id returns duplicate and changes nothing. With accepted false (a sandbox event where those are not accepted) it only records it.';
 
 --
 -- Name: FUNCTION record_billing_event(id text, type text, user_ids text[], transferred_from text[], transferred_to text[], product_id text, couple boolean, expiration_at timestamp with time zone, event_at timestamp with time zone, environment text, accepted boolean, body jsonb); Type: ACL; Schema: public; Owner: -
@@ -4405,11 +4743,23 @@ REVOKE ALL ON FUNCTION public.record_billing_event(id text, type text, user_ids 
 GRANT ALL ON FUNCTION public.record_billing_event(id text, type text, user_ids text[], transferred_from text[], transferred_to text[], product_id text, couple boolean, expiration_at timestamp with time zone, event_at timestamp with time zone, environment text, accepted boolean, body jsonb) TO diary_app;
 
 --
+-- Name: FUNCTION record_export(daily_limit integer); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.record_export(daily_limit integer) IS 'Counts an export the caller starts, unless the day''s limit (diary and personal exports together) is reached: then false.';
+
+--
 -- Name: FUNCTION record_export(daily_limit integer); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.record_export(daily_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.record_export(daily_limit integer) TO diary_app;
+
+--
+-- Name: FUNCTION record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) IS 'The signature without a checksum, for servers of the previous release while a deploy rolls: records the upload as the eight-argument form does, with no CRC-32.';
 
 --
 -- Name: FUNCTION record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer); Type: ACL; Schema: public; Owner: -
@@ -4419,11 +4769,23 @@ REVOKE ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, medi
 GRANT ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) TO diary_app;
 
 --
+-- Name: FUNCTION record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) IS 'Records the caller''s upload, whose file is already stored, with its CRC-32 (so that an export can stream each photo into a ZIP reading it once), unless the day''s limit is reached: then false, and the file is queued for removal. The row is inserted under the hash''s lock, so that no collector removes the file meanwhile.';
+
+--
 -- Name: FUNCTION record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) TO diary_app;
+
+--
+-- Name: FUNCTION register_device(device_token text, device_environment text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.register_device(device_token text, device_environment text) IS 'Registers the caller''s device for push: a token registered by someone else moves to the caller with its unsent notifications dropped, and at most 20 devices are kept (the one registered longest ago goes). The user''s row is locked, so the cap holds under concurrency.';
 
 --
 -- Name: FUNCTION register_device(device_token text, device_environment text); Type: ACL; Schema: public; Owner: -
@@ -4433,6 +4795,12 @@ REVOKE ALL ON FUNCTION public.register_device(device_token text, device_environm
 GRANT ALL ON FUNCTION public.register_device(device_token text, device_environment text) TO diary_app;
 
 --
+-- Name: FUNCTION register_invite_code(diary uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.register_invite_code(diary uuid) IS 'Claims the diary''s current invite code in invite_codes, which keeps codes unique across the service where a table sharded by diary cannot. A code another diary holds fails with 23505 on invite_codes_pkey, and the caller draws again.';
+
+--
 -- Name: FUNCTION register_invite_code(diary uuid); Type: ACL; Schema: public; Owner: -
 --
 
@@ -4440,10 +4808,22 @@ REVOKE ALL ON FUNCTION public.register_invite_code(diary uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.register_invite_code(diary uuid) TO diary_app;
 
 --
+-- Name: FUNCTION reminder_instant(zone text, at_time time without time zone, day date); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.reminder_instant(zone text, at_time time without time zone, day date) IS 'The instant of local time at_time on day in zone; a time the zone skips that day (a daylight-saving jump) gives the first valid minute after it. Null for a zone PostgreSQL does not know.';
+
+--
 -- Name: FUNCTION reminder_instant(zone text, at_time time without time zone, day date); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.reminder_instant(zone text, at_time time without time zone, day date) FROM PUBLIC;
+
+--
+-- Name: FUNCTION remove_diary_member(diary uuid, target uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.remove_diary_member(diary uuid, target uuid) IS 'Removes target (a member''s public id: their user id, or their alias in an anonymous diary) from the diary for the caller, and returns removed, not_found (no such member the caller can see) or forbidden (a member removing someone else). Everything is read under the diary''s row lock, and a removed owner''s role passes to the longest-standing member, or the diary is deleted when nobody is left.';
 
 --
 -- Name: FUNCTION remove_diary_member(diary uuid, target uuid); Type: ACL; Schema: public; Owner: -
@@ -4453,11 +4833,23 @@ REVOKE ALL ON FUNCTION public.remove_diary_member(diary uuid, target uuid) FROM 
 GRANT ALL ON FUNCTION public.remove_diary_member(diary uuid, target uuid) TO diary_app;
 
 --
+-- Name: FUNCTION rotate_refresh_token(presented bytea, successor bytea, lifetime interval); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.rotate_refresh_token(presented bytea, successor bytea, lifetime interval) IS 'Exchanges a refresh token (both passed as hashes) for its successor, which the server derives from the presented token so that a retry derives the same one: rotated, replayed (a retry within 10 s), reuse_detected (a used token came back: the session is revoked), revoked or unknown. Never raises for a bad token, so that a revocation commits; on success the session''s user becomes the transaction''s caller.';
+
+--
 -- Name: FUNCTION rotate_refresh_token(presented bytea, successor bytea, lifetime interval); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.rotate_refresh_token(presented bytea, successor bytea, lifetime interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.rotate_refresh_token(presented bytea, successor bytea, lifetime interval) TO diary_app;
+
+--
+-- Name: FUNCTION run_reminders(now_at timestamp with time zone, max_rows integer); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.run_reminders(now_at timestamp with time zone, max_rows integer) IS 'One tick of the reminder clock at now_at over up to max_rows users: schedules those without next_at, then handles those due, queuing the reminder unless they have written today (late, once, after a server was down; never for a day missed entirely) and scheduling tomorrow''s. Returns each user handled with sent, written or rescheduled.';
 
 --
 -- Name: FUNCTION run_reminders(now_at timestamp with time zone, max_rows integer); Type: ACL; Schema: public; Owner: -
@@ -4467,10 +4859,22 @@ REVOKE ALL ON FUNCTION public.run_reminders(now_at timestamp with time zone, max
 GRANT ALL ON FUNCTION public.run_reminders(now_at timestamp with time zone, max_rows integer) TO diary_app;
 
 --
+-- Name: FUNCTION set_app_setting(setting text, value text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.set_app_setting(setting text, value text) IS 'Sets an app.* setting for the current transaction so that it reaches every node: on Citus by SET LOCAL with citus.propagate_set_commands = local, because the workers'' policies read it, and on a single PostgreSQL by set_config. The caller''s identity and diaries are set through it.';
+
+--
 -- Name: FUNCTION set_app_setting(setting text, value text); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.set_app_setting(setting text, value text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION set_entry_photos(diary uuid, entry uuid, photos uuid[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) IS 'Makes the caller''s entry''s photos exactly photos, in order: kept ones stay, new ones move from the caller''s uploads with their checksum, dropped ones are deleted and their files follow. ZN004 for a photo that is not the caller''s upload, ZN005 for one attached to another entry, ZN006 for more than the plan allows; an entry that is not the caller''s own is left alone for the edit to refuse.';
 
 --
 -- Name: FUNCTION set_entry_photos(diary uuid, entry uuid, photos uuid[]); Type: ACL; Schema: public; Owner: -
@@ -4480,6 +4884,12 @@ REVOKE ALL ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uu
 GRANT ALL ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) TO diary_app;
 
 --
+-- Name: FUNCTION store_apple_token(token uuid, client text, sealed_token bytea); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.store_apple_token(token uuid, client text, sealed_token bytea) IS 'Keeps the caller''s newest Apple refresh token, sealed by the server, replacing any earlier one; it is kept only to be revoked when the account is deleted.';
+
+--
 -- Name: FUNCTION store_apple_token(token uuid, client text, sealed_token bytea); Type: ACL; Schema: public; Owner: -
 --
 
@@ -4487,11 +4897,27 @@ REVOKE ALL ON FUNCTION public.store_apple_token(token uuid, client text, sealed_
 GRANT ALL ON FUNCTION public.store_apple_token(token uuid, client text, sealed_token bytea) TO diary_app;
 
 --
+-- Name: FUNCTION unnamed_photo_files(hashes text[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.unnamed_photo_files(hashes text[]) IS 'Of the hashes of files found in the photo store, those that no row names (left by a crash between writing a file and its row), locked in hash order for the caller''s transaction, which removes their files before it commits.';
+
+--
 -- Name: FUNCTION unnamed_photo_files(hashes text[]); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.unnamed_photo_files(hashes text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.unnamed_photo_files(hashes text[]) TO diary_app;
+
+--
+-- Name: FUNCTION user_plan(user_id uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.user_plan(user_id uuid) IS 'A user''s plan: premium (their own), couple (their own couple plan, or a premium couple-plan partner in a couple diary they share) or free. The partner''s grant is read from the memberships, not stored, so it ends the moment either leaves.';
+
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
 
 --
 -- Name: FUNCTION user_plan(user_id uuid); Type: ACL; Schema: public; Owner: -
