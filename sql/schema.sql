@@ -3274,7 +3274,6 @@ begin
     insert into change_log (diary_id, kind, entry_id, user_id, user_alias)
     values (new.diary_id, 'entry.updated', new.id, new.user_id,
         (select m.alias_id from diary_members m where m.diary_id = new.diary_id and m.user_id = new.user_id));
-    perform pg_notify('diary_changes', '');
     return null;
 end
 $$;
@@ -3283,7 +3282,7 @@ $$;
 -- Name: FUNCTION log_edited_entry(); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.log_edited_entry() IS 'Trigger: logs entry.updated when an entry''s content, question or images change, the changes its readers can see, and notifies diary_changes.';
+COMMENT ON FUNCTION public.log_edited_entry() IS 'Trigger: logs entry.updated when an entry''s content, question or images change, the changes its readers can see.';
 
 --
 -- Name: FUNCTION log_edited_entry(); Type: ACL; Schema: public; Owner: -
@@ -3312,7 +3311,6 @@ begin
         from changed c
         where exists (select 1 from diaries d where d.id = c.diary_id);
     end if;
-    perform pg_notify('diary_changes', '');
     return null;
 end
 $$;
@@ -3321,7 +3319,7 @@ $$;
 -- Name: FUNCTION log_entry_changes(); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.log_entry_changes() IS 'Statement trigger: logs posted (entry.created) and deleted (entry.deleted) entries in change_log and notifies diary_changes. Entries that go with their diary are not logged one by one: nobody is left to tell.';
+COMMENT ON FUNCTION public.log_entry_changes() IS 'Statement trigger: logs posted (entry.created) and deleted (entry.deleted) entries in change_log. Entries that go with their diary are not logged one by one: nobody is left to tell.';
 
 --
 -- Name: FUNCTION log_entry_changes(); Type: ACL; Schema: public; Owner: -
@@ -3342,7 +3340,6 @@ begin
     select r.diary_id, 'entry.read', r.entry_id, r.user_id, m.alias_id
     from receipts r left join diary_members m on m.diary_id = r.diary_id and m.user_id = r.user_id
     order by r.read_at, r.entry_id;
-    perform pg_notify('diary_changes', '');
     return null;
 end
 $$;
@@ -3351,7 +3348,7 @@ $$;
 -- Name: FUNCTION log_first_reads(); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.log_first_reads() IS 'Statement trigger: logs each first read (entry.read) with the reader''s alias and notifies diary_changes; a second read inserts no receipt and logs nothing.';
+COMMENT ON FUNCTION public.log_first_reads() IS 'Statement trigger: logs each first read (entry.read) with the reader''s alias; a second read inserts no receipt and logs nothing.';
 
 --
 -- Name: FUNCTION log_first_reads(); Type: ACL; Schema: public; Owner: -
@@ -3371,7 +3368,6 @@ begin
     insert into change_log (diary_id, kind, user_id, user_alias)
     select c.diary_id, case tg_op when 'INSERT' then 'member.joined' else 'member.left' end, c.user_id, c.alias_id
     from changed c order by c.joined_at, c.user_id;
-    perform pg_notify('diary_changes', '');
     return null;
 end
 $$;
@@ -3380,7 +3376,7 @@ $$;
 -- Name: FUNCTION log_membership_changes(); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.log_membership_changes() IS 'Statement trigger: logs member.joined and member.left with the member''s alias, which is kept because a departed member''s row and alias are gone, and notifies diary_changes.';
+COMMENT ON FUNCTION public.log_membership_changes() IS 'Statement trigger: logs member.joined and member.left with the member''s alias, which is kept because a departed member''s row and alias are gone.';
 
 --
 -- Name: FUNCTION log_membership_changes(); Type: ACL; Schema: public; Owner: -
@@ -3398,7 +3394,6 @@ CREATE FUNCTION public.log_renamed_diary() RETURNS trigger
     AS $$
 begin
     insert into change_log (diary_id, kind) values (new.id, 'diary.updated');
-    perform pg_notify('diary_changes', '');
     return null;
 end
 $$;
@@ -3709,8 +3704,6 @@ CREATE FUNCTION public.queue_entry_notifications() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
-declare
-    queued integer;
 begin
     insert into push_outbox (user_id, device_token, kind, diary_id, entry_id, payload)
     select m.user_id, dv.token, 'entry', c.diary_id, c.id,
@@ -3728,10 +3721,6 @@ begin
     join devices dv on dv.user_id = m.user_id
     where author.name is not null
     order by c.created_at, c.id, m.user_id, dv.token;
-    get diagnostics queued = row_count;
-    if queued > 0 then
-        perform pg_notify('push_outbox', '');
-    end if;
     return null;
 end
 $$;
@@ -3740,7 +3729,7 @@ $$;
 -- Name: FUNCTION queue_entry_notifications(); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.queue_entry_notifications() IS 'Statement trigger on new entries: queues a push_outbox row for each device of every other member who wants new-entry notifications, in the posting transaction, so that a rolled-back entry sends nothing and a crash loses nothing. Notifies push_outbox.';
+COMMENT ON FUNCTION public.queue_entry_notifications() IS 'Statement trigger on new entries: queues a push_outbox row for each device of every other member who wants new-entry notifications, in the posting transaction, so that a rolled-back entry sends nothing and a crash loses nothing.';
 
 --
 -- Name: FUNCTION queue_entry_notifications(); Type: ACL; Schema: public; Owner: -

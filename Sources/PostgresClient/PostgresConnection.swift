@@ -28,10 +28,14 @@ public struct PostgresConnection: Sendable {
 
     /// `BEGIN`, the statements, `COMMIT`: all in one round trip. If any statement
     /// fails, nothing commits and the error is thrown.
-    public func transaction(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
+    ///
+    /// `afterCommit` runs in the same round trip once the transaction has committed, and
+    /// only then: statements that cannot fail, such as a `pg_notify` that must not hold the
+    /// transaction's commit behind the lock every notifying commit takes.
+    public func transaction(_ statements: [PostgresQuery], afterCommit: [PostgresQuery] = []) async throws -> [PostgresRows] {
         do {
-            let results = try await driver.run(["BEGIN"] + statements + ["COMMIT"], on: connection)
-            return Array(results.dropFirst().dropLast())
+            let results = try await driver.run(["BEGIN"] + statements + ["COMMIT"] + afterCommit, on: connection)
+            return Array(results.dropFirst().prefix(statements.count))
         } catch {
             // The failed statement aborted the transaction, and the COMMIT after it did not run.
             if !connection.isBroken && !connection.isIdle {

@@ -30,13 +30,15 @@ package struct RequestScope: Sendable {
 
     package var userID: UUID { identity.userID }
 
-    /// Runs statements that may change data, as the caller, and returns each one's rows.
-    package func run(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
-        try await transaction(statements, placement: .ownConnection)
+    /// Runs statements that may change data, as the caller, and returns each one's rows;
+    /// once they have committed, in the same round trip, wakes the workers `announcing`
+    /// names (see `Announcement`).
+    package func run(_ statements: [PostgresQuery], announcing: [Announcement] = []) async throws -> [PostgresRows] {
+        try await transaction(statements, placement: .ownConnection, afterCommit: announcing.map(\.statement))
     }
 
-    package func run(_ statement: PostgresQuery) async throws -> PostgresRows {
-        try await run([statement])[0]
+    package func run(_ statement: PostgresQuery, announcing: [Announcement] = []) async throws -> PostgresRows {
+        try await run([statement], announcing: announcing)[0]
     }
 
     /// Runs statements that only read, as the caller, and returns each one's rows.
@@ -98,18 +100,21 @@ package struct RequestScope: Sendable {
         }
     }
 
-    private func transaction(_ statements: [PostgresQuery], placement: PostgresPool.Placement) async throws -> [PostgresRows] {
+    private func transaction(
+        _ statements: [PostgresQuery], placement: PostgresPool.Placement, afterCommit: [PostgresQuery] = []
+    ) async throws -> [PostgresRows] {
         let transaction = ["select authenticate(\(identity.sessionID), \(identity.userID))"] + statements
         #if DEBUG
-        Self.recorder?.record(transaction)
+        Self.recorder?.record(transaction + (afterCommit.isEmpty ? [] : ["COMMIT"] + afterCommit))
         #endif
-        let results = try await AppSQLState.translating { try await pool.transaction(transaction, placement: placement) }
+        let results = try await AppSQLState.translating { try await pool.transaction(transaction, placement: placement, afterCommit: afterCommit) }
         return Array(results.dropFirst())
     }
 
     #if DEBUG
     /// Debug builds only: a test collects the statements of each transaction a request
-    /// sends (BEGIN and COMMIT aside), to hold the benchmark's pgbench scripts to them.
+    /// sends (BEGIN aside; COMMIT only before what runs after it), to hold the benchmark's
+    /// pgbench scripts to them.
     @TaskLocal package static var recorder: StatementRecorder?
 
     package final class StatementRecorder: Sendable {

@@ -60,7 +60,7 @@ package final class PushDelivery: Sendable {
         var loops: [@Sendable () async -> Void] = [{ await repeating(every: self.options.gaugeInterval, startingAtOnce: true) { await self.recordGauges() } }]
         if let apns {
             loops.append { await self.deliver(apns) }
-            loops += wakeups.wakers(channel: "push_outbox", listen: listenConfiguration, polling: options.pollInterval, logger: logger)
+            loops += wakeups.wakers(channel: Announcement.pushOutbox.channel, listen: listenConfiguration, polling: options.pollInterval, logger: logger)
         }
         await runWorkerLoops(loops, finishing: wakeups)
     }

@@ -97,7 +97,7 @@ package final class ChangeFeed: Sendable {
         tailRequests.wake()
         await runWorkerLoops(
             [{ await self.followTail() }]
-                + tailRequests.wakers(channel: "diary_changes", listen: listenConfiguration, polling: options.pollInterval, logger: logger)
+                + tailRequests.wakers(channel: Announcement.diaryChanges.channel, listen: listenConfiguration, polling: options.pollInterval, logger: logger)
                 + [
                     { await repeating(every: self.options.sessionCheckInterval) { await self.closeEndedSessions() } },
                     { await repeating(every: self.options.pruneInterval) { await self.prune() } },

@@ -1,0 +1,55 @@
+import DiaryModels
+import Foundation
+import PostgresClient
+import Testing
+import TestSupport
+
+@testable import DiaryCore
+
+/// Writes announce to the workers once they have committed, never inside their
+/// transaction, where a NOTIFY holds the commit behind a lock every notifying commit takes.
+@Suite("Announcements after COMMIT")
+struct AnnouncementTests {
+    @Test("no function a request's write calls NOTIFYs inside its transaction; only the account's deletion and the reminders' batch do")
+    func noNotifyInsideRequests() async throws {
+        try await APIHarness.run { api in
+            let rows = try await api.asSuperuser("""
+                select p.proname::text as name from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+                where n.nspname = 'public' and p.prosrc like '%pg_notify%' order by 1
+                """)
+            let names = try rows.map { try $0.decode("name", as: String.self) }
+            #expect(names == ["queue_apple_revocation", "run_reminders"])
+        }
+    }
+
+    @Test("POST entry announces diary_changes and push_outbox once the entry has committed")
+    func postEntryAnnounces() async throws {
+        try await APIHarness.run { api in
+            let alice = try await api.signIn("alice")
+            let diary = try await api.createDiary("日記", type: .family, token: alice.accessToken)
+            let channels = Announcement.allCases.map(\.channel)
+            let notifications = PostgresListener.notifications(configuration: api.database, channels: channels, logger: TestDatabase.logger)
+            // LISTEN runs on the listener's own thread: post until an announcement arrives.
+            let poster = Task {
+                for index in 0..<50 {
+                    _ = try await api.post("お知らせ \(index)", in: diary.id, token: alice.accessToken)
+                    try await pace(.milliseconds(200))
+                }
+            }
+            let heard = try await withTimeLimit("both announcements", within: .seconds(60)) {
+                var iterator = notifications.makeAsyncIterator()
+                var heard = Set<String>()
+                while heard.count < channels.count, let notification = await iterator.next() {
+                    heard.insert(notification.channel)
+                    // Sent after the COMMIT: what it announces is already there to read.
+                    let visible = try await api.asSuperuser("select count(*)::int8 as n from entries where diary_id = \(diary.id)")
+                    #expect(try visible[0].decode("n", as: Int.self) > 0)
+                }
+                return heard
+            }
+            poster.cancel()
+            _ = await poster.result
+            #expect(heard == Set(channels))
+        }
+    }
+}
