@@ -15,10 +15,11 @@ select md5('d' || d)::uuid, md5(((d - 1) * 10 + m)::text)::uuid, case when m = 1
 from generate_series(1, 1000) d, generate_series(1, 10) m;
 
 -- Entry k lives in diary ((k-1) % 1000) + 1 and is written by that diary's member (k % 10) + 1.
-insert into entries (diary_id, id, user_id, content, created_at)
-select md5('d' || (((k - 1) % 1000) + 1))::uuid, md5('e' || k)::uuid,
-       md5((((k - 1) % 1000) * 10 + (k % 10) + 1)::text)::uuid,
-       'entry ' || k, now() - make_interval(secs => 50000 - k)
-from generate_series(1, 50000) k;
+-- Posted through post_entry_as, as every entry is, so that the counters and the log follow.
+select count(*) as posted from (
+    select post_entry_as(md5((((k - 1) % 1000) * 10 + (k % 10) + 1)::text)::uuid, md5('d' || (((k - 1) % 1000) + 1))::uuid,
+           md5('e' || k)::uuid, 'entry ' || k, created_at => now() - make_interval(secs => 50000 - k))
+    from generate_series(1, 50000) k
+) posts;
 commit;
 analyze;

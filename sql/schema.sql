@@ -907,7 +907,7 @@ CREATE POLICY entries_delete ON public.entries FOR DELETE USING (((diary_id = AN
 -- Name: entries entries_insert; Type: POLICY; Schema: public; Owner: -
 --
 
-CREATE POLICY entries_insert ON public.entries FOR INSERT WITH CHECK (((user_id = ( SELECT public.app_user_id() AS app_user_id)) AND (diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))));
+CREATE POLICY entries_insert ON public.entries FOR INSERT WITH CHECK (false);
 
 --
 -- Name: entries entries_select; Type: POLICY; Schema: public; Owner: -
@@ -928,22 +928,10 @@ CREATE POLICY entries_update ON public.entries FOR UPDATE USING ((diary_id = ANY
 CREATE TRIGGER entries_count_deleted AFTER DELETE ON public.entries REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.count_deleted_entries();
 
 --
--- Name: entries entries_count_posted; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER entries_count_posted AFTER INSERT ON public.entries REFERENCING NEW TABLE AS posted FOR EACH STATEMENT EXECUTE FUNCTION public.count_posted_entries();
-
---
 -- Name: entries entries_keys_fixed; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER entries_keys_fixed AFTER UPDATE OF diary_id, id, user_id ON public.entries FOR EACH ROW WHEN (((old.diary_id IS DISTINCT FROM new.diary_id) OR (old.id IS DISTINCT FROM new.id) OR (old.user_id IS DISTINCT FROM new.user_id))) EXECUTE FUNCTION public.forbid_key_change();
-
---
--- Name: entries entries_log_created; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER entries_log_created AFTER INSERT ON public.entries REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.log_entry_changes();
 
 --
 -- Name: entries entries_log_deleted; Type: TRIGGER; Schema: public; Owner: -
@@ -958,10 +946,10 @@ CREATE TRIGGER entries_log_deleted AFTER DELETE ON public.entries REFERENCING OL
 CREATE TRIGGER entries_log_updated AFTER UPDATE OF content, question, images ON public.entries FOR EACH ROW WHEN ((((old.content IS DISTINCT FROM new.content) OR (old.question IS DISTINCT FROM new.question)) OR (old.images IS DISTINCT FROM new.images))) EXECUTE FUNCTION public.log_edited_entry();
 
 --
--- Name: entries entries_queue_notifications; Type: TRIGGER; Schema: public; Owner: -
+-- Name: entries entries_posted_by_post_entry; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER entries_queue_notifications AFTER INSERT ON public.entries REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.queue_entry_notifications();
+CREATE TRIGGER entries_posted_by_post_entry BEFORE INSERT ON public.entries FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_direct_write('post_entry');
 
 --
 -- Name: entries entries_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
@@ -1041,7 +1029,7 @@ CREATE POLICY entry_reads_delete ON public.entry_reads FOR DELETE USING (false);
 -- Name: entry_reads entry_reads_insert; Type: POLICY; Schema: public; Owner: -
 --
 
-CREATE POLICY entry_reads_insert ON public.entry_reads FOR INSERT WITH CHECK (((user_id = ( SELECT public.app_user_id() AS app_user_id)) AND (diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))));
+CREATE POLICY entry_reads_insert ON public.entry_reads FOR INSERT WITH CHECK (false);
 
 --
 -- Name: entry_reads entry_reads_select; Type: POLICY; Schema: public; Owner: -
@@ -1053,13 +1041,7 @@ CREATE POLICY entry_reads_select ON public.entry_reads FOR SELECT USING (((diary
 -- Name: entry_reads entry_reads_update; Type: POLICY; Schema: public; Owner: -
 --
 
-CREATE POLICY entry_reads_update ON public.entry_reads FOR UPDATE USING ((user_id = ( SELECT public.app_user_id() AS app_user_id))) WITH CHECK (((user_id = ( SELECT public.app_user_id() AS app_user_id)) AND (diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))));
-
---
--- Name: entry_reads entry_reads_count_first_read; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER entry_reads_count_first_read AFTER INSERT ON public.entry_reads REFERENCING NEW TABLE AS receipts FOR EACH STATEMENT EXECUTE FUNCTION public.count_first_reads();
+CREATE POLICY entry_reads_update ON public.entry_reads FOR UPDATE USING (false) WITH CHECK (false);
 
 --
 -- Name: entry_reads entry_reads_keys_fixed; Type: TRIGGER; Schema: public; Owner: -
@@ -1068,10 +1050,10 @@ CREATE TRIGGER entry_reads_count_first_read AFTER INSERT ON public.entry_reads R
 CREATE TRIGGER entry_reads_keys_fixed AFTER UPDATE OF diary_id, entry_id, user_id ON public.entry_reads FOR EACH ROW WHEN (((old.diary_id IS DISTINCT FROM new.diary_id) OR (old.entry_id IS DISTINCT FROM new.entry_id) OR (old.user_id IS DISTINCT FROM new.user_id))) EXECUTE FUNCTION public.forbid_key_change();
 
 --
--- Name: entry_reads entry_reads_log_first_read; Type: TRIGGER; Schema: public; Owner: -
+-- Name: entry_reads entry_reads_made_by_mark_as_read; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER entry_reads_log_first_read AFTER INSERT ON public.entry_reads REFERENCING NEW TABLE AS receipts FOR EACH STATEMENT EXECUTE FUNCTION public.log_first_reads();
+CREATE TRIGGER entry_reads_made_by_mark_as_read BEFORE INSERT ON public.entry_reads FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_direct_write('mark_as_read');
 
 --
 -- Name: TABLE entry_reads; Type: ACL; Schema: public; Owner: -
@@ -2809,74 +2791,6 @@ COMMENT ON FUNCTION public.count_deleted_entries() IS 'Statement trigger on dele
 REVOKE ALL ON FUNCTION public.count_deleted_entries() FROM PUBLIC;
 
 --
--- Name: count_first_reads(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.count_first_reads() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-begin
-    update diary_members m set unread_count = m.unread_count - readers.count
-    from (
-        select r.diary_id, r.user_id, count(*)::integer as count
-        from receipts r join entries e on e.diary_id = r.diary_id and e.id = r.entry_id
-        where e.user_id <> r.user_id
-        group by r.diary_id, r.user_id
-    ) readers
-    where m.diary_id = readers.diary_id and m.user_id = readers.user_id;
-    return null;
-end
-$$;
-
---
--- Name: FUNCTION count_first_reads(); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.count_first_reads() IS 'Statement trigger on new read receipts, which are first reads only (a second read updates read_at): lowers each reader''s unread_count, except for their own entries.';
-
---
--- Name: FUNCTION count_first_reads(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.count_first_reads() FROM PUBLIC;
-
---
--- Name: count_posted_entries(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.count_posted_entries() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-begin
-    update diaries d set entry_count = d.entry_count + posted.count
-    from (select p.diary_id, count(*)::integer as count from posted p group by p.diary_id) posted
-    where d.id = posted.diary_id;
-    update diary_members m set unread_count = m.unread_count + unread.count
-    from (
-        select p.diary_id, other.user_id, count(*)::integer as count
-        from posted p join diary_members other on other.diary_id = p.diary_id and other.user_id <> p.user_id
-        group by p.diary_id, other.user_id
-    ) unread
-    where m.diary_id = unread.diary_id and m.user_id = unread.user_id;
-    return null;
-end
-$$;
-
---
--- Name: FUNCTION count_posted_entries(); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.count_posted_entries() IS 'Statement trigger on new entries: adds them to diaries.entry_count and to every other member''s unread_count, once per counter row per statement. Keeps the unread counts exact without counting the diary''s history.';
-
---
--- Name: FUNCTION count_posted_entries(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.count_posted_entries() FROM PUBLIC;
-
---
 -- Name: count_unread_for_new_member(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3299,18 +3213,11 @@ CREATE FUNCTION public.log_entry_changes() RETURNS trigger
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 begin
-    if tg_op = 'INSERT' then
-        insert into change_log (diary_id, kind, entry_id, user_id, user_alias)
-        select c.diary_id, 'entry.created', c.id, c.user_id, m.alias_id
-        from changed c left join diary_members m on m.diary_id = c.diary_id and m.user_id = c.user_id
-        order by c.created_at, c.id;
-    else
-        -- Entries that go with their diary are not logged one by one: nobody is left to tell.
-        insert into change_log (diary_id, kind, entry_id, user_id)
-        select c.diary_id, 'entry.deleted', c.id, c.user_id
-        from changed c
-        where exists (select 1 from diaries d where d.id = c.diary_id);
-    end if;
+    -- Entries that go with their diary are not logged one by one: nobody is left to tell.
+    insert into change_log (diary_id, kind, entry_id, user_id)
+    select c.diary_id, 'entry.deleted', c.id, c.user_id
+    from changed c
+    where exists (select 1 from diaries d where d.id = c.diary_id);
     return null;
 end
 $$;
@@ -3319,42 +3226,13 @@ $$;
 -- Name: FUNCTION log_entry_changes(); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.log_entry_changes() IS 'Statement trigger: logs posted (entry.created) and deleted (entry.deleted) entries in change_log. Entries that go with their diary are not logged one by one: nobody is left to tell.';
+COMMENT ON FUNCTION public.log_entry_changes() IS 'Statement trigger on deleted entries: logs entry.deleted in change_log. Entries that go with their diary are not logged one by one: nobody is left to tell.';
 
 --
 -- Name: FUNCTION log_entry_changes(); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.log_entry_changes() FROM PUBLIC;
-
---
--- Name: log_first_reads(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.log_first_reads() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-begin
-    insert into change_log (diary_id, kind, entry_id, user_id, user_alias)
-    select r.diary_id, 'entry.read', r.entry_id, r.user_id, m.alias_id
-    from receipts r left join diary_members m on m.diary_id = r.diary_id and m.user_id = r.user_id
-    order by r.read_at, r.entry_id;
-    return null;
-end
-$$;
-
---
--- Name: FUNCTION log_first_reads(); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.log_first_reads() IS 'Statement trigger: logs each first read (entry.read) with the reader''s alias; a second read inserts no receipt and logs nothing.';
-
---
--- Name: FUNCTION log_first_reads(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.log_first_reads() FROM PUBLIC;
 
 --
 -- Name: log_membership_changes(); Type: FUNCTION; Schema: public; Owner: -
@@ -3418,22 +3296,64 @@ CREATE FUNCTION public.mark_as_read(entry_id uuid, user_id uuid) RETURNS timesta
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public'
     AS $$
-declare
-    marked_at timestamptz;
 begin
-    with marked as (
-        insert into entry_reads (diary_id, entry_id, user_id, read_at)
-        select e.diary_id, e.id, mark_as_read.user_id, now()
-        from entries e
-        join diary_members m on m.diary_id = e.diary_id and m.user_id = mark_as_read.user_id
-        where e.id = mark_as_read.entry_id
-        for key share of e
-        on conflict on constraint entry_reads_pkey do update set read_at = excluded.read_at
-        returning entry_reads.read_at
-    )
-    select max(marked.read_at) into marked_at from marked;
-    if marked_at is null then
+    return mark_as_read((select e.diary_id from entries e where e.id = mark_as_read.entry_id), mark_as_read.entry_id, mark_as_read.user_id);
+end
+$$;
+
+--
+-- Name: mark_as_read(uuid, uuid, uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.mark_as_read(diary_id uuid, entry_id uuid, user_id uuid) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    -- What entry_reads_insert checked: the caller reads as themselves, in one of their diaries.
+    if mark_as_read.user_id is distinct from app_user_id() or not (mark_as_read.diary_id = any (app_diary_ids())) then
         raise exception 'entry not found among the diaries of this user' using errcode = 'ZN003';
+    end if;
+    return mark_as_read_as(mark_as_read.user_id, mark_as_read.diary_id, mark_as_read.entry_id);
+end
+$$;
+
+--
+-- Name: mark_as_read_as(uuid, uuid, uuid, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.mark_as_read_as(reader uuid, diary_id uuid, entry_id uuid, read_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    author uuid;
+    alias uuid;
+    marked_at timestamptz;
+    first_read boolean;
+begin
+    -- The entry is locked while its receipt is written, so that a read racing the entry's
+    -- deletion answers not found instead of failing the foreign key.
+    select e.user_id, m.alias_id into author, alias
+    from entries e join diary_members m on m.diary_id = e.diary_id and m.user_id = reader
+    where e.diary_id = mark_as_read_as.diary_id and e.id = mark_as_read_as.entry_id
+    for key share of e;
+    if not found then
+        raise exception 'entry not found among the diaries of this user' using errcode = 'ZN003';
+    end if;
+    perform set_config('app.writer', 'mark_as_read', true);
+    insert into entry_reads as r (diary_id, entry_id, user_id, read_at)
+    values (mark_as_read_as.diary_id, mark_as_read_as.entry_id, reader, coalesce(mark_as_read_as.read_at, now()))
+    on conflict on constraint entry_reads_pkey do update set read_at = excluded.read_at
+    returning r.read_at, r.xmax = 0 into marked_at, first_read;
+    perform set_config('app.writer', '', true);
+    if first_read then
+        if author <> reader then
+            update diary_members m set unread_count = m.unread_count - 1
+            where m.diary_id = mark_as_read_as.diary_id and m.user_id = reader;
+        end if;
+        insert into change_log (diary_id, kind, entry_id, user_id, user_alias)
+        values (mark_as_read_as.diary_id, 'entry.read', mark_as_read_as.entry_id, reader, alias);
     end if;
     return marked_at;
 end
@@ -3582,6 +3502,70 @@ CREATE FUNCTION public.photos_per_entry(user_id uuid) RETURNS integer
     AS $$ select case when user_plan(photos_per_entry.user_id) = 'free' then 1 else 4 end $$;
 
 --
+-- Name: post_entry(uuid, uuid, text, text, text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.post_entry(diary_id uuid, id uuid, content text, question text, images text[]) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    -- What entries_insert checked: the caller posts as themselves, in one of their diaries.
+    if app_user_id() is null or not (post_entry.diary_id = any (app_diary_ids())) then
+        return false;
+    end if;
+    return post_entry_as(app_user_id(), post_entry.diary_id, post_entry.id, post_entry.content, post_entry.question, post_entry.images);
+end
+$$;
+
+--
+-- Name: post_entry_as(uuid, uuid, uuid, text, text, text[], timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.post_entry_as(author uuid, diary_id uuid, id uuid, content text, question text DEFAULT NULL::text, images text[] DEFAULT '{}'::text[], created_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    posted_at timestamptz;
+    alias uuid;
+begin
+    perform set_config('app.writer', 'post_entry', true);
+    insert into entries as e (diary_id, id, user_id, content, question, images, created_at)
+    values (post_entry_as.diary_id, post_entry_as.id, author, post_entry_as.content, post_entry_as.question,
+        coalesce(post_entry_as.images, '{}'), coalesce(post_entry_as.created_at, now()))
+    on conflict on constraint entries_pkey do nothing
+    returning e.created_at into posted_at;
+    perform set_config('app.writer', '', true);
+    if posted_at is null then
+        return false;
+    end if;
+    update diaries d set entry_count = d.entry_count + 1 where d.id = post_entry_as.diary_id;
+    update diary_members m set unread_count = m.unread_count + 1
+    where m.diary_id = post_entry_as.diary_id and m.user_id <> author;
+    select m.alias_id into alias from diary_members m where m.diary_id = post_entry_as.diary_id and m.user_id = author;
+    insert into change_log (diary_id, kind, entry_id, user_id, user_alias)
+    values (post_entry_as.diary_id, 'entry.created', post_entry_as.id, author, alias);
+    insert into push_outbox (user_id, device_token, kind, diary_id, entry_id, payload)
+    select m.user_id, dv.token, 'entry', post_entry_as.diary_id, post_entry_as.id,
+        jsonb_build_object(
+            'aps', jsonb_build_object(
+                'alert', jsonb_build_object('title', '新しい日記', 'body', author_name || 'さんが日記を書きました'),
+                'sound', 'default',
+                'thread-id', post_entry_as.diary_id::text),
+            'diaryId', post_entry_as.diary_id::text,
+            'entryId', post_entry_as.id::text)
+    from push_author_name(post_entry_as.diary_id, author) author_name
+    join diary_members m on m.diary_id = post_entry_as.diary_id and m.user_id <> author
+    join users u on u.id = m.user_id and coalesce((u.settings ->> 'notification_new_entry')::boolean, true)
+    join devices dv on dv.user_id = m.user_id
+    where author_name is not null
+    order by m.user_id, dv.token;
+    return true;
+end
+$$;
+
+--
 -- Name: prune_change_log(interval, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3695,47 +3679,6 @@ COMMENT ON FUNCTION public.queue_apple_revocation() IS 'Trigger on deleted users
 --
 
 REVOKE ALL ON FUNCTION public.queue_apple_revocation() FROM PUBLIC;
-
---
--- Name: queue_entry_notifications(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.queue_entry_notifications() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-begin
-    insert into push_outbox (user_id, device_token, kind, diary_id, entry_id, payload)
-    select m.user_id, dv.token, 'entry', c.diary_id, c.id,
-        jsonb_build_object(
-            'aps', jsonb_build_object(
-                'alert', jsonb_build_object('title', '新しい日記', 'body', author.name || 'さんが日記を書きました'),
-                'sound', 'default',
-                'thread-id', c.diary_id::text),
-            'diaryId', c.diary_id::text,
-            'entryId', c.id::text)
-    from changed c
-    cross join lateral (select push_author_name(c.diary_id, c.user_id) as name) author
-    join diary_members m on m.diary_id = c.diary_id and m.user_id <> c.user_id
-    join users u on u.id = m.user_id and coalesce((u.settings ->> 'notification_new_entry')::boolean, true)
-    join devices dv on dv.user_id = m.user_id
-    where author.name is not null
-    order by c.created_at, c.id, m.user_id, dv.token;
-    return null;
-end
-$$;
-
---
--- Name: FUNCTION queue_entry_notifications(); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.queue_entry_notifications() IS 'Statement trigger on new entries: queues a push_outbox row for each device of every other member who wants new-entry notifications, in the posting transaction, so that a rolled-back entry sends nothing and a crash loses nothing.';
-
---
--- Name: FUNCTION queue_entry_notifications(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.queue_entry_notifications() FROM PUBLIC;
 
 --
 -- Name: queue_photo_garbage(); Type: FUNCTION; Schema: public; Owner: -
@@ -3919,6 +3862,29 @@ COMMENT ON FUNCTION public.refresh_app_diary_ids_after_membership_change() IS 'T
 --
 
 REVOKE ALL ON FUNCTION public.refresh_app_diary_ids_after_membership_change() FROM PUBLIC;
+
+--
+-- Name: refuse_direct_write(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.refuse_direct_write() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    if current_setting('app.writer', true) is distinct from tg_argv[0] then
+        raise exception '% on % is made only by %(), which keeps its counters, change log and notifications', tg_op, tg_table_name, tg_argv[0]
+            using errcode = 'insufficient_privilege';
+    end if;
+    return null;
+end
+$$;
+
+--
+-- Name: FUNCTION refuse_direct_write(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.refuse_direct_write() IS 'Statement trigger: refuses a write to its table unless the function named in its argument makes it (app.writer), so that no path, not even an operator''s psql, skips the side effects that function makes.';
 
 --
 -- Name: register_device(text, text); Type: FUNCTION; Schema: public; Owner: -
@@ -4609,7 +4575,7 @@ GRANT ALL ON FUNCTION public.live_sessions(ids uuid[]) TO diary_app;
 -- Name: FUNCTION mark_as_read(entry_id uuid, user_id uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.mark_as_read(entry_id uuid, user_id uuid) IS 'Records that user_id has read entry_id (既読), refusing anyone outside the entry''s diary (ZN003). The entry is locked while its receipt is written, so a read racing the entry''s deletion answers not found instead of failing the foreign key.';
+COMMENT ON FUNCTION public.mark_as_read(entry_id uuid, user_id uuid) IS 'mark_as_read without the diary, found from the entry, for servers of the previous release during a rolling deploy.';
 
 --
 -- Name: FUNCTION mark_as_read(entry_id uuid, user_id uuid); Type: ACL; Schema: public; Owner: -
@@ -4617,6 +4583,31 @@ COMMENT ON FUNCTION public.mark_as_read(entry_id uuid, user_id uuid) IS 'Records
 
 REVOKE ALL ON FUNCTION public.mark_as_read(entry_id uuid, user_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.mark_as_read(entry_id uuid, user_id uuid) TO diary_app;
+
+--
+-- Name: FUNCTION mark_as_read(diary_id uuid, entry_id uuid, user_id uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.mark_as_read(diary_id uuid, entry_id uuid, user_id uuid) IS 'POST read: mark_as_read_as for the caller (user_id must be app_user_id()), in one of their diaries, else ZN003. The only way a request records a read.';
+
+--
+-- Name: FUNCTION mark_as_read(diary_id uuid, entry_id uuid, user_id uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.mark_as_read(diary_id uuid, entry_id uuid, user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.mark_as_read(diary_id uuid, entry_id uuid, user_id uuid) TO diary_app;
+
+--
+-- Name: FUNCTION mark_as_read_as(reader uuid, diary_id uuid, entry_id uuid, read_at timestamp with time zone); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.mark_as_read_as(reader uuid, diary_id uuid, entry_id uuid, read_at timestamp with time zone) IS 'Records that reader has read the entry (既読), for operators and seeds (not granted to diary_app), refusing anyone outside its diary (ZN003); reading again moves read_at. A first read lowers the reader''s unread_count (unless the reader wrote it) and logs entry.read, in the same transaction. The entry is locked while its receipt is written.';
+
+--
+-- Name: FUNCTION mark_as_read_as(reader uuid, diary_id uuid, entry_id uuid, read_at timestamp with time zone); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.mark_as_read_as(reader uuid, diary_id uuid, entry_id uuid, read_at timestamp with time zone) FROM PUBLIC;
 
 --
 -- Name: FUNCTION normalize_invite_code(raw text); Type: COMMENT; Schema: public; Owner: -
@@ -4692,6 +4683,31 @@ COMMENT ON FUNCTION public.photos_per_entry(user_id uuid) IS 'Photos an entry ma
 --
 
 REVOKE ALL ON FUNCTION public.photos_per_entry(user_id uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION post_entry(diary_id uuid, id uuid, content text, question text, images text[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.post_entry(diary_id uuid, id uuid, content text, question text, images text[]) IS 'POST entry: post_entry_as for the caller, in one of their diaries (else false, nothing tried). The only way a request adds an entry.';
+
+--
+-- Name: FUNCTION post_entry(diary_id uuid, id uuid, content text, question text, images text[]); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.post_entry(diary_id uuid, id uuid, content text, question text, images text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.post_entry(diary_id uuid, id uuid, content text, question text, images text[]) TO diary_app;
+
+--
+-- Name: FUNCTION post_entry_as(author uuid, diary_id uuid, id uuid, content text, question text, images text[], created_at timestamp with time zone); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.post_entry_as(author uuid, diary_id uuid, id uuid, content text, question text, images text[], created_at timestamp with time zone) IS 'Posts an entry as author, for operators and seeds (not granted to diary_app): inserts it unless its id exists (false then), and in the same transaction counts it in the diary''s entry_count and the other members'' unread_count, logs entry.created and queues the push notifications of the members who want them.';
+
+--
+-- Name: FUNCTION post_entry_as(author uuid, diary_id uuid, id uuid, content text, question text, images text[], created_at timestamp with time zone); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.post_entry_as(author uuid, diary_id uuid, id uuid, content text, question text, images text[], created_at timestamp with time zone) FROM PUBLIC;
 
 --
 -- Name: FUNCTION prune_change_log(older_than interval, max_rows integer); Type: COMMENT; Schema: public; Owner: -

@@ -37,7 +37,7 @@ func statement(_ workload: String, using random: inout SplitMix64) -> PostgresQu
     default:
         let k = Int.random(in: 1...50_000, using: &random)
         let u = ((k - 1) % 1000) * 10 + (k % 10) + 1
-        return "select mark_as_read(md5('e' || \(k))::uuid, md5(\(u)::text)::uuid)"
+        return "select mark_as_read_as(md5(\(u)::text)::uuid, md5('d' || \((k - 1) % 1000 + 1))::uuid, md5('e' || \(k))::uuid)"
     }
 }
 

@@ -109,11 +109,13 @@ case "e2e":
     let committed = NIOLockedValueBox<[String: Date]>([:])
     func insert(_ n: Int) async throws {
         let author = n % members + 1
-        let rows = try await pool.query("""
-            insert into entries (diary_id, user_id, content)
-            values (md5('d1')::uuid, md5(\(String(author)))::uuid, \("push bench \(n): 今日も一日お疲れさま"))
-            returning id::text
-            """)
+        // Announced after the COMMIT, as the server announces its own posts.
+        let rows = try await pool.transaction([
+            """
+            select posted.id::text as id from (select gen_random_uuid() as id) posted
+            where post_entry_as(md5(\(String(author)))::uuid, md5('d1')::uuid, posted.id, \("push bench \(n): 今日も一日お疲れさま"))
+            """,
+        ], afterCommit: ["select pg_notify('push_outbox', '')"])[0]
         let at = Date()
         let id: String = try rows.first!.decode("id")
         committed.withLockedValue { $0[id] = at }
@@ -177,12 +179,12 @@ case "e2e":
     for chunk in 0..<transactions {
         let low = chunk * perTransaction, high = min(burst, low + perTransaction) - 1
         guard low <= high else { break }
-        let rows = try await pool.query("""
-            insert into entries (diary_id, user_id, content)
-            select md5('d1')::uuid, md5((g % 10 + 1)::text)::uuid, 'push burst ' || g || ': 今日も一日お疲れさま'
-            from generate_series(\(low)::int, \(high)::int) g
-            returning id::text
-            """)
+        let rows = try await pool.transaction([
+            """
+            select posted.id::text as id from (select gen_random_uuid() as id, g from generate_series(\(low)::int, \(high)::int) g) posted
+            where post_entry_as(md5((posted.g % 10 + 1)::text)::uuid, md5('d1')::uuid, posted.id, 'push burst ' || posted.g || ': 今日も一日お疲れさま')
+            """,
+        ], afterCommit: ["select pg_notify('push_outbox', '')"])[0]
         if firstCommit == nil { firstCommit = Date() }
         for row in rows { inserted.append(try row.decode("id")) }
     }

@@ -104,10 +104,12 @@ case "latency":
 
     func insert(_ n: Int) async throws {
         let author = authors[n % authors.count]
-        _ = try await pool.query("""
-            insert into entries (diary_id, user_id, content)
-            values (\(author.diary)::uuid, md5(\(String(author.n)))::uuid, \("bench:\(n); 今日も一日お疲れさま"))
-            """)
+        // Announced after the COMMIT, as the server announces its own posts.
+        _ = try await pool.transaction([
+            """
+            select post_entry_as(md5(\(String(author.n)))::uuid, \(author.diary)::uuid, gen_random_uuid(), \("bench:\(n); 今日も一日お疲れさま"))
+            """,
+        ], afterCommit: ["select pg_notify('diary_changes', '')"])
         committed.withLockedValue { $0[n] = .now }
     }
 

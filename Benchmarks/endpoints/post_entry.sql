@@ -7,16 +7,8 @@
 BEGIN;
 select authenticate(md5('s' || :n)::uuid, md5(:n::text)::uuid);
 select 1 from diaries where diaries.id = md5('d' || :d)::uuid and diaries.id = any ((select app_diary_ids())::uuid[]);
-with inserted as (
-    insert into entries (diary_id, id, user_id, content, question, images)
-    select * from (values (md5('d' || :d)::uuid, md5('post ' || :client_id || ' ' || :e)::uuid, (select app_user_id()), 'ベンチマークの日記', null::text, '{}'::text[]::text[]))
-        as entries (diary_id, id, user_id, content, question, images)
-    where exists (select 1 from diaries where diaries.id = md5('d' || :d)::uuid)
-      and (entries.user_id = (select app_user_id()) and entries.diary_id = any ((select app_diary_ids())::uuid[]))
-    on conflict (diary_id, id) do nothing
-    returning id
-)
-select set_config('app.inserted_entry', inserted.id::text, true) from inserted;
+select set_config('app.inserted_entry', md5('post ' || :client_id || ' ' || :e)::uuid::text, true)
+where post_entry(md5('d' || :d)::uuid, md5('post ' || :client_id || ' ' || :e)::uuid, 'ベンチマークの日記', null::text, '{}'::text[]::text[]);
 with profiles as (select * from member_profiles where member_profiles.diary_id = md5('d' || :d)::uuid)
 select entries.id, entries.diary_id, entries.content, entries.question,
     entries.created_at, entries.updated_at, entries.user_id = (select app_user_id()) as is_mine,

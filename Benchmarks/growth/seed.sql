@@ -39,17 +39,18 @@ commit;
 -- Entry k's time, for every batch alike.
 select extract(epoch from now()) as seeded_at \gset
 select format($batch$
-    insert into entries (diary_id, id, user_id, content, created_at)
-    select md5('g-d-' || s)::uuid, md5('g-e-' || s || '-' || k)::uuid,
-           md5('g-u-' || s || '-' || case when k %% 10 = 0 then 'm' else 'p' end)::uuid,
-           '今日の日記 ' || k || repeat('。', 40), to_timestamp(%1$s) - make_interval(mins => n - k + 1)
-    from (values (1, 100), (2, 10000), (3, 100000)) as sizes (s, n), generate_series(%2$s, least(n, %3$s)) as k;
-    insert into entry_reads (diary_id, entry_id, user_id, read_at)
-    select md5('g-d-' || s)::uuid, md5('g-e-' || s || '-' || k)::uuid,
-           md5('g-u-' || s || '-' || case when k %% 10 = 0 then 'p' else 'm' end)::uuid,
-           to_timestamp(%1$s) - make_interval(mins => n - k + 1) + interval '30 seconds'
-    from (values (1, 100), (2, 10000), (3, 100000)) as sizes (s, n), generate_series(%2$s, least(n, %3$s)) as k
-    where k %% 10 = 0 or k %% 4 = 1 or k > n - 20
+    select count(*) as posted from (
+        select post_entry_as(md5('g-u-' || s || '-' || case when k %% 10 = 0 then 'm' else 'p' end)::uuid, md5('g-d-' || s)::uuid,
+               md5('g-e-' || s || '-' || k)::uuid, '今日の日記 ' || k || repeat('。', 40),
+               created_at => to_timestamp(%1$s) - make_interval(mins => n - k + 1))
+        from (values (1, 100), (2, 10000), (3, 100000)) as sizes (s, n), generate_series(%2$s, least(n, %3$s)) as k
+    ) posts;
+    select count(*) as read from (
+        select mark_as_read_as(md5('g-u-' || s || '-' || case when k %% 10 = 0 then 'p' else 'm' end)::uuid, md5('g-d-' || s)::uuid,
+               md5('g-e-' || s || '-' || k)::uuid, to_timestamp(%1$s) - make_interval(mins => n - k + 1) + interval '30 seconds')
+        from (values (1, 100), (2, 10000), (3, 100000)) as sizes (s, n), generate_series(%2$s, least(n, %3$s)) as k
+        where k %% 10 = 0 or k %% 4 = 1 or k > n - 20
+    ) reads
     $batch$, :'seeded_at', first, first + 999)
 from generate_series(1, 100000, 1000) as first
 \gexec

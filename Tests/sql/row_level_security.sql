@@ -8,7 +8,7 @@
 
 begin;
 set search_path = public, tap;
-select plan(80);
+select plan(83);
 
 -- Two users, each alone in their own diary with an entry and a read.
 insert into users (id, display_name) values
@@ -25,12 +25,10 @@ select register_invite_code(id) from diaries;
 insert into diary_members (diary_id, user_id, role) values
     ('aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-0000-0000-0000-000000000001', 'owner'),
     ('bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-0000-0000-0000-000000000002', 'owner');
-insert into entries (diary_id, id, user_id, content) values
-    ('aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-e000-0000-0000-000000000001', 'aaaaaaaa-0000-0000-0000-000000000001', 'A の秘密'),
-    ('bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-e000-0000-0000-000000000002', 'bbbbbbbb-0000-0000-0000-000000000002', 'B の秘密');
-insert into entry_reads (diary_id, entry_id, user_id) values
-    ('aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-e000-0000-0000-000000000001', 'aaaaaaaa-0000-0000-0000-000000000001'),
-    ('bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-e000-0000-0000-000000000002', 'bbbbbbbb-0000-0000-0000-000000000002');
+select post_entry_as('aaaaaaaa-0000-0000-0000-000000000001', 'aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-e000-0000-0000-000000000001', 'A の秘密');
+select post_entry_as('bbbbbbbb-0000-0000-0000-000000000002', 'bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-e000-0000-0000-000000000002', 'B の秘密');
+select mark_as_read_as('aaaaaaaa-0000-0000-0000-000000000001', 'aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-e000-0000-0000-000000000001');
+select mark_as_read_as('bbbbbbbb-0000-0000-0000-000000000002', 'bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-e000-0000-0000-000000000002');
 insert into devices (token, user_id, environment) values
     (repeat('a', 64), 'aaaaaaaa-0000-0000-0000-000000000001', 'sandbox'),
     (repeat('b', 64), 'bbbbbbbb-0000-0000-0000-000000000002', 'production');
@@ -123,6 +121,8 @@ select throws_ok($$insert into entries (diary_id, user_id, content) values ('bbb
     '42501', null, 'foreign INSERT entries (into B''s diary): 42501');
 select throws_ok($$insert into entries (diary_id, user_id, content) values ('aaaaaaaa-d1a2-0000-0000-000000000001', 'bbbbbbbb-0000-0000-0000-000000000002', 'x')$$,
     '42501', null, 'foreign INSERT entries (as B, into A''s diary): 42501');
+select throws_ok($$insert into entries (diary_id, user_id, content) values ('aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-0000-0000-0000-000000000001', 'x')$$,
+    '42501', null, 'own INSERT entries, not through post_entry: 42501');
 select throws_ok($$insert into entry_reads (diary_id, entry_id, user_id) values ('bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-e000-0000-0000-000000000002', 'aaaaaaaa-0000-0000-0000-000000000001')$$,
     '42501', null, 'foreign INSERT entry_reads: 42501');
 select throws_ok($$insert into sessions (user_id) values ('bbbbbbbb-0000-0000-0000-000000000002')$$, '42501', null, 'INSERT sessions: 42501');
@@ -154,6 +154,10 @@ select throws_ok($$select join_diary((select invite_code from diaries limit 1), 
     '42501', null, 'join_diary for someone else: 42501');
 select throws_ok($$select mark_as_read('bbbbbbbb-e000-0000-0000-000000000002', 'aaaaaaaa-0000-0000-0000-000000000001')$$,
     'ZN003', null, 'mark_as_read of a foreign entry: ZN003');
+select throws_ok($$select mark_as_read('bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-e000-0000-0000-000000000002', 'aaaaaaaa-0000-0000-0000-000000000001')$$,
+    'ZN003', null, 'mark_as_read in a foreign diary: ZN003');
+select throws_ok($$select mark_as_read('aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-e000-0000-0000-000000000001', 'bbbbbbbb-0000-0000-0000-000000000002')$$,
+    'ZN003', null, 'mark_as_read for someone else: ZN003');
 select is(remove_diary_member('bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-0000-0000-0000-000000000002'), 'not_found',
     'remove_diary_member in a foreign diary: not_found');
 select throws_ok($$select authenticate('bbbbbbbb-5e55-0000-0000-000000000002', 'aaaaaaaa-0000-0000-0000-000000000001')$$,

@@ -72,7 +72,7 @@ package struct PolicyTwin: Sendable {
             UsersPolicy.select, UsersPolicy.update,
             DiariesPolicy.select, DiariesPolicy.update,
             DiaryMembersPolicy.select,
-            EntriesPolicy.select, EntriesPolicy.insert, EntriesPolicy.update, EntriesPolicy.delete,
+            EntriesPolicy.select, EntriesPolicy.update, EntriesPolicy.delete,
             EntryReadsPolicy.select,
             EntryPhotosPolicy.select,
             DevicesPolicy.select, DevicesPolicy.delete,

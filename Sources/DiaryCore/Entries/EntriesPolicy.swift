@@ -6,18 +6,18 @@ package import PostgresClient
 /// | policy          | command | USING                                   | WITH CHECK                             |
 /// |-----------------|---------|-----------------------------------------|----------------------------------------|
 /// | entries_select  | SELECT  | members of the entry's diary            |                                        |
-/// | entries_insert  | INSERT  |                                         | the author is the caller, a member     |
+/// | entries_insert  | INSERT  |                                         | nobody                                 |
 /// | entries_update  | UPDATE  | members (others: 404)                   | the author is the caller, still a      |
 /// |                 |         |                                         | member (others: 403)                   |
 /// | entries_delete  | DELETE  | members (others: 404), and only the     |                                        |
 /// |                 |         | author (others: 403)                    |                                        |
+///
+/// Entries are posted only by `post_entry`, which checks that the caller posts as
+/// themselves in one of their diaries, and makes the post's counters, change log and push
+/// notifications in the same transaction.
 package enum EntriesPolicy {
     package static let select = PolicyTwin(
         "entries_select", on: "entries", key: ["diary_id", "id"], using: "entries.diary_id" + PolicyTwin.isCallersDiary
-    )
-    package static let insert = PolicyTwin(
-        "entries_insert", on: "entries", key: ["diary_id", "id"],
-        check: "(entries.user_id = (select app_user_id()) and entries.diary_id" + PolicyTwin.isCallersDiary + ")"
     )
     package static let update = PolicyTwin(
         "entries_update", on: "entries", key: ["diary_id", "id"], using: "entries.diary_id" + PolicyTwin.isCallersDiary,

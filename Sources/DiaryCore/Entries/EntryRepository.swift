@@ -96,17 +96,10 @@ package struct EntryRepository: Sendable {
         ]
         let results = try await scope.run([
             Self.diaryVisible(diary),
+            // post_entry tries nothing outside the caller's diaries: an invisible diary is a 404, never a 403.
             """
-            with inserted as (
-                insert into entries (diary_id, id, user_id, content, question, images)
-                select * from (values (\(diary), \(entryID), (select app_user_id()), \(content), \(question), \(photoIDs.map(\.canonicalText))::text[]))
-                    as entries (diary_id, id, user_id, content, question, images)
-                -- An invisible diary does not exist: nothing is tried there, so it is a 404, never a 403.
-                where exists (select 1 from diaries where diaries.id = \(diary)) and \(EntriesPolicy.insert.check)
-                on conflict (diary_id, id) do nothing
-                returning id
-            )
-            select set_config('app.inserted_entry', inserted.id::text, true) from inserted
+            select set_config('app.inserted_entry', \(entryID.canonicalText), true)
+            where post_entry(\(diary), \(entryID), \(content), \(question), \(photoIDs.map(\.canonicalText))::text[])
             """,
         ] + attach + [
             """
@@ -216,7 +209,7 @@ package struct EntryRepository: Sendable {
     package func markRead(_ id: UUID, in diary: UUID) async throws {
         let results = try await scope.run([
             "select 1 from entries where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(id)",
-            "select mark_as_read(\(id), (select app_user_id()))",
+            "select mark_as_read(\(diary), \(id), (select app_user_id()))",
         ], announcing: [.diaryChanges])
         guard !results[0].isEmpty else { throw DomainError.notFound("no such entry") }
     }

@@ -118,7 +118,7 @@ struct CounterTests {
             await #expect(throws: RolledBack.self) {
                 try await TestDatabase.withPool(api.database, size: 1) { pool in
                     try await pool.withTransaction { connection in
-                        try await connection.query("insert into entries (diary_id, user_id, content) values (\(diary.id), \(a.id), 'rolled back')")
+                        try await connection.query("select post_entry_as(\(a.id), \(diary.id), gen_random_uuid(), 'rolled back')")
                         throw RolledBack()
                     }
                 }
@@ -243,18 +243,22 @@ struct CounterTests {
             for (diary, members) in [(family, [b, c]), (couple, [b])] {
                 for member in members { #expect(try await api.join(diary.inviteCode, token: member.token).status == .ok) }
             }
+            // Not even the superuser inserts entries but through post_entry, which keeps the counters.
+            let direct = await #expect(throws: PostgresError.self) {
+                try await api.asSuperuser("insert into entries (diary_id, user_id, content) values (\(family.id), \(a.id), 'direct')")
+            }
+            #expect(direct?.sqlState == SQLState("42501"))
             // 30 entries by A and 20 by B in the family diary, 10 by A in the couple's, in one statement.
             try await api.asSuperuser("""
-                insert into entries (diary_id, user_id, content)
-                select \(family.id), case when g <= 30 then \(a.id) else \(b.id) end, 'bulk ' || g from generate_series(1, 50) g
+                select post_entry_as(case when g <= 30 then \(a.id) else \(b.id) end, \(family.id), gen_random_uuid(), 'bulk ' || g) from generate_series(1, 50) g
                 union all
-                select \(couple.id), \(a.id), 'bulk ' || g from generate_series(1, 10) g
+                select post_entry_as(\(a.id), \(couple.id), gen_random_uuid(), 'bulk ' || g) from generate_series(1, 10) g
                 """)
             #expect(try await Self.unread(c, in: family.id, api) == 50)
             #expect(try await Self.unread(b, in: family.id, api) == 30)
             #expect(try await Self.unread(b, in: couple.id, api) == 10)
             // C reads every entry of the family diary in one statement.
-            try await api.asSuperuser("insert into entry_reads (diary_id, entry_id, user_id) select diary_id, id, \(c.id) from entries where diary_id = \(family.id)")
+            try await api.asSuperuser("select mark_as_read_as(\(c.id), diary_id, id) from entries where diary_id = \(family.id)")
             #expect(try await Self.unread(c, in: family.id, api) == 0)
             // One statement deletes read and unread entries in both diaries.
             try await api.asSuperuser("delete from entries where user_id = \(a.id) and content in ('bulk 1', 'bulk 2', 'bulk 3')")

@@ -175,15 +175,15 @@ struct JoinDiaryTests {
                 let users = try await Seed.users(3, in: pool)
                 let diary = try await Seed.diary(type: "couple", owner: users[0], in: pool)
                 _ = try await Seed.asCaller(users[1], "select join_diary(\(diary.inviteCode), \(users[1]))", in: pool)
-                let entry = try #require(try await pool.query("insert into entries (diary_id, user_id, content) values (\(diary.id), \(users[0]), \("今日は晴れ")) returning id").first)
-                let entryID = try entry.decode("id", as: UUID.self)
-                let first = try #require(try await pool.query("select mark_as_read(\(entryID), \(users[1])) as at").first).decode("at", as: Date.self)
-                let second = try #require(try await pool.query("select mark_as_read(\(entryID), \(users[1])) as at").first).decode("at", as: Date.self)
+                let entryID = UUID()
+                try await pool.query("select post_entry_as(\(users[0]), \(diary.id), \(entryID), \("今日は晴れ"))")
+                let first = try #require(try await pool.query("select mark_as_read_as(\(users[1]), \(diary.id), \(entryID)) as at").first).decode("at", as: Date.self)
+                let second = try #require(try await pool.query("select mark_as_read_as(\(users[1]), \(diary.id), \(entryID)) as at").first).decode("at", as: Date.self)
                 #expect(second >= first)
                 let reads = try await pool.query("select user_id from entry_reads where entry_id = \(entryID)")
                 #expect(reads.count == 1)
                 let outsider = await #expect(throws: PostgresError.self) {
-                    try await pool.query("select mark_as_read(\(entryID), \(users[2]))")
+                    try await pool.query("select mark_as_read_as(\(users[2]), \(diary.id), \(entryID))")
                 }
                 #expect(outsider?.sqlState == SQLState("ZN003"))
             }

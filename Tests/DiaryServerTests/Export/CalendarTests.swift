@@ -12,8 +12,7 @@ import Testing
 struct CalendarTests {
     static func entry(_ api: APIHarness, _ diary: UUID, by user: UUID, at instant: String) async throws {
         try await api.asSuperuser("""
-            insert into entries (diary_id, id, user_id, content, created_at)
-            values (\(diary), gen_random_uuid(), \(user), 'x', \(instant)::timestamptz)
+            select post_entry_as(\(user), \(diary), gen_random_uuid(), 'x', created_at => \(instant)::timestamptz)
             """)
     }
 

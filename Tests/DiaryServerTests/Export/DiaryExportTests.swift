@@ -184,8 +184,8 @@ struct DiaryExportTests {
         try await APIHarness.run(poolSize: 6) { api in
             let couple = try await EntryPhotoTests.couple(api)
             try await api.asSuperuser("""
-                insert into entries (diary_id, id, user_id, content, created_at)
-                select \(couple.diary.id), gen_random_uuid(), \(couple.alice.user.id), 'seed ' || n, now() - interval '1 day' + n * interval '1 second'
+                select post_entry_as(\(couple.alice.user.id), \(couple.diary.id), gen_random_uuid(), 'seed ' || n,
+                    created_at => now() - interval '1 day' + n * interval '1 second')
                 from generate_series(1, 600) n
                 """)
             let writer = Task {

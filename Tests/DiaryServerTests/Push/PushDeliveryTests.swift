@@ -122,7 +122,7 @@ struct PushDeliveryTests {
             let before = try await Self.pending(api)
             _ = try? await api.asSuperuser("""
                 do $$ begin
-                    insert into entries (diary_id, user_id, content) values ('\(unsafeRaw: couple.diary.id.canonicalText)', '\(unsafeRaw: couple.alice.user.id.canonicalText)', 'x');
+                    perform post_entry_as('\(unsafeRaw: couple.alice.user.id.canonicalText)', '\(unsafeRaw: couple.diary.id.canonicalText)', gen_random_uuid(), 'x');
                     raise exception 'roll back';
                 end $$
                 """)

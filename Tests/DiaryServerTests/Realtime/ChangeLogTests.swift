@@ -130,9 +130,9 @@ struct ChangeLogTests {
                 try await pool.withConnection { t1 in
                     try await pool.withConnection { t2 in
                         _ = try await t1.query("begin")
-                        _ = try await t1.query("insert into entries (diary_id, id, user_id, content) values (\(one.id), \(first), \(alice.user.id), 'first')")
+                        _ = try await t1.query("select post_entry_as(\(alice.user.id), \(one.id), \(first), 'first')")
                         _ = try await t2.query("begin")
-                        _ = try await t2.query("insert into entries (diary_id, id, user_id, content) values (\(two.id), \(second), \(alice.user.id), 'second')")
+                        _ = try await t2.query("select post_entry_as(\(alice.user.id), \(two.id), \(second), 'second')")
                         let order = try await t2.query("""
                             select (select seq from change_log where entry_id = \(second)) > (select max(seq) from change_log where kind = 'member.joined') as later
                             """)
@@ -168,7 +168,7 @@ struct ChangeLogTests {
             try await TestDatabase.withPool(api.database, size: 1) { pool in
                 try await pool.withConnection { connection in
                     _ = try await connection.query("begin")
-                    _ = try await connection.query("insert into entries (diary_id, user_id, content) values (\(diary.id), \(alice.user.id), 'never')")
+                    _ = try await connection.query("select post_entry_as(\(alice.user.id), \(diary.id), gen_random_uuid(), 'never')")
                     _ = try await connection.query("update diaries set name = 'never' where id = \(diary.id)")
                     _ = try await connection.query("rollback")
                 }
