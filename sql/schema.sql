@@ -2341,6 +2341,54 @@ GRANT SELECT ON TABLE public.member_profiles TO diary_app;
 --
 
 --
+-- Name: announce(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.announce(channel text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+    pending text[] := coalesce(string_to_array(nullif(current_setting('app.announce', true), ''), ','), '{}');
+begin
+    if not channel = any (pending) then
+        -- For the session, not the transaction: announce_pending runs after the COMMIT.
+        perform set_config('app.announce', array_to_string(pending || channel, ','), false);
+    end if;
+end
+$$;
+
+--
+-- Name: announce_pending(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.announce_pending() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+    channel text;
+begin
+    foreach channel in array coalesce(string_to_array(nullif(current_setting('app.announce', true), ''), ','), '{}') loop
+        perform pg_notify(channel, '');
+    end loop;
+    perform set_config('app.announce', '', false);
+end
+$$;
+
+--
+-- Name: FUNCTION announce_pending(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.announce_pending() IS 'Run by the server after its COMMIT, in the same round trip: NOTIFYs each channel the transaction announced, and clears them. A NOTIFY inside the transaction would hold its commit behind the lock every notifying commit takes.';
+
+--
+-- Name: FUNCTION announce_pending(); Type: ACL; Schema: public; Owner: -
+--
+
+GRANT ALL ON FUNCTION public.announce_pending() TO diary_app;
+
+--
 -- Name: app_diary_ids(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3188,6 +3236,7 @@ begin
     insert into change_log (diary_id, kind, entry_id, user_id, user_alias)
     values (new.diary_id, 'entry.updated', new.id, new.user_id,
         (select m.alias_id from diary_members m where m.diary_id = new.diary_id and m.user_id = new.user_id));
+    perform announce('diary_changes');
     return null;
 end
 $$;
@@ -3218,6 +3267,9 @@ begin
     select c.diary_id, 'entry.deleted', c.id, c.user_id
     from changed c
     where exists (select 1 from diaries d where d.id = c.diary_id);
+    if found then
+        perform announce('diary_changes');
+    end if;
     return null;
 end
 $$;
@@ -3246,6 +3298,9 @@ begin
     insert into change_log (diary_id, kind, user_id, user_alias)
     select c.diary_id, case tg_op when 'INSERT' then 'member.joined' else 'member.left' end, c.user_id, c.alias_id
     from changed c order by c.joined_at, c.user_id;
+    if found then
+        perform announce('diary_changes');
+    end if;
     return null;
 end
 $$;
@@ -3272,6 +3327,7 @@ CREATE FUNCTION public.log_renamed_diary() RETURNS trigger
     AS $$
 begin
     insert into change_log (diary_id, kind) values (new.id, 'diary.updated');
+    perform announce('diary_changes');
     return null;
 end
 $$;
@@ -3341,12 +3397,12 @@ begin
     if not found then
         raise exception 'entry not found among the diaries of this user' using errcode = 'ZN003';
     end if;
-    perform set_config('app.writer', 'mark_as_read', true);
+    perform set_app_setting('app.writer', 'mark_as_read');
     insert into entry_reads as r (diary_id, entry_id, user_id, read_at)
     values (mark_as_read_as.diary_id, mark_as_read_as.entry_id, reader, coalesce(mark_as_read_as.read_at, now()))
     on conflict on constraint entry_reads_pkey do update set read_at = excluded.read_at
     returning r.read_at, r.xmax = 0 into marked_at, first_read;
-    perform set_config('app.writer', '', true);
+    perform set_app_setting('app.writer', '');
     if first_read then
         if author <> reader then
             update diary_members m set unread_count = m.unread_count - 1
@@ -3354,6 +3410,7 @@ begin
         end if;
         insert into change_log (diary_id, kind, entry_id, user_id, user_alias)
         values (mark_as_read_as.diary_id, 'entry.read', mark_as_read_as.entry_id, reader, alias);
+        perform announce('diary_changes');
     end if;
     return marked_at;
 end
@@ -3530,13 +3587,13 @@ declare
     posted_at timestamptz;
     alias uuid;
 begin
-    perform set_config('app.writer', 'post_entry', true);
+    perform set_app_setting('app.writer', 'post_entry');
     insert into entries as e (diary_id, id, user_id, content, question, images, created_at)
     values (post_entry_as.diary_id, post_entry_as.id, author, post_entry_as.content, post_entry_as.question,
         coalesce(post_entry_as.images, '{}'), coalesce(post_entry_as.created_at, now()))
     on conflict on constraint entries_pkey do nothing
     returning e.created_at into posted_at;
-    perform set_config('app.writer', '', true);
+    perform set_app_setting('app.writer', '');
     if posted_at is null then
         return false;
     end if;
@@ -3546,6 +3603,7 @@ begin
     select m.alias_id into alias from diary_members m where m.diary_id = post_entry_as.diary_id and m.user_id = author;
     insert into change_log (diary_id, kind, entry_id, user_id, user_alias)
     values (post_entry_as.diary_id, 'entry.created', post_entry_as.id, author, alias);
+    perform announce('diary_changes');
     insert into push_outbox (user_id, device_token, kind, diary_id, entry_id, payload)
     select m.user_id, dv.token, 'entry', post_entry_as.diary_id, post_entry_as.id,
         jsonb_build_object(
@@ -3561,6 +3619,9 @@ begin
     join devices dv on dv.user_id = m.user_id
     where author_name is not null
     order by m.user_id, dv.token;
+    if found then
+        perform announce('push_outbox');
+    end if;
     return true;
 end
 $$;
@@ -4338,6 +4399,12 @@ begin
     return 'free';
 end
 $$;
+
+--
+-- Name: FUNCTION announce(channel text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.announce(channel text) IS 'Names a channel to NOTIFY once the transaction has committed (a session setting, which a rollback undoes); announce_pending sends it.';
 
 --
 -- Name: FUNCTION apply_apple_notification(notification_id text, event_type text, subject text, new_email text); Type: COMMENT; Schema: public; Owner: -

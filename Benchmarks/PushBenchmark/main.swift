@@ -115,7 +115,7 @@ case "e2e":
             select posted.id::text as id from (select gen_random_uuid() as id) posted
             where post_entry_as(md5(\(String(author)))::uuid, md5('d1')::uuid, posted.id, \("push bench \(n): 今日も一日お疲れさま"))
             """,
-        ], afterCommit: ["select pg_notify('push_outbox', '')"])[0]
+        ], afterCommit: ["select announce_pending()"])[0]
         let at = Date()
         let id: String = try rows.first!.decode("id")
         committed.withLockedValue { $0[id] = at }
@@ -184,7 +184,7 @@ case "e2e":
             select posted.id::text as id from (select gen_random_uuid() as id, g from generate_series(\(low)::int, \(high)::int) g) posted
             where post_entry_as(md5((posted.g % 10 + 1)::text)::uuid, md5('d1')::uuid, posted.id, 'push burst ' || posted.g || ': 今日も一日お疲れさま')
             """,
-        ], afterCommit: ["select pg_notify('push_outbox', '')"])[0]
+        ], afterCommit: ["select announce_pending()"])[0]
         if firstCommit == nil { firstCommit = Date() }
         for row in rows { inserted.append(try row.decode("id")) }
     }

@@ -109,7 +109,7 @@ case "latency":
             """
             select post_entry_as(md5(\(String(author.n)))::uuid, \(author.diary)::uuid, gen_random_uuid(), \("bench:\(n); 今日も一日お疲れさま"))
             """,
-        ], afterCommit: ["select pg_notify('diary_changes', '')"])
+        ], afterCommit: ["select announce_pending()"])
         committed.withLockedValue { $0[n] = .now }
     }
 

@@ -22,6 +22,6 @@ cross join lateral (
     from member_profiles p where p.diary_id = diaries.id) as members
 where diaries.id = invite_code_diary('B' || lpad(:d::text, 9, '0')) and diaries.id = any ((select app_diary_ids())::uuid[]);
 COMMIT;
--- Announced once committed (Announcement), in the same round trip.
-select pg_notify('diary_changes', '');
+-- What it announced, sent once committed (Announcement), in the same round trip.
+select announce_pending();
 \endpipeline

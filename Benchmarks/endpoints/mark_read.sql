@@ -9,6 +9,6 @@ select authenticate(md5('s' || :n)::uuid, md5(:n::text)::uuid);
 select 1 from entries where entries.diary_id = md5('d' || :d)::uuid and md5('d' || :d)::uuid = any ((select app_diary_ids())::uuid[]) and entries.id = md5('e' || :k)::uuid;
 select mark_as_read(md5('d' || :d)::uuid, md5('e' || :k)::uuid, (select app_user_id()));
 COMMIT;
--- Announced once committed (Announcement), in the same round trip.
-select pg_notify('diary_changes', '');
+-- What it announced, sent once committed (Announcement), in the same round trip.
+select announce_pending();
 \endpipeline

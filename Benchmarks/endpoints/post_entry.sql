@@ -33,7 +33,6 @@ cross join lateral (
     where entry_photos.diary_id = entries.diary_id and entry_photos.entry_id = entries.id and (entry_photos.diary_id = any ((select app_diary_ids())::uuid[])) is true) as photos
 where entries.diary_id = md5('d' || :d)::uuid and md5('d' || :d)::uuid = any ((select app_diary_ids())::uuid[]) and entries.id = md5('post ' || :client_id || ' ' || :e)::uuid;
 COMMIT;
--- Announced once committed (Announcement), in the same round trip.
-select pg_notify('diary_changes', '');
-select pg_notify('push_outbox', '');
+-- What it announced, sent once committed (Announcement), in the same round trip.
+select announce_pending();
 \endpipeline

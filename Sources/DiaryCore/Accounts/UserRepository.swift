@@ -43,7 +43,7 @@ package struct UserRepository: Sendable {
 
     /// Deletes the account and everything that is only theirs, in one transaction.
     package func deleteAccount() async throws {
-        _ = try await scope.run("select delete_my_account()", announcing: [.diaryChanges])
+        _ = try await scope.run("select delete_my_account()")
     }
 
     /// Revokes the session the request came with.

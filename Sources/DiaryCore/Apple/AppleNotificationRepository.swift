@@ -19,7 +19,7 @@ package struct AppleNotificationRepository: Sendable {
                 """
                 select apply_apple_notification(\(notification.id), \(notification.type), \(notification.subject), \(notification.email)) as outcome
                 """,
-            ], afterCommit: [Announcement.diaryChanges.statement])[0]
+            ], afterCommit: [Announcement.pending])[0]
         }
         guard let outcome = try rows.first?.decode("outcome", as: String.self) else {
             throw DomainError.inconsistent("apply_apple_notification returned no row")

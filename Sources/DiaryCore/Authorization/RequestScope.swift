@@ -31,14 +31,14 @@ package struct RequestScope: Sendable {
     package var userID: UUID { identity.userID }
 
     /// Runs statements that may change data, as the caller, and returns each one's rows;
-    /// once they have committed, in the same round trip, wakes the workers `announcing`
-    /// names (see `Announcement`).
-    package func run(_ statements: [PostgresQuery], announcing: [Announcement] = []) async throws -> [PostgresRows] {
-        try await transaction(statements, placement: .ownConnection, afterCommit: announcing.map(\.statement))
+    /// once they have committed, in the same round trip, sends what they announced (see
+    /// `Announcement`).
+    package func run(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
+        try await transaction(statements, placement: .ownConnection, afterCommit: [Announcement.pending])
     }
 
-    package func run(_ statement: PostgresQuery, announcing: [Announcement] = []) async throws -> PostgresRows {
-        try await run([statement], announcing: announcing)[0]
+    package func run(_ statement: PostgresQuery) async throws -> PostgresRows {
+        try await run([statement])[0]
     }
 
     /// Runs statements that only read, as the caller, and returns each one's rows.

@@ -93,7 +93,7 @@ package struct DiaryRepository: Sendable {
                 let results = try await scope.run([
                     "select create_diary(\(id), \(name), \(type.rawValue), \(freePlanDiaries)::integer)",
                     "\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.select.using)",
-                ], announcing: [.diaryChanges])
+                ])
                 guard let row = results[1].first else { throw DomainError.inconsistent("the new diary cannot be read back") }
                 return try Self.diary(from: row)
             } catch let error as PostgresError where error.constraint == "invite_codes_pkey" && attempt < 3 {
@@ -107,7 +107,7 @@ package struct DiaryRepository: Sendable {
         let results = try await scope.run([
             DiariesPolicy.update.guardedUpdate(set: "name = \(name)", where: "diaries.id = \(id)"),
             "\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.select.using)",
-        ], announcing: [.diaryChanges])
+        ])
         try PolicyTwin.requirePermitted(results[0], missing: "no such diary", forbidden: "only the owner can rename the diary")
         guard let row = results[1].first else { throw DomainError.notFound("no such diary") }
         return try Self.diary(from: row)
@@ -137,7 +137,7 @@ package struct DiaryRepository: Sendable {
         let results = try await scope.run([
             "select join_diary(\(inviteCode), (select app_user_id()))",
             "\(Self.diaryColumns) where diaries.id = invite_code_diary(\(inviteCode)) and \(DiariesPolicy.select.using)",
-        ], announcing: [.diaryChanges])
+        ])
         guard let row = results[1].first else { throw DomainError.notFound("no such diary") }
         return try Self.diary(from: row)
     }
@@ -170,7 +170,7 @@ package struct DiaryRepository: Sendable {
     /// Leaves the diary (`member` is the caller) or, as its owner, removes someone.
     /// `remove_diary_member` applies `diary_members_delete` and hands ownership on.
     package func remove(member: UUID, from diary: UUID) async throws {
-        let rows = try await scope.run("select remove_diary_member(\(diary), \(member)) as outcome", announcing: [.diaryChanges])
+        let rows = try await scope.run("select remove_diary_member(\(diary), \(member)) as outcome")
         switch try rows.first?.decode("outcome", as: String.self) {
         case "removed": return
         case "forbidden": throw DomainError.forbidden("only the owner can remove other members")

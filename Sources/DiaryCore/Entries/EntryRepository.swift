@@ -106,7 +106,7 @@ package struct EntryRepository: Sendable {
             \(Self.entryColumns(inDiary: diary))
             where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(entryID)
             """,
-        ], announcing: [.diaryChanges, .pushOutbox])
+        ])
         guard !results[0].isEmpty else { throw DomainError.notFound("no such diary") }
         guard let row = results[results.count - 1].first else { throw Self.entryIDConflict }
         let entry = try Self.entry(from: row, links: scope.photoLinks)
@@ -194,14 +194,14 @@ package struct EntryRepository: Sendable {
             \(Self.entryColumns(inDiary: diary))
             where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(id)
             """,
-        ], announcing: [.diaryChanges])
+        ])
         try PolicyTwin.requirePermitted(results[0], missing: "no such entry", forbidden: "only the author can edit this entry")
         guard let row = results[results.count - 1].first else { throw DomainError.notFound("no such entry") }
         return try Self.entry(from: row, links: scope.photoLinks)
     }
 
     package func delete(_ id: UUID, in diary: UUID) async throws {
-        let rows = try await scope.run(EntriesPolicy.delete.guardedDelete(where: "entries.diary_id = \(diary) and entries.id = \(id)"), announcing: [.diaryChanges])
+        let rows = try await scope.run(EntriesPolicy.delete.guardedDelete(where: "entries.diary_id = \(diary) and entries.id = \(id)"))
         try PolicyTwin.requirePermitted(rows, missing: "no such entry", forbidden: "only the author can delete this entry")
     }
 
@@ -210,7 +210,7 @@ package struct EntryRepository: Sendable {
         let results = try await scope.run([
             "select 1 from entries where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(id)",
             "select mark_as_read(\(diary), \(id), (select app_user_id()))",
-        ], announcing: [.diaryChanges])
+        ])
         guard !results[0].isEmpty else { throw DomainError.notFound("no such entry") }
     }
 

@@ -3,11 +3,13 @@ package import PostgresClient
 /// A channel a background worker LISTENs on, and that a write announces once it has
 /// committed, so that the worker reads what changed within a round trip of the commit.
 ///
-/// Writes announce after their COMMIT, in the same round trip, never inside the
+/// The SQL that logs a change or queues a notification names the channel with
+/// `announce()`; the server's statement after the COMMIT, in the same round trip,
+/// `announce_pending()`, sends those NOTIFYs (migration 0026). Never inside the
 /// transaction: PostgreSQL serialises every commit that notifies behind one lock, held
-/// through the commit's WAL flush, which halved POST entry's throughput. What a write does
-/// not announce (an operator's psql, a server that died after its COMMIT) the worker's
-/// poll finds.
+/// through the commit's WAL flush, which halved POST entry's throughput. A write that
+/// changed nothing wakes no worker. What nobody announces (an operator's psql, a server
+/// that died after its COMMIT) the worker's poll finds.
 package enum Announcement: String, Sendable, CaseIterable {
     /// The change log has rows: `ChangeFeed` reads its tail.
     case diaryChanges = "diary_changes"
@@ -16,6 +18,6 @@ package enum Announcement: String, Sendable, CaseIterable {
 
     package var channel: String { rawValue }
 
-    /// The statement that announces it.
-    package var statement: PostgresQuery { "select pg_notify(\(channel), '')" }
+    /// Sends what the transaction just committed announced: the statement after a write's COMMIT.
+    package static let pending: PostgresQuery = "select announce_pending()"
 }

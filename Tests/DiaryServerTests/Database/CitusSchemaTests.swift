@@ -86,6 +86,23 @@ struct CitusSchemaTests {
         }
     }
 
+    @Test("the writer a guarded table looks for is set with set_app_setting, which reaches a worker's shard; set_config stays on the coordinator")
+    func writerReachesEveryNode() async throws {
+        try await MigratedTemplate.withDatabase { database in
+            let rows = try await TestDatabase.withPool(database, size: 1) { pool in
+                try await pool.query("""
+                    select p.proname::text as name, p.prosrc like '%set_config(''app.writer''%' as by_set_config from pg_proc p
+                    where p.pronamespace = 'public'::regnamespace and p.prosrc like '%app.writer%' and p.proname <> 'refuse_direct_write'
+                    """)
+            }
+            #expect(rows.count >= 2, "post_entry_as and mark_as_read_as set the writer")
+            for row in rows {
+                let name = try row.decode("name", as: String.self)
+                #expect(try !row.decode("by_set_config", as: Bool.self), "\(name) sets app.writer with set_config")
+            }
+        }
+    }
+
     @Test("migrate --citus on a PostgreSQL without the citus extension refuses before it changes anything, and says why")
     func refusedWithoutCitus() async throws {
         try await TestDatabase.with { database in

@@ -10,7 +10,7 @@ import TestSupport
 /// transaction, where a NOTIFY holds the commit behind a lock every notifying commit takes.
 @Suite("Announcements after COMMIT")
 struct AnnouncementTests {
-    @Test("no function a request's write calls NOTIFYs inside its transaction; only the account's deletion and the reminders' batch do")
+    @Test("nothing a request's write calls NOTIFYs inside its transaction: only announce_pending, after the COMMIT, and the account deletion's and the reminders' batch")
     func noNotifyInsideRequests() async throws {
         try await APIHarness.run { api in
             let rows = try await api.asSuperuser("""
@@ -18,15 +18,17 @@ struct AnnouncementTests {
                 where n.nspname = 'public' and p.prosrc like '%pg_notify%' order by 1
                 """)
             let names = try rows.map { try $0.decode("name", as: String.self) }
-            #expect(names == ["queue_apple_revocation", "run_reminders"])
+            #expect(names == ["announce_pending", "queue_apple_revocation", "run_reminders"])
         }
     }
 
-    @Test("POST entry announces diary_changes and push_outbox once the entry has committed")
+    @Test("POST entry announces diary_changes, and push_outbox when it queued a notification, once the entry has committed")
     func postEntryAnnounces() async throws {
         try await APIHarness.run { api in
-            let alice = try await api.signIn("alice")
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
             let diary = try await api.createDiary("日記", type: .family, token: alice.accessToken)
+            #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
+            try await api.asSuperuser("insert into devices (token, user_id, environment) values (\(String(repeating: "b", count: 64)), \(bob.user.id), 'sandbox')")
             let channels = Announcement.allCases.map(\.channel)
             let notifications = PostgresListener.notifications(configuration: api.database, channels: channels, logger: TestDatabase.logger)
             // LISTEN runs on the listener's own thread: post until an announcement arrives.
