@@ -60,21 +60,20 @@ struct TransactionAndPoolTests {
         }
     }
 
-    @Test("a full pool answers poolExhausted after the acquisition timeout")
+    @Test("a full pool answers poolExhausted after the acquisition timeout, while the holder still holds its connection")
     func poolTimeout() async throws {
         try await TestDatabase.with { configuration in
             try await TestDatabase.withPool(configuration, size: 1, acquireTimeout: .milliseconds(200)) { pool in
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { try await pool.query("select pg_sleep(3)") }
-                    await waitUntil("the first query holds the pool's one connection") { pool.statistics.inUse == 1 }
-                    let clock = ContinuousClock()
-                    let started = clock.now
+                try await AdvisoryGate.with(in: configuration) { gate in
+                    // The holder keeps the pool's one connection until the gate opens, so the
+                    // refusal below cannot have waited for it, however slowly a loaded run goes.
+                    async let holder = pool.query(AdvisoryGate.blockedQuery)
+                    await gate.waitUntilAQueryWaits()
                     let error = await #expect(throws: PostgresError.self) { try await pool.query("select 1") }
                     #expect(error?.kind == .poolExhausted)
-                    // It gave up without waiting for the holder. How soon after the timeout is
-                    // FaultTests' to assert, run alone: here CPU-heavy suites run alongside.
-                    #expect(clock.now - started < .seconds(2))
-                    try await group.waitForAll()
+                    #expect(pool.statistics.inUse == 1, "the holder still has its connection")
+                    try await gate.open()
+                    _ = try await holder
                 }
                 let rowCount = try await pool.query("select 1").count
                 #expect(rowCount == 1)
