@@ -10,7 +10,9 @@
 # Prints, per round and endpoint, each server's req/s, p50/p99 ms and CPU per request
 # (srv_us), then the median of B/A per endpoint. DELAY_MS in the environment paces each
 # connection, as wrk.lua reads it. A_ENV and B_ENV hold settings for one side only, so
-# one binary can be compared with itself: B_ENV=DB_SHARED_READS=1. Results go to
+# one binary can be compared with itself: B_ENV=DB_SHARED_READS=1. A_TREE (a checkout of
+# A's commit) gives side A a database of its own, migrated and seeded by that tree's
+# scripts, for a change of schema: both sides then run on their own schema. Results go to
 # Benchmarks/results/.
 # Needs the project's Postgres and its environment (eval "$(scripts/postgres.sh env)").
 set -euo pipefail
@@ -27,13 +29,18 @@ source Benchmarks/endpoints/server.sh
 ensure_wrk
 
 seed_with_users "$db" "$work"
-declare -A port pid
+declare -A port pid database
+database[a]=$db database[b]=$db
+if [ -n "${A_TREE:-}" ]; then
+    database[a]=${db}_a
+    (cd "$A_TREE" && Benchmarks/endpoints/seed-database.sh "${database[a]}")
+fi
 for side in a b; do
     binary=$binary_a; [ "$side" = b ] && binary=$binary_b
     port[$side]=$(free_port)
     settings=A_ENV; [ "$side" = b ] && settings=B_ENV
     for setting in ${!settings:-}; do export "${setting?}"; done
-    start_server "$binary" "$db" "$work" "${port[$side]}" "$work/server-$side.log"
+    start_server "$binary" "${database[$side]}" "$work" "${port[$side]}" "$work/server-$side.log"
     for setting in ${!settings:-}; do unset "${setting%%=*}"; done
     pid[$side]=$server_started
     pids+=("$server_started")
@@ -52,7 +59,7 @@ run() {
 out="Benchmarks/results/ab-servers-$(date -u +%Y%m%dT%H%M%SZ).txt"
 {
     echo "# $(date -u); $(nproc) cores; ${seconds}s per run, $rounds rounds, A and B alternating (A first in odd rounds)"
-    echo "# A: $binary_a ${A_ENV:-}"
+    echo "# A: $binary_a ${A_ENV:-}${A_TREE:+ on its own database, from $A_TREE}"
     echo "# B: $binary_b ${B_ENV:-}"
     printf '%-5s %-16s %9s %7s %7s %6s %9s %7s %7s %6s %7s\n' round endpoint a_rps a_p50 a_p99 a_us b_rps b_p50 b_p99 b_us b/a
     for round in $(seq 1 "$rounds"); do
