@@ -3245,7 +3245,7 @@ $$;
 -- Name: FUNCTION log_edited_entry(); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.log_edited_entry() IS 'Trigger: logs entry.updated when an entry''s content, question or images change, the changes its readers can see.';
+COMMENT ON FUNCTION public.log_edited_entry() IS 'Trigger: logs entry.updated when an entry''s content, question or images change, the changes its readers can see, and announces diary_changes.';
 
 --
 -- Name: FUNCTION log_edited_entry(); Type: ACL; Schema: public; Owner: -
@@ -3278,7 +3278,7 @@ $$;
 -- Name: FUNCTION log_entry_changes(); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.log_entry_changes() IS 'Statement trigger on deleted entries: logs entry.deleted in change_log. Entries that go with their diary are not logged one by one: nobody is left to tell.';
+COMMENT ON FUNCTION public.log_entry_changes() IS 'Statement trigger on deleted entries: logs entry.deleted in change_log and announces diary_changes. Entries that go with their diary are not logged one by one: nobody is left to tell.';
 
 --
 -- Name: FUNCTION log_entry_changes(); Type: ACL; Schema: public; Owner: -
@@ -3309,7 +3309,7 @@ $$;
 -- Name: FUNCTION log_membership_changes(); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.log_membership_changes() IS 'Statement trigger: logs member.joined and member.left with the member''s alias, which is kept because a departed member''s row and alias are gone.';
+COMMENT ON FUNCTION public.log_membership_changes() IS 'Statement trigger: logs member.joined and member.left with the member''s alias, which is kept because a departed member''s row and alias are gone, and announces diary_changes.';
 
 --
 -- Name: FUNCTION log_membership_changes(); Type: ACL; Schema: public; Owner: -

@@ -3,7 +3,9 @@
 -- the push outbox. Three statement triggers over transition tables made them before; Citus
 -- cannot run a trigger with effects on other tables, and the triggers cost more than the
 -- statements they ran. No one inserts into entries directly: entries_posted_by_post_entry
--- refuses it, so that no path skips the side effects.
+-- refuses it, so that no path skips the side effects. The writer it looks for is set with
+-- set_app_setting, which on Citus is a SET LOCAL that reaches every node the transaction
+-- uses: a set_config stays on the coordinator, where the guard on a shard cannot see it.
 
 create function post_entry_as(
     author uuid, diary_id uuid, id uuid, content text, question text default null, images text[] default '{}',
@@ -16,13 +18,13 @@ declare
     posted_at timestamptz;
     alias uuid;
 begin
-    perform set_config('app.writer', 'post_entry', true);
+    perform set_app_setting('app.writer', 'post_entry');
     insert into entries as e (diary_id, id, user_id, content, question, images, created_at)
     values (post_entry_as.diary_id, post_entry_as.id, author, post_entry_as.content, post_entry_as.question,
         coalesce(post_entry_as.images, '{}'), coalesce(post_entry_as.created_at, now()))
     on conflict on constraint entries_pkey do nothing
     returning e.created_at into posted_at;
-    perform set_config('app.writer', '', true);
+    perform set_app_setting('app.writer', '');
     if posted_at is null then
         return false;
     end if;
@@ -32,6 +34,7 @@ begin
     select m.alias_id into alias from diary_members m where m.diary_id = post_entry_as.diary_id and m.user_id = author;
     insert into change_log (diary_id, kind, entry_id, user_id, user_alias)
     values (post_entry_as.diary_id, 'entry.created', post_entry_as.id, author, alias);
+    perform announce('diary_changes');
     insert into push_outbox (user_id, device_token, kind, diary_id, entry_id, payload)
     select m.user_id, dv.token, 'entry', post_entry_as.diary_id, post_entry_as.id,
         jsonb_build_object(
@@ -47,6 +50,9 @@ begin
     join devices dv on dv.user_id = m.user_id
     where author_name is not null
     order by m.user_id, dv.token;
+    if found then
+        perform announce('push_outbox');
+    end if;
     return true;
 end
 $$;
@@ -99,6 +105,9 @@ begin
     select c.diary_id, 'entry.deleted', c.id, c.user_id
     from changed c
     where exists (select 1 from diaries d where d.id = c.diary_id);
+    if found then
+        perform announce('diary_changes');
+    end if;
     return null;
 end
 $$;
@@ -112,4 +121,4 @@ comment on function post_entry(uuid, uuid, text, text, text[]) is
 comment on function refuse_direct_write() is
     'Statement trigger: refuses a write to its table unless the function named in its argument makes it (app.writer), so that no path, not even an operator''s psql, skips the side effects that function makes.';
 comment on function log_entry_changes() is
-    'Statement trigger on deleted entries: logs entry.deleted in change_log. Entries that go with their diary are not logged one by one: nobody is left to tell.';
+    'Statement trigger on deleted entries: logs entry.deleted in change_log and announces diary_changes. Entries that go with their diary are not logged one by one: nobody is left to tell.';

@@ -23,12 +23,12 @@ begin
     if not found then
         raise exception 'entry not found among the diaries of this user' using errcode = 'ZN003';
     end if;
-    perform set_config('app.writer', 'mark_as_read', true);
+    perform set_app_setting('app.writer', 'mark_as_read');
     insert into entry_reads as r (diary_id, entry_id, user_id, read_at)
     values (mark_as_read_as.diary_id, mark_as_read_as.entry_id, reader, coalesce(mark_as_read_as.read_at, now()))
     on conflict on constraint entry_reads_pkey do update set read_at = excluded.read_at
     returning r.read_at, r.xmax = 0 into marked_at, first_read;
-    perform set_config('app.writer', '', true);
+    perform set_app_setting('app.writer', '');
     if first_read then
         if author <> reader then
             update diary_members m set unread_count = m.unread_count - 1
@@ -36,6 +36,7 @@ begin
         end if;
         insert into change_log (diary_id, kind, entry_id, user_id, user_alias)
         values (mark_as_read_as.diary_id, 'entry.read', mark_as_read_as.entry_id, reader, alias);
+        perform announce('diary_changes');
     end if;
     return marked_at;
 end
