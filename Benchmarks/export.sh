@@ -93,7 +93,7 @@ for size in $SIZES; do
         printf "%-8s %-7s %10.3f %12d %10.3f %10d %8.2f %12.1f\n" "$size" "$photos" "$export_s" "$(stat -c %s "$work/export.zip")" \
             "$dump_s" "$(stat -c %s "$work/dump")" "$(echo "$dump_s / $export_s" | bc -l)" "$(echo "($peak - $idle) / 1024" | bc -l)" | tee -a "$out"
         # The next size starts from an empty database, so each dump holds one diary's rows.
-        super_psql -c "delete from entries where diary_id = '$diary'"
+        super_psql -c "select forget_entries('$diary', array(select id from entries where diary_id = '$diary'), false)"
     done
 done
 echo "# ratio = pg_dump seconds / export seconds (target >= 0.5 without photos); rss_peak = the server's peak VmRSS above idle during the exports" | tee -a "$out"

@@ -661,16 +661,22 @@ CREATE POLICY diaries_select ON public.diaries FOR SELECT USING (((id = ANY (( S
 CREATE POLICY diaries_update ON public.diaries FOR UPDATE USING ((id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))) WITH CHECK (public.is_diary_owner(id));
 
 --
--- Name: diaries diaries_exactly_one_owner; Type: TRIGGER; Schema: public; Owner: -
+-- Name: diaries diaries_deleted_by_forget_diary; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER diaries_exactly_one_owner AFTER INSERT ON public.diaries DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.check_diary_has_one_owner();
+CREATE TRIGGER diaries_deleted_by_forget_diary BEFORE DELETE ON public.diaries FOR EACH ROW EXECUTE FUNCTION public.refuse_direct_write('forget_diary');
 
 --
--- Name: diaries diaries_log_renamed; Type: TRIGGER; Schema: public; Owner: -
+-- Name: diaries diaries_made_by_create_diary; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER diaries_log_renamed AFTER UPDATE OF name ON public.diaries FOR EACH ROW WHEN ((old.name IS DISTINCT FROM new.name)) EXECUTE FUNCTION public.log_renamed_diary();
+CREATE TRIGGER diaries_made_by_create_diary BEFORE INSERT ON public.diaries FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_direct_write('create_diary_as');
+
+--
+-- Name: diaries diaries_renamed_by_rename_diary; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER diaries_renamed_by_rename_diary BEFORE UPDATE OF name ON public.diaries FOR EACH ROW WHEN ((old.name IS DISTINCT FROM new.name)) EXECUTE FUNCTION public.refuse_direct_write('rename_diary');
 
 --
 -- Name: diaries diaries_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
@@ -787,34 +793,22 @@ CREATE POLICY diary_members_select ON public.diary_members FOR SELECT USING ((di
 CREATE POLICY diary_members_update ON public.diary_members FOR UPDATE USING (false) WITH CHECK (false);
 
 --
--- Name: diary_members diary_members_count_unread; Type: TRIGGER; Schema: public; Owner: -
+-- Name: diary_members diary_members_added_by_add_diary_member; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER diary_members_count_unread BEFORE INSERT ON public.diary_members FOR EACH ROW EXECUTE FUNCTION public.count_unread_for_new_member();
+CREATE TRIGGER diary_members_added_by_add_diary_member BEFORE INSERT ON public.diary_members FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_direct_write('add_diary_member');
 
 --
--- Name: diary_members diary_members_exactly_one_owner; Type: TRIGGER; Schema: public; Owner: -
+-- Name: diary_members diary_members_dropped_by_drop_diary_member; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER diary_members_exactly_one_owner AFTER INSERT OR DELETE OR UPDATE OF role ON public.diary_members DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.check_diary_has_one_owner();
+CREATE TRIGGER diary_members_dropped_by_drop_diary_member BEFORE DELETE ON public.diary_members FOR EACH ROW EXECUTE FUNCTION public.refuse_direct_write('drop_diary_member', 'forget_diary', 'forget_user');
 
 --
--- Name: diary_members diary_members_log_joined; Type: TRIGGER; Schema: public; Owner: -
+-- Name: diary_members diary_members_owner_by_hand_on_or_close; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER diary_members_log_joined AFTER INSERT ON public.diary_members REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.log_membership_changes();
-
---
--- Name: diary_members diary_members_log_left; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER diary_members_log_left AFTER DELETE ON public.diary_members REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.log_membership_changes();
-
---
--- Name: diary_members diary_members_refresh_app_diary_ids; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER diary_members_refresh_app_diary_ids AFTER INSERT OR DELETE ON public.diary_members FOR EACH ROW EXECUTE FUNCTION public.refresh_app_diary_ids_after_membership_change();
+CREATE TRIGGER diary_members_owner_by_hand_on_or_close BEFORE UPDATE OF role ON public.diary_members FOR EACH ROW WHEN ((old.role IS DISTINCT FROM new.role)) EXECUTE FUNCTION public.refuse_direct_write('hand_on_or_close');
 
 --
 -- Name: TABLE diary_members; Type: ACL; Schema: public; Owner: -
@@ -922,28 +916,22 @@ CREATE POLICY entries_select ON public.entries FOR SELECT USING ((diary_id = ANY
 CREATE POLICY entries_update ON public.entries FOR UPDATE USING ((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))) WITH CHECK (((user_id = ( SELECT public.app_user_id() AS app_user_id)) AND (diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))));
 
 --
--- Name: entries entries_count_deleted; Type: TRIGGER; Schema: public; Owner: -
+-- Name: entries entries_deleted_by_forget_entries; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER entries_count_deleted AFTER DELETE ON public.entries REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.count_deleted_entries();
+CREATE TRIGGER entries_deleted_by_forget_entries BEFORE DELETE ON public.entries FOR EACH ROW EXECUTE FUNCTION public.refuse_direct_write('forget_entries', 'forget_diary', 'forget_user');
+
+--
+-- Name: entries entries_edited_by_edit_entry; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER entries_edited_by_edit_entry BEFORE UPDATE OF content, question, images ON public.entries FOR EACH ROW WHEN ((((old.content IS DISTINCT FROM new.content) OR (old.question IS DISTINCT FROM new.question)) OR (old.images IS DISTINCT FROM new.images))) EXECUTE FUNCTION public.refuse_direct_write('edit_entry', 'set_entry_photos');
 
 --
 -- Name: entries entries_keys_fixed; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER entries_keys_fixed AFTER UPDATE OF diary_id, id, user_id ON public.entries FOR EACH ROW WHEN (((old.diary_id IS DISTINCT FROM new.diary_id) OR (old.id IS DISTINCT FROM new.id) OR (old.user_id IS DISTINCT FROM new.user_id))) EXECUTE FUNCTION public.forbid_key_change();
-
---
--- Name: entries entries_log_deleted; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER entries_log_deleted AFTER DELETE ON public.entries REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.log_entry_changes();
-
---
--- Name: entries entries_log_updated; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER entries_log_updated AFTER UPDATE OF content, question, images ON public.entries FOR EACH ROW WHEN ((((old.content IS DISTINCT FROM new.content) OR (old.question IS DISTINCT FROM new.question)) OR (old.images IS DISTINCT FROM new.images))) EXECUTE FUNCTION public.log_edited_entry();
 
 --
 -- Name: entries entries_posted_by_post_entry; Type: TRIGGER; Schema: public; Owner: -
@@ -1257,10 +1245,10 @@ CREATE POLICY entry_photos_select ON public.entry_photos FOR SELECT USING (((dia
 CREATE POLICY entry_photos_update ON public.entry_photos FOR UPDATE USING (false) WITH CHECK (false);
 
 --
--- Name: entry_photos entry_photos_queue_garbage; Type: TRIGGER; Schema: public; Owner: -
+-- Name: entry_photos entry_photos_deleted_by_forget_entries; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER entry_photos_queue_garbage AFTER DELETE ON public.entry_photos REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.queue_photo_garbage();
+CREATE TRIGGER entry_photos_deleted_by_forget_entries BEFORE DELETE ON public.entry_photos FOR EACH ROW EXECUTE FUNCTION public.refuse_direct_write('forget_entries', 'forget_diary', 'set_entry_photos', 'forget_user');
 
 --
 -- Name: TABLE entry_photos; Type: ACL; Schema: public; Owner: -
@@ -1493,28 +1481,28 @@ CREATE POLICY users_select ON public.users FOR SELECT USING (((id = ANY (( SELEC
 CREATE POLICY users_update ON public.users FOR UPDATE USING ((id = ( SELECT public.app_user_id() AS app_user_id))) WITH CHECK ((id = ( SELECT public.app_user_id() AS app_user_id)));
 
 --
--- Name: users users_apply_waiting_billing_events; Type: TRIGGER; Schema: public; Owner: -
+-- Name: users users_added_by_open_session; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER users_apply_waiting_billing_events AFTER INSERT ON public.users FOR EACH ROW EXECUTE FUNCTION public.apply_waiting_billing_events();
+CREATE TRIGGER users_added_by_open_session BEFORE INSERT ON public.users FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_direct_write('open_session', 'add_user');
 
 --
--- Name: users users_queue_apple_revocation; Type: TRIGGER; Schema: public; Owner: -
+-- Name: users users_deleted_by_forget_user; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER users_queue_apple_revocation BEFORE DELETE ON public.users FOR EACH ROW EXECUTE FUNCTION public.queue_apple_revocation();
-
---
--- Name: users users_schedule_reminder; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER users_schedule_reminder AFTER INSERT OR UPDATE OF settings, time_zone ON public.users FOR EACH ROW EXECUTE FUNCTION public.schedule_reminder();
+CREATE TRIGGER users_deleted_by_forget_user BEFORE DELETE ON public.users FOR EACH ROW EXECUTE FUNCTION public.refuse_direct_write('forget_user');
 
 --
 -- Name: users users_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER users_set_updated_at BEFORE UPDATE ON public.users FOR EACH ROW EXECUTE FUNCTION public.set_updated_at();
+
+--
+-- Name: users users_settings_by_update_me; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER users_settings_by_update_me BEFORE UPDATE OF settings, time_zone ON public.users FOR EACH ROW WHEN (((old.settings IS DISTINCT FROM new.settings) OR (old.time_zone IS DISTINCT FROM new.time_zone))) EXECUTE FUNCTION public.refuse_direct_write('update_me');
 
 --
 -- Name: TABLE users; Type: ACL; Schema: public; Owner: -
@@ -1755,10 +1743,10 @@ CREATE POLICY photo_uploads_select ON public.photo_uploads FOR SELECT USING ((up
 CREATE POLICY photo_uploads_update ON public.photo_uploads FOR UPDATE USING (false) WITH CHECK (false);
 
 --
--- Name: photo_uploads photo_uploads_queue_garbage; Type: TRIGGER; Schema: public; Owner: -
+-- Name: photo_uploads photo_uploads_deleted_by_their_functions; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER photo_uploads_queue_garbage AFTER DELETE ON public.photo_uploads REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.queue_photo_garbage();
+CREATE TRIGGER photo_uploads_deleted_by_their_functions BEFORE DELETE ON public.photo_uploads FOR EACH ROW EXECUTE FUNCTION public.refuse_direct_write('set_entry_photos', 'expire_photo_uploads', 'forget_user');
 
 --
 -- Name: TABLE photo_uploads; Type: ACL; Schema: public; Owner: -
@@ -2341,6 +2329,59 @@ GRANT SELECT ON TABLE public.member_profiles TO diary_app;
 --
 
 --
+-- Name: add_diary_member(uuid, uuid, text, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.add_diary_member(diary uuid, member uuid, role text, joined_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    entries_in_diary integer;
+    unread integer;
+    alias uuid;
+begin
+    -- Shared: posts, which update this row first, wait until the member is in.
+    select d.entry_count into entries_in_diary from diaries d where d.id = diary for share;
+    unread := coalesce(entries_in_diary, 0)
+        - (select count(*) from entries e where e.diary_id = diary and e.user_id = member)
+        - (select count(*) from entry_reads r
+           join entries e on e.diary_id = r.diary_id and e.id = r.entry_id
+           where r.diary_id = diary and r.user_id = member and e.user_id <> member);
+    perform set_app_setting('app.writer', 'add_diary_member');
+    insert into diary_members as m (diary_id, user_id, role, joined_at, unread_count)
+    values (diary, member, add_diary_member.role, coalesce(add_diary_member.joined_at, now()), unread)
+    returning m.alias_id into alias;
+    perform set_app_setting('app.writer', '');
+    insert into change_log (diary_id, kind, user_id, user_alias) values (diary, 'member.joined', member, alias);
+    perform announce('diary_changes');
+    if app_user_id() is not null then
+        perform refresh_app_diary_ids();
+    end if;
+end
+$$;
+
+--
+-- Name: add_user(uuid, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.add_user(id uuid, display_name text) RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    account uuid;
+begin
+    perform set_app_setting('app.writer', 'add_user');
+    insert into users as u (id, display_name) values (coalesce(add_user.id, gen_random_uuid()), add_user.display_name)
+    returning u.id into account;
+    perform set_app_setting('app.writer', '');
+    perform welcome_user(account);
+    return account;
+end
+$$;
+
+--
 -- Name: announce(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2500,8 +2541,8 @@ begin
         return 'duplicate';
     end if;
     delete from apple_notifications n where n.received_at < now() - interval '90 days';
-    -- No row lock here: delete_my_account takes its locks (diaries first) in the same order
-    -- as DELETE /v1/me, so the two cannot deadlock.
+    -- No row lock here: forget_user takes its locks (diaries first) in the same order as
+    -- DELETE /v1/me, so the two cannot deadlock.
     select u.id into account from users u where u.apple_sub = subject;
     if account is null then
         result := 'unknown_user';
@@ -2510,9 +2551,7 @@ begin
         delete from apple_tokens t where t.user_id = account;
         result := 'sessions_revoked';
     elsif event_type = 'account-delete' then
-        perform set_app_setting('app.user_id', account::text);
-        perform delete_my_account();
-        perform set_app_setting('app.user_id', '');
+        perform forget_user(account);
         result := 'account_deleted';
     elsif event_type = 'email-disabled' then
         update users u set email = null where u.id = account;
@@ -2589,41 +2628,6 @@ end
 $$;
 
 --
--- Name: apply_waiting_billing_events(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.apply_waiting_billing_events() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-declare
-    waiting text;
-begin
-    for waiting in
-        select b.event_id from billing_events b
-        where b.outcome = 'unknown_user' and b.received_at > now() - interval '7 days'
-          and exists (select 1 from unnest(b.user_ids || b.transferred_to) named (id) where lower(named.id) = new.id::text)
-        order by b.event_at, b.event_id
-    loop
-        perform apply_billing_event(waiting);
-    end loop;
-    return null;
-end
-$$;
-
---
--- Name: FUNCTION apply_waiting_billing_events(); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.apply_waiting_billing_events() IS 'Trigger on new users: applies, in order, the billing events that named them while they were unknown, if received within the last 7 days.';
-
---
--- Name: FUNCTION apply_waiting_billing_events(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.apply_waiting_billing_events() FROM PUBLIC;
-
---
 -- Name: authenticate(uuid, uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2679,43 +2683,21 @@ CREATE FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint, max_ro
 $$;
 
 --
--- Name: check_diary_has_one_owner(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: check_one_owner(uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.check_diary_has_one_owner() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
+CREATE FUNCTION public.check_one_owner(diary uuid) RETURNS void
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public'
     AS $$
-declare
-    checked_diary uuid;
 begin
-    if tg_table_name = 'diaries' then
-        checked_diary := new.id;
-    elsif tg_op = 'DELETE' then
-        checked_diary := old.diary_id;
-    else
-        checked_diary := new.diary_id;
-    end if;
-    if exists (select 1 from diaries where id = checked_diary)
-       and (select count(*) from diary_members where diary_id = checked_diary and role = 'owner') <> 1 then
-        raise exception 'diary % must have exactly one owner', checked_diary
+    if exists (select 1 from diaries d where d.id = diary)
+       and (select count(*) from diary_members m where m.diary_id = diary and m.role = 'owner') <> 1 then
+        raise exception 'diary % must have exactly one owner', diary
             using errcode = '23514', constraint = 'diary_members_exactly_one_owner';
     end if;
-    return null;
 end
 $$;
-
---
--- Name: FUNCTION check_diary_has_one_owner(); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.check_diary_has_one_owner() IS 'Constraint trigger, deferred to commit: a diary that still exists has exactly one owner, so a transaction may hand ownership over in two steps. SECURITY DEFINER, so that it counts every member whoever the caller is.';
-
---
--- Name: FUNCTION check_diary_has_one_owner(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.check_diary_has_one_owner() FROM PUBLIC;
 
 --
 -- Name: claim_apple_revocations(integer, interval); Type: FUNCTION; Schema: public; Owner: -
@@ -2800,79 +2782,6 @@ CREATE FUNCTION public.claim_push_batch(max_rows integer, lease interval) RETURN
 $$;
 
 --
--- Name: count_deleted_entries(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.count_deleted_entries() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-begin
-    update diaries d set entry_count = d.entry_count - gone.count
-    from (select g.diary_id, count(*)::integer as count from gone g group by g.diary_id) gone
-    where d.id = gone.diary_id;
-    update diary_members m set unread_count = m.unread_count - unread.count
-    from (
-        select g.diary_id, other.user_id, count(*)::integer as count
-        from gone g join diary_members other on other.diary_id = g.diary_id and other.user_id <> g.user_id
-        where not exists (
-            select 1 from entry_reads r
-            where r.diary_id = g.diary_id and r.entry_id = g.id and r.user_id = other.user_id)
-        group by g.diary_id, other.user_id
-    ) unread
-    where m.diary_id = unread.diary_id and m.user_id = unread.user_id;
-    delete from entry_reads r using gone g where r.diary_id = g.diary_id and r.entry_id = g.id;
-    return null;
-end
-$$;
-
---
--- Name: FUNCTION count_deleted_entries(); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.count_deleted_entries() IS 'Statement trigger on deleted entries: lowers entry_count and the unread_count of every other member who had not read them, then deletes their receipts in one statement (the foreign key does not cascade, which would delete them one entry at a time).';
-
---
--- Name: FUNCTION count_deleted_entries(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.count_deleted_entries() FROM PUBLIC;
-
---
--- Name: count_unread_for_new_member(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.count_unread_for_new_member() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-declare
-    entries_in_diary integer;
-begin
-    -- Shared: posts, which update this row first, wait until the member is in.
-    select d.entry_count into entries_in_diary from diaries d where d.id = new.diary_id for share;
-    new.unread_count := coalesce(entries_in_diary, 0)
-        - (select count(*) from entries e where e.user_id = new.user_id and e.diary_id = new.diary_id)
-        - (select count(*) from entry_reads r
-           join entries e on e.diary_id = r.diary_id and e.id = r.entry_id
-           where r.user_id = new.user_id and r.diary_id = new.diary_id and e.user_id <> new.user_id);
-    return new;
-end
-$$;
-
---
--- Name: FUNCTION count_unread_for_new_member(); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.count_unread_for_new_member() IS 'Trigger: a new member''s unread_count is the diary''s entry_count less their own entries and their receipts on others'' (one who comes back finds theirs again). The diary row is share-locked, so a concurrent post is either in entry_count or counts the newcomer.';
-
---
--- Name: FUNCTION count_unread_for_new_member(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.count_unread_for_new_member() FROM PUBLIC;
-
---
 -- Name: create_diary(uuid, text, text, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2891,9 +2800,46 @@ begin
        and (select count(*) from diary_members m where m.user_id = caller and m.role = 'owner') >= free_limit then
         raise exception 'the free plan owns % diaries', free_limit using errcode = 'ZN006';
     end if;
-    insert into diaries (id, name, type, created_by) values (diary, create_diary.name, create_diary.type, caller);
+    perform create_diary_as(caller, diary, create_diary.name, create_diary.type);
+end
+$$;
+
+--
+-- Name: create_diary_as(uuid, uuid, text, text, text, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.create_diary_as(owner uuid, diary uuid, name text, type text, invite_code text DEFAULT NULL::text, created_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    perform set_app_setting('app.writer', 'create_diary_as');
+    insert into diaries (id, name, type, created_by, invite_code, created_at)
+    values (diary, create_diary_as.name, create_diary_as.type, owner,
+        coalesce(create_diary_as.invite_code, generate_invite_code()), coalesce(create_diary_as.created_at, now()));
+    perform set_app_setting('app.writer', '');
     perform register_invite_code(diary);
-    insert into diary_members (diary_id, user_id, role) values (diary, caller, 'owner');
+    perform add_diary_member(diary, owner, 'owner', create_diary_as.created_at);
+    perform check_one_owner(diary);
+end
+$$;
+
+--
+-- Name: delete_entry(uuid, uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.delete_entry(diary uuid, entry uuid) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    verdict constant text := entry_verdict(diary, entry);
+begin
+    if verdict <> 'permitted' then
+        return verdict;
+    end if;
+    perform forget_entries(diary, array[entry], true);
+    return 'deleted';
 end
 $$;
 
@@ -2907,29 +2853,11 @@ CREATE FUNCTION public.delete_my_account() RETURNS void
     AS $$
 declare
     caller constant uuid := (select app_user_id());
-    owned record;
-    heir uuid;
 begin
     if caller is null then
         raise exception 'no caller' using errcode = 'ZN401';
     end if;
-    perform 1 from diaries d
-    where d.id in (select m.diary_id from diary_members m where m.user_id = caller)
-    order by d.id
-    for update;
-    for owned in
-        select m.diary_id from diary_members m where m.user_id = caller and m.role = 'owner' order by m.diary_id
-    loop
-        delete from diary_members m where m.diary_id = owned.diary_id and m.user_id = caller;
-        select m.user_id into heir from diary_members m
-        where m.diary_id = owned.diary_id order by m.joined_at, m.user_id limit 1;
-        if heir is null then
-            delete from diaries d where d.id = owned.diary_id;
-        else
-            update diary_members m set role = 'owner' where m.diary_id = owned.diary_id and m.user_id = heir;
-        end if;
-    end loop;
-    delete from users u where u.id = caller;
+    perform forget_user(caller);
 end
 $$;
 
@@ -2937,7 +2865,7 @@ $$;
 -- Name: FUNCTION delete_my_account(); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.delete_my_account() IS 'Deletes the caller''s account with their entries, reads, memberships and sessions; diaries they owned pass to the longest-standing remaining member or, left empty, are deleted. Every diary of the caller is locked first, in one order, so that it cannot deadlock with concurrent posts; DELETE /v1/me and Apple''s account-delete notification call it.';
+COMMENT ON FUNCTION public.delete_my_account() IS 'DELETE /v1/me: forget_user for the caller.';
 
 --
 -- Name: FUNCTION delete_my_account(); Type: ACL; Schema: public; Owner: -
@@ -2963,6 +2891,86 @@ CREATE FUNCTION public.diary_member_cap(diary_type text) RETURNS integer
 $$;
 
 --
+-- Name: drop_diary_member(uuid, uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.drop_diary_member(diary uuid, member uuid) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    alias uuid;
+    dropped_role text;
+begin
+    perform set_app_setting('app.writer', 'drop_diary_member');
+    delete from diary_members m where m.diary_id = diary and m.user_id = member
+    returning m.alias_id, m.role into alias, dropped_role;
+    perform set_app_setting('app.writer', '');
+    if dropped_role is null then
+        return null;
+    end if;
+    insert into change_log (diary_id, kind, user_id, user_alias) values (diary, 'member.left', member, alias);
+    perform announce('diary_changes');
+    if dropped_role = 'owner' then
+        perform hand_on_or_close(diary);
+    end if;
+    perform check_one_owner(diary);
+    if app_user_id() is not null then
+        perform refresh_app_diary_ids();
+    end if;
+    return dropped_role;
+end
+$$;
+
+--
+-- Name: edit_entry(uuid, uuid, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    verdict constant text := entry_verdict(diary, entry);
+begin
+    if verdict <> 'permitted' then
+        return verdict;
+    end if;
+    perform set_app_setting('app.writer', 'edit_entry');
+    update entries e set content = coalesce(edit_entry.content, e.content), question = coalesce(edit_entry.question, e.question)
+    where e.diary_id = diary and e.id = entry
+      and (e.content, e.question) is distinct from (coalesce(edit_entry.content, e.content), coalesce(edit_entry.question, e.question));
+    perform set_app_setting('app.writer', '');
+    if found then
+        perform log_edited_entry(diary, entry);
+    end if;
+    return 'edited';
+end
+$$;
+
+--
+-- Name: entry_verdict(uuid, uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.entry_verdict(diary uuid, entry uuid) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    author uuid;
+begin
+    if app_user_id() is null or not (diary = any (app_diary_ids())) then
+        return 'not_found';
+    end if;
+    select e.user_id into author from entries e where e.diary_id = diary and e.id = entry for update;
+    if not found then
+        return 'not_found';
+    end if;
+    return case when author = app_user_id() then 'permitted' else 'forbidden' end;
+end
+$$;
+
+--
 -- Name: expire_photo_uploads(interval); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2973,8 +2981,13 @@ CREATE FUNCTION public.expire_photo_uploads(max_age interval) RETURNS integer
 declare
     expired integer;
 begin
+    insert into photo_garbage (content_hash)
+    select distinct u.content_hash from photo_uploads u where u.created_at < now() - max_age
+    on conflict (content_hash) do nothing;
+    perform set_app_setting('app.writer', 'expire_photo_uploads');
     delete from photo_uploads u where u.created_at < now() - max_age;
     get diagnostics expired = row_count;
+    perform set_app_setting('app.writer', '');
     return expired;
 end
 $$;
@@ -3089,6 +3102,114 @@ COMMENT ON FUNCTION public.forbid_key_change() IS 'Trigger: an entry or a read r
 REVOKE ALL ON FUNCTION public.forbid_key_change() FROM PUBLIC;
 
 --
+-- Name: forget_diary(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.forget_diary(diary uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    insert into photo_garbage (content_hash)
+    select distinct p.content_hash from entry_photos p where p.diary_id = diary
+    on conflict (content_hash) do nothing;
+    perform set_app_setting('app.writer', 'forget_diary');
+    delete from entry_reads r where r.diary_id = diary;
+    delete from entry_photos p where p.diary_id = diary;
+    delete from entries e where e.diary_id = diary;
+    delete from diary_members m where m.diary_id = diary;
+    delete from diaries d where d.id = diary;
+    perform set_app_setting('app.writer', '');
+end
+$$;
+
+--
+-- Name: forget_entries(uuid, uuid[], boolean); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.forget_entries(diary uuid, ids uuid[], logged boolean) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    gone record;
+    forgotten integer := 0;
+begin
+    update diary_members m set unread_count = m.unread_count - unread.count
+    from (
+        select other.user_id, count(*)::integer as count
+        from entries e join diary_members other on other.diary_id = e.diary_id and other.user_id <> e.user_id
+        where e.diary_id = diary and e.id = any (ids)
+          and not exists (
+              select 1 from entry_reads r
+              where r.diary_id = e.diary_id and r.entry_id = e.id and r.user_id = other.user_id)
+        group by other.user_id
+    ) unread
+    where m.diary_id = diary and m.user_id = unread.user_id;
+    insert into photo_garbage (content_hash)
+    select distinct p.content_hash from entry_photos p where p.diary_id = diary and p.entry_id = any (ids)
+    on conflict (content_hash) do nothing;
+    perform set_app_setting('app.writer', 'forget_entries');
+    delete from entry_reads r where r.diary_id = diary and r.entry_id = any (ids);
+    delete from entry_photos p where p.diary_id = diary and p.entry_id = any (ids);
+    for gone in delete from entries e where e.diary_id = diary and e.id = any (ids) returning e.id, e.user_id loop
+        forgotten := forgotten + 1;
+        if logged then
+            insert into change_log (diary_id, kind, entry_id, user_id) values (diary, 'entry.deleted', gone.id, gone.user_id);
+        end if;
+    end loop;
+    perform set_app_setting('app.writer', '');
+    if forgotten > 0 then
+        update diaries d set entry_count = d.entry_count - forgotten where d.id = diary;
+        if logged then
+            perform announce('diary_changes');
+        end if;
+    end if;
+    return forgotten;
+end
+$$;
+
+--
+-- Name: forget_user(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.forget_user(account uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    authored record;
+    membership record;
+begin
+    perform 1 from diaries d
+    where d.id in (select m.diary_id from diary_members m where m.user_id = account)
+    order by d.id
+    for update;
+    for authored in
+        select e.diary_id, array_agg(e.id) as ids from entries e where e.user_id = account group by e.diary_id order by e.diary_id
+    loop
+        perform forget_entries(authored.diary_id, authored.ids, true);
+    end loop;
+    for membership in select m.diary_id from diary_members m where m.user_id = account order by m.diary_id loop
+        perform drop_diary_member(membership.diary_id, account);
+    end loop;
+    insert into photo_garbage (content_hash)
+    select distinct u.content_hash from photo_uploads u where u.uploader_id = account
+    on conflict (content_hash) do nothing;
+    insert into apple_revocations (token_id, client_id, sealed)
+    select t.token_id, t.client_id, t.sealed from apple_tokens t where t.user_id = account
+    on conflict (token_id) do nothing;
+    if found then
+        perform announce('apple_revocations');
+    end if;
+    perform set_app_setting('app.writer', 'forget_user');
+    delete from photo_uploads u where u.uploader_id = account;
+    delete from users u where u.id = account;
+    perform set_app_setting('app.writer', '');
+end
+$$;
+
+--
 -- Name: generate_invite_code(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3126,6 +3247,28 @@ COMMENT ON FUNCTION public.generate_invite_code() IS 'Draws an invite code: 50 b
 
 REVOKE ALL ON FUNCTION public.generate_invite_code() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.generate_invite_code() TO diary_app;
+
+--
+-- Name: hand_on_or_close(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.hand_on_or_close(diary uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    heir uuid;
+begin
+    select m.user_id into heir from diary_members m where m.diary_id = diary order by m.joined_at, m.user_id limit 1;
+    if heir is null then
+        perform forget_diary(diary);
+        return;
+    end if;
+    perform set_app_setting('app.writer', 'hand_on_or_close');
+    update diary_members m set role = 'owner' where m.diary_id = diary and m.user_id = heir;
+    perform set_app_setting('app.writer', '');
+end
+$$;
 
 --
 -- Name: invite_code_diary(text); Type: FUNCTION; Schema: public; Owner: -
@@ -3208,7 +3351,7 @@ begin
         raise exception 'diary is full' using errcode = 'ZN002';
     end if;
 
-    insert into diary_members (diary_id, user_id, role) values (found_diary.id, joining_user, 'member');
+    perform add_diary_member(found_diary.id, joining_user, 'member');
     return found_diary.id;
 end
 $$;
@@ -3225,124 +3368,21 @@ CREATE FUNCTION public.live_sessions(ids uuid[]) RETURNS SETOF uuid
 $$;
 
 --
--- Name: log_edited_entry(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: log_edited_entry(uuid, uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.log_edited_entry() RETURNS trigger
+CREATE FUNCTION public.log_edited_entry(diary uuid, entry uuid) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 begin
     insert into change_log (diary_id, kind, entry_id, user_id, user_alias)
-    values (new.diary_id, 'entry.updated', new.id, new.user_id,
-        (select m.alias_id from diary_members m where m.diary_id = new.diary_id and m.user_id = new.user_id));
+    select e.diary_id, 'entry.updated', e.id, e.user_id, m.alias_id
+    from entries e left join diary_members m on m.diary_id = e.diary_id and m.user_id = e.user_id
+    where e.diary_id = diary and e.id = entry;
     perform announce('diary_changes');
-    return null;
 end
 $$;
-
---
--- Name: FUNCTION log_edited_entry(); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.log_edited_entry() IS 'Trigger: logs entry.updated when an entry''s content, question or images change, the changes its readers can see, and announces diary_changes.';
-
---
--- Name: FUNCTION log_edited_entry(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.log_edited_entry() FROM PUBLIC;
-
---
--- Name: log_entry_changes(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.log_entry_changes() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-begin
-    -- Entries that go with their diary are not logged one by one: nobody is left to tell.
-    insert into change_log (diary_id, kind, entry_id, user_id)
-    select c.diary_id, 'entry.deleted', c.id, c.user_id
-    from changed c
-    where exists (select 1 from diaries d where d.id = c.diary_id);
-    if found then
-        perform announce('diary_changes');
-    end if;
-    return null;
-end
-$$;
-
---
--- Name: FUNCTION log_entry_changes(); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.log_entry_changes() IS 'Statement trigger on deleted entries: logs entry.deleted in change_log and announces diary_changes. Entries that go with their diary are not logged one by one: nobody is left to tell.';
-
---
--- Name: FUNCTION log_entry_changes(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.log_entry_changes() FROM PUBLIC;
-
---
--- Name: log_membership_changes(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.log_membership_changes() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-begin
-    insert into change_log (diary_id, kind, user_id, user_alias)
-    select c.diary_id, case tg_op when 'INSERT' then 'member.joined' else 'member.left' end, c.user_id, c.alias_id
-    from changed c order by c.joined_at, c.user_id;
-    if found then
-        perform announce('diary_changes');
-    end if;
-    return null;
-end
-$$;
-
---
--- Name: FUNCTION log_membership_changes(); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.log_membership_changes() IS 'Statement trigger: logs member.joined and member.left with the member''s alias, which is kept because a departed member''s row and alias are gone, and announces diary_changes.';
-
---
--- Name: FUNCTION log_membership_changes(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.log_membership_changes() FROM PUBLIC;
-
---
--- Name: log_renamed_diary(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.log_renamed_diary() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-begin
-    insert into change_log (diary_id, kind) values (new.id, 'diary.updated');
-    perform announce('diary_changes');
-    return null;
-end
-$$;
-
---
--- Name: FUNCTION log_renamed_diary(); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.log_renamed_diary() IS 'Trigger: logs diary.updated when a diary''s name changes; other updates of the row, such as entry_count on every post, are not logged.';
-
---
--- Name: FUNCTION log_renamed_diary(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.log_renamed_diary() FROM PUBLIC;
 
 --
 -- Name: mark_as_read(uuid, uuid); Type: FUNCTION; Schema: public; Owner: -
@@ -3465,19 +3505,25 @@ CREATE FUNCTION public.open_session(apple_subject text, dev_account text, email 
     AS $$
 declare
     account uuid;
+    created boolean;
 begin
     if (apple_subject is null) = (dev_account is null) then
         raise exception 'exactly one of apple_subject and dev_account' using errcode = '22023';
     end if;
+    perform set_app_setting('app.writer', 'open_session');
     if apple_subject is not null then
         insert into users as u (apple_sub, email, display_name)
         values (apple_subject, open_session.email, open_session.display_name)
         on conflict (apple_sub) do update set email = coalesce(excluded.email, u.email)
-        returning u.id into account;
+        returning u.id, u.xmax = 0 into account, created;
     else
         insert into users as u (dev_name, display_name) values (dev_account, dev_account)
         on conflict (dev_name) do update set dev_name = excluded.dev_name
-        returning u.id into account;
+        returning u.id, u.xmax = 0 into account, created;
+    end if;
+    perform set_app_setting('app.writer', '');
+    if created then
+        perform welcome_user(account);
     end if;
     insert into sessions (id, user_id) values (session, account);
     insert into refresh_tokens (token_hash, session_id, expires_at) values (refresh_token_hash, session, now() + lifetime);
@@ -3711,65 +3757,6 @@ REVOKE ALL ON FUNCTION public.push_outbox_counts() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.push_outbox_counts() TO diary_app;
 
 --
--- Name: queue_apple_revocation(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.queue_apple_revocation() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-begin
-    insert into apple_revocations (token_id, client_id, sealed)
-    select t.token_id, t.client_id, t.sealed from apple_tokens t where t.user_id = old.id
-    on conflict (token_id) do nothing;
-    if found then
-        perform pg_notify('apple_revocations', '');
-    end if;
-    return old;
-end
-$$;
-
---
--- Name: FUNCTION queue_apple_revocation(); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.queue_apple_revocation() IS 'Trigger on deleted users: however the account is deleted, moves its Apple token to the revocation queue in the same transaction, and notifies apple_revocations.';
-
---
--- Name: FUNCTION queue_apple_revocation(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.queue_apple_revocation() FROM PUBLIC;
-
---
--- Name: queue_photo_garbage(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.queue_photo_garbage() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-begin
-    insert into photo_garbage (content_hash)
-    select distinct gone.content_hash from gone
-    on conflict (content_hash) do nothing;
-    return null;
-end
-$$;
-
---
--- Name: FUNCTION queue_photo_garbage(); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.queue_photo_garbage() IS 'Statement trigger on deleted uploads and entry photos, whatever deletes them: queues their hashes in photo_garbage in the same transaction, so that a crash before the files are removed loses nothing.';
-
---
--- Name: FUNCTION queue_photo_garbage(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.queue_photo_garbage() FROM PUBLIC;
-
---
 -- Name: record_billing_event(text, text, text[], text[], text[], text, boolean, timestamp with time zone, timestamp with time zone, text, boolean, jsonb); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3897,34 +3884,6 @@ REVOKE ALL ON FUNCTION public.refresh_app_diary_ids() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.refresh_app_diary_ids() TO diary_app;
 
 --
--- Name: refresh_app_diary_ids_after_membership_change(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.refresh_app_diary_ids_after_membership_change() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-begin
-    if app_user_id() is not null then
-        perform refresh_app_diary_ids();
-    end if;
-    return null;
-end
-$$;
-
---
--- Name: FUNCTION refresh_app_diary_ids_after_membership_change(); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.refresh_app_diary_ids_after_membership_change() IS 'Trigger: after a membership row is inserted or deleted, refreshes the caller''s diaries and visible users, since any membership change in their transaction (a join, a leave, an owner removing someone) may change what they see.';
-
---
--- Name: FUNCTION refresh_app_diary_ids_after_membership_change(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.refresh_app_diary_ids_after_membership_change() FROM PUBLIC;
-
---
 -- Name: refuse_direct_write(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3933,11 +3892,14 @@ CREATE FUNCTION public.refuse_direct_write() RETURNS trigger
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 begin
-    if current_setting('app.writer', true) is distinct from tg_argv[0] then
-        raise exception '% on % is made only by %(), which keeps its counters, change log and notifications', tg_op, tg_table_name, tg_argv[0]
+    if not (coalesce(current_setting('app.writer', true), '') = any (tg_argv)) then
+        raise exception '% on % is made only by %(), which keep its side effects', tg_op, tg_table_name, array_to_string(tg_argv, '(), ')
             using errcode = 'insufficient_privilege';
     end if;
-    return null;
+    if tg_op = 'DELETE' then
+        return old;
+    end if;
+    return new;
 end
 $$;
 
@@ -3945,7 +3907,7 @@ $$;
 -- Name: FUNCTION refuse_direct_write(); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.refuse_direct_write() IS 'Statement trigger: refuses a write to its table unless the function named in its argument makes it (app.writer), so that no path, not even an operator''s psql, skips the side effects that function makes.';
+COMMENT ON FUNCTION public.refuse_direct_write() IS 'Trigger: refuses a write to its table unless one of the functions named in its arguments makes it (app.writer), so that no path, not even an operator''s psql or a cascade, skips the side effects those functions make.';
 
 --
 -- Name: register_device(text, text); Type: FUNCTION; Schema: public; Owner: -
@@ -4034,32 +3996,73 @@ CREATE FUNCTION public.remove_diary_member(diary uuid, target uuid) RETURNS text
 declare
     caller constant uuid := (select app_user_id());
     removed_user uuid;
-    removed_role text;
-    heir uuid;
 begin
     if caller is null or not is_diary_member(diary) then
         return 'not_found';
     end if;
     -- Serialise with joins and other removals on this diary.
     perform 1 from diaries d where d.id = diary for update;
-    select p.user_id, p.role into removed_user, removed_role
-    from member_profiles p where p.diary_id = diary and p.public_id = target;
+    select p.user_id into removed_user from member_profiles p where p.diary_id = diary and p.public_id = target;
     if removed_user is null then
         return 'not_found';
     end if;
     if removed_user <> caller and not is_diary_owner(diary) then
         return 'forbidden';
     end if;
-    delete from diary_members m where m.diary_id = diary and m.user_id = removed_user;
-    if removed_role = 'owner' then
-        select m.user_id into heir from diary_members m where m.diary_id = diary order by m.joined_at, m.user_id limit 1;
-        if heir is null then
-            delete from diaries d where d.id = diary;
-        else
-            update diary_members m set role = 'owner' where m.diary_id = diary and m.user_id = heir;
-        end if;
-    end if;
+    perform drop_diary_member(diary, removed_user);
     return 'removed';
+end
+$$;
+
+--
+-- Name: rename_diary(uuid, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.rename_diary(diary uuid, name text) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    if app_user_id() is null or not (diary = any (app_diary_ids())) or not exists (select 1 from diaries d where d.id = diary) then
+        return 'not_found';
+    end if;
+    if not is_diary_owner(diary) then
+        return 'forbidden';
+    end if;
+    perform set_app_setting('app.writer', 'rename_diary');
+    update diaries d set name = rename_diary.name where d.id = diary and d.name is distinct from rename_diary.name;
+    perform set_app_setting('app.writer', '');
+    if found then
+        insert into change_log (diary_id, kind) values (diary, 'diary.updated');
+        perform announce('diary_changes');
+    end if;
+    return 'renamed';
+end
+$$;
+
+--
+-- Name: reschedule_reminder(uuid, jsonb, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.reschedule_reminder(account uuid, old_settings jsonb, old_zone text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    settings jsonb;
+    zone text;
+begin
+    select u.settings, u.time_zone into settings, zone from users u where u.id = account;
+    if not coalesce((settings ->> 'notification_reminder')::boolean, true) then
+        delete from reminder_schedule r where r.user_id = account;
+    elsif old_settings is null then
+        insert into reminder_schedule (user_id) values (account) on conflict (user_id) do nothing;
+    elsif old_zone is distinct from zone
+        or old_settings ->> 'reminder_time' is distinct from settings ->> 'reminder_time'
+        or not coalesce((old_settings ->> 'notification_reminder')::boolean, true) then
+        insert into reminder_schedule (user_id) values (account)
+        on conflict (user_id) do update set next_at = null;
+    end if;
 end
 $$;
 
@@ -4191,41 +4194,6 @@ end
 $$;
 
 --
--- Name: schedule_reminder(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.schedule_reminder() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-begin
-    if not coalesce((new.settings ->> 'notification_reminder')::boolean, true) then
-        delete from reminder_schedule where user_id = new.id;
-    elsif tg_op = 'INSERT' then
-        insert into reminder_schedule (user_id) values (new.id) on conflict (user_id) do nothing;
-    elsif old.time_zone is distinct from new.time_zone
-        or old.settings ->> 'reminder_time' is distinct from new.settings ->> 'reminder_time'
-        or not coalesce((old.settings ->> 'notification_reminder')::boolean, true) then
-        insert into reminder_schedule (user_id) values (new.id)
-        on conflict (user_id) do update set next_at = null;
-    end if;
-    return null;
-end
-$$;
-
---
--- Name: FUNCTION schedule_reminder(); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.schedule_reminder() IS 'Trigger on users: keeps reminder_schedule in step with the settings, with a row while the reminder is on, rescheduled (next_at null) when its time or zone changes.';
-
---
--- Name: FUNCTION schedule_reminder(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.schedule_reminder() FROM PUBLIC;
-
---
 -- Name: set_app_setting(text, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -4286,6 +4254,14 @@ begin
         end if;
         raise exception 'no such photo' using errcode = 'ZN004';
     end loop;
+    -- The dropped photos' files, and the uploads' (now the entry's), are garbage unless
+    -- something still names their hash; the sweeper checks.
+    insert into photo_garbage (content_hash)
+    select p.content_hash from entry_photos p where p.diary_id = diary and p.entry_id = entry and p.id <> all (photos)
+    union
+    select u.content_hash from photo_uploads u where u.id = any (photos) and u.uploader_id = caller
+    on conflict (content_hash) do nothing;
+    perform set_app_setting('app.writer', 'set_entry_photos');
     delete from entry_photos p where p.diary_id = diary and p.entry_id = entry and p.id <> all (photos);
     update entry_photos p set position = o.position - 1
     from unnest(photos) with ordinality as o (id, position)
@@ -4295,8 +4271,12 @@ begin
     from unnest(photos) with ordinality as o (id, position)
     join photo_uploads u on u.id = o.id and u.uploader_id = caller;
     delete from photo_uploads u where u.id = any (photos) and u.uploader_id = caller;
-    -- images holds the ids too, so that the change log's edit trigger sees the change.
-    update entries e set images = array(select x::text from unnest(photos) x) where e.diary_id = diary and e.id = entry;
+    update entries e set images = array(select x::text from unnest(photos) x)
+    where e.diary_id = diary and e.id = entry and e.images is distinct from array(select x::text from unnest(photos) x);
+    perform set_app_setting('app.writer', '');
+    if found then
+        perform log_edited_entry(diary, entry);
+    end if;
 end
 $$;
 
@@ -4370,6 +4350,37 @@ end
 $$;
 
 --
+-- Name: update_me(text, text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.update_me(display_name text, profile_image_url text, time_zone text, settings jsonb) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    caller constant uuid := app_user_id();
+    old_settings jsonb;
+    old_zone text;
+begin
+    if caller is null then
+        raise exception 'not signed in' using errcode = 'ZN401';
+    end if;
+    select u.settings, u.time_zone into old_settings, old_zone from users u where u.id = caller for update;
+    perform set_app_setting('app.writer', 'update_me');
+    update users u set
+        display_name = coalesce(update_me.display_name, u.display_name),
+        profile_image_url = coalesce(update_me.profile_image_url, u.profile_image_url),
+        time_zone = coalesce(update_me.time_zone, u.time_zone),
+        settings = u.settings || coalesce(jsonb_strip_nulls(update_me.settings), '{}')
+    where u.id = caller;
+    perform set_app_setting('app.writer', '');
+    if found then
+        perform reschedule_reminder(caller, old_settings, old_zone);
+    end if;
+end
+$$;
+
+--
 -- Name: user_plan(uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -4399,6 +4410,53 @@ begin
     return 'free';
 end
 $$;
+
+--
+-- Name: welcome_user(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.welcome_user(account uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    waiting text;
+begin
+    perform reschedule_reminder(account, null, null);
+    for waiting in
+        select b.event_id from billing_events b
+        where b.outcome = 'unknown_user' and b.received_at > now() - interval '7 days'
+          and exists (select 1 from unnest(b.user_ids || b.transferred_to) named (id) where lower(named.id) = account::text)
+        order by b.event_at, b.event_id
+    loop
+        perform apply_billing_event(waiting);
+    end loop;
+end
+$$;
+
+--
+-- Name: FUNCTION add_diary_member(diary uuid, member uuid, role text, joined_at timestamp with time zone); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.add_diary_member(diary uuid, member uuid, role text, joined_at timestamp with time zone) IS 'Adds a member with the unread_count the diary''s entries give them, logs member.joined and refreshes the caller''s diary ids. The only way a member is added (create_diary_as, join_diary; seeds).';
+
+--
+-- Name: FUNCTION add_diary_member(diary uuid, member uuid, role text, joined_at timestamp with time zone); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.add_diary_member(diary uuid, member uuid, role text, joined_at timestamp with time zone) FROM PUBLIC;
+
+--
+-- Name: FUNCTION add_user(id uuid, display_name text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.add_user(id uuid, display_name text) IS 'An account with no sign-in, for operators, seeds and tests (not granted to diary_app), with welcome_user''s side effects.';
+
+--
+-- Name: FUNCTION add_user(id uuid, display_name text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.add_user(id uuid, display_name text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION announce(channel text); Type: COMMENT; Schema: public; Owner: -
@@ -4470,6 +4528,12 @@ REVOKE ALL ON FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint,
 GRANT ALL ON FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint, max_rows integer) TO diary_app;
 
 --
+-- Name: FUNCTION check_one_owner(diary uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.check_one_owner(diary uuid) IS 'Raises 23514 (diary_members_exactly_one_owner) unless the diary, if it exists, has exactly one owner. Called by the functions that add or drop members.';
+
+--
 -- Name: FUNCTION claim_apple_revocations(max_rows integer, lease interval); Type: COMMENT; Schema: public; Owner: -
 --
 
@@ -4522,6 +4586,31 @@ REVOKE ALL ON FUNCTION public.create_diary(diary uuid, name text, type text, fre
 GRANT ALL ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) TO diary_app;
 
 --
+-- Name: FUNCTION create_diary_as(owner uuid, diary uuid, name text, type text, invite_code text, created_at timestamp with time zone); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.create_diary_as(owner uuid, diary uuid, name text, type text, invite_code text, created_at timestamp with time zone) IS 'A diary with its owner and registered invite code, for create_diary, operators and seeds (not granted to diary_app).';
+
+--
+-- Name: FUNCTION create_diary_as(owner uuid, diary uuid, name text, type text, invite_code text, created_at timestamp with time zone); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.create_diary_as(owner uuid, diary uuid, name text, type text, invite_code text, created_at timestamp with time zone) FROM PUBLIC;
+
+--
+-- Name: FUNCTION delete_entry(diary uuid, entry uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.delete_entry(diary uuid, entry uuid) IS 'DELETE entry: the author deletes it through forget_entries. Answers deleted, not_found or forbidden.';
+
+--
+-- Name: FUNCTION delete_entry(diary uuid, entry uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.delete_entry(diary uuid, entry uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.delete_entry(diary uuid, entry uuid) TO diary_app;
+
+--
 -- Name: FUNCTION diary_member_cap(diary_type text); Type: COMMENT; Schema: public; Owner: -
 --
 
@@ -4533,6 +4622,43 @@ COMMENT ON FUNCTION public.diary_member_cap(diary_type text) IS 'The most member
 
 REVOKE ALL ON FUNCTION public.diary_member_cap(diary_type text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.diary_member_cap(diary_type text) TO diary_app;
+
+--
+-- Name: FUNCTION drop_diary_member(diary uuid, member uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.drop_diary_member(diary uuid, member uuid) IS 'Removes a member, logs member.left, hands ownership on (or closes the diary) when the owner leaves, and refreshes the caller''s diary ids. Returns the role they had, or null.';
+
+--
+-- Name: FUNCTION drop_diary_member(diary uuid, member uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.drop_diary_member(diary uuid, member uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION edit_entry(diary uuid, entry uuid, content text, question text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text) IS 'PATCH entry: the author changes content and question; entry.updated is logged when something changed. Answers edited, not_found or forbidden.';
+
+--
+-- Name: FUNCTION edit_entry(diary uuid, entry uuid, content text, question text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text) TO diary_app;
+
+--
+-- Name: FUNCTION entry_verdict(diary uuid, entry uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.entry_verdict(diary uuid, entry uuid) IS 'What the entries policies answer the caller about changing an entry: not_found, forbidden, or permitted (the row then locked).';
+
+--
+-- Name: FUNCTION entry_verdict(diary uuid, entry uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.entry_verdict(diary uuid, entry uuid) FROM PUBLIC;
 
 --
 -- Name: FUNCTION expire_photo_uploads(max_age interval); Type: COMMENT; Schema: public; Owner: -
@@ -4572,6 +4698,54 @@ COMMENT ON FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], dela
 
 REVOKE ALL ON FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]) TO diary_app;
+
+--
+-- Name: FUNCTION forget_diary(diary uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.forget_diary(diary uuid) IS 'Deletes a diary nobody is left in, with its entries, receipts, photos (queued as garbage) and members. Nothing is logged: nobody is left to tell.';
+
+--
+-- Name: FUNCTION forget_diary(diary uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.forget_diary(diary uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION forget_entries(diary uuid, ids uuid[], logged boolean); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.forget_entries(diary uuid, ids uuid[], logged boolean) IS 'Deletes entries of one diary with their receipts and photos (queued as photo garbage), takes them off entry_count and the other members'' unread_count, and logs entry.deleted when asked.';
+
+--
+-- Name: FUNCTION forget_entries(diary uuid, ids uuid[], logged boolean); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.forget_entries(diary uuid, ids uuid[], logged boolean) FROM PUBLIC;
+
+--
+-- Name: FUNCTION forget_user(account uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.forget_user(account uuid) IS 'Deletes an account and everything only theirs: entries (forget_entries), memberships (drop_diary_member), uploads (queued as photo garbage); queues the revocation of their Apple tokens.';
+
+--
+-- Name: FUNCTION forget_user(account uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.forget_user(account uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION hand_on_or_close(diary uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.hand_on_or_close(diary uuid) IS 'After the owner leaves: the longest-standing member becomes owner, or the diary is forgotten when nobody is left.';
+
+--
+-- Name: FUNCTION hand_on_or_close(diary uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.hand_on_or_close(diary uuid) FROM PUBLIC;
 
 --
 -- Name: FUNCTION invite_code_diary(code text); Type: COMMENT; Schema: public; Owner: -
@@ -4637,6 +4811,18 @@ COMMENT ON FUNCTION public.live_sessions(ids uuid[]) IS 'Of these sessions, thos
 
 REVOKE ALL ON FUNCTION public.live_sessions(ids uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.live_sessions(ids uuid[]) TO diary_app;
+
+--
+-- Name: FUNCTION log_edited_entry(diary uuid, entry uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.log_edited_entry(diary uuid, entry uuid) IS 'Logs entry.updated for an entry, with its author''s alias, and announces diary_changes.';
+
+--
+-- Name: FUNCTION log_edited_entry(diary uuid, entry uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.log_edited_entry(diary uuid, entry uuid) FROM PUBLIC;
 
 --
 -- Name: FUNCTION mark_as_read(entry_id uuid, user_id uuid); Type: COMMENT; Schema: public; Owner: -
@@ -4905,6 +5091,31 @@ REVOKE ALL ON FUNCTION public.remove_diary_member(diary uuid, target uuid) FROM 
 GRANT ALL ON FUNCTION public.remove_diary_member(diary uuid, target uuid) TO diary_app;
 
 --
+-- Name: FUNCTION rename_diary(diary uuid, name text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.rename_diary(diary uuid, name text) IS 'PATCH diary: the owner renames it; diary.updated is logged when the name changed. Answers renamed, not_found or forbidden.';
+
+--
+-- Name: FUNCTION rename_diary(diary uuid, name text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.rename_diary(diary uuid, name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.rename_diary(diary uuid, name text) TO diary_app;
+
+--
+-- Name: FUNCTION reschedule_reminder(account uuid, old_settings jsonb, old_zone text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.reschedule_reminder(account uuid, old_settings jsonb, old_zone text) IS 'Keeps reminder_schedule in step with an account''s settings: off deletes it; a new account, a change of time or zone, or turning it on schedules it.';
+
+--
+-- Name: FUNCTION reschedule_reminder(account uuid, old_settings jsonb, old_zone text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.reschedule_reminder(account uuid, old_settings jsonb, old_zone text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION rotate_refresh_token(presented bytea, successor bytea, lifetime interval); Type: COMMENT; Schema: public; Owner: -
 --
 
@@ -4982,14 +5193,23 @@ REVOKE ALL ON FUNCTION public.unnamed_photo_files(hashes text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.unnamed_photo_files(hashes text[]) TO diary_app;
 
 --
+-- Name: FUNCTION update_me(display_name text, profile_image_url text, time_zone text, settings jsonb); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.update_me(display_name text, profile_image_url text, time_zone text, settings jsonb) IS 'PATCH me: the caller''s profile and settings (merged), with the reminder rescheduled when its settings changed.';
+
+--
+-- Name: FUNCTION update_me(display_name text, profile_image_url text, time_zone text, settings jsonb); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.update_me(display_name text, profile_image_url text, time_zone text, settings jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.update_me(display_name text, profile_image_url text, time_zone text, settings jsonb) TO diary_app;
+
+--
 -- Name: FUNCTION user_plan(user_id uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
 COMMENT ON FUNCTION public.user_plan(user_id uuid) IS 'A user''s plan: premium (their own), couple (their own couple plan, or a premium couple-plan partner in a couple diary they share) or free. The partner''s grant is read from the memberships, not stored, so it ends the moment either leaves.';
-
-SET default_tablespace = '';
-
-SET default_table_access_method = heap;
 
 --
 -- Name: FUNCTION user_plan(user_id uuid); Type: ACL; Schema: public; Owner: -
@@ -4997,3 +5217,19 @@ SET default_table_access_method = heap;
 
 REVOKE ALL ON FUNCTION public.user_plan(user_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.user_plan(user_id uuid) TO diary_app;
+
+--
+-- Name: FUNCTION welcome_user(account uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.welcome_user(account uuid) IS 'A new account''s side effects: its reminder, and the RevenueCat events that arrived before it (applied in order).';
+
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
+
+--
+-- Name: FUNCTION welcome_user(account uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.welcome_user(account uuid) FROM PUBLIC;

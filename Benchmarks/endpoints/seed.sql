@@ -19,22 +19,20 @@ select n,
        case when n <= 5000 then 10 when n <= 9000 then 8 else 2 end
 from generate_series(1, 10000) n;
 
-insert into users (id, display_name)
-select md5(n::text)::uuid, 'user ' || n from generate_series(1, 10000) n;
+-- Through add_user, create_diary_as and add_diary_member, as every account, diary and
+-- member is made, so that their reminders, invite codes, counters and log follow.
+select count(add_user(md5(n::text)::uuid, 'user ' || n)) from generate_series(1, 10000) n;
 
-insert into diaries (id, name, type, created_by, invite_code)
-select md5('d' || d)::uuid, 'diary ' || d,
-       case when d <= 500 then 'family' when d <= 1000 then 'friends' when d <= 1500 or d % 2 = 0 then 'couple' else 'anonymous' end,
+select count(create_diary_as(
        md5((case when d <= 1500 then (select min(n) from home where home.d = g.d) else 4 * (d - 1500) end)::text)::uuid,
-       'B' || lpad(d::text, 9, '0')
+       md5('d' || d)::uuid, 'diary ' || d,
+       case when d <= 500 then 'family' when d <= 1000 then 'friends' when d <= 1500 or d % 2 = 0 then 'couple' else 'anonymous' end,
+       'B' || lpad(d::text, 9, '0'),
+       case when d <= 1500 then now() - interval '400 days' end))
 from generate_series(1, 4000) as g(d);
-insert into invite_codes (code, diary_id) select invite_code, id from diaries;
 
-insert into diary_members (diary_id, user_id, role, joined_at)
-select md5('d' || d)::uuid, md5(n::text)::uuid, case when slot = 0 then 'owner' else 'member' end, now() - interval '400 days' + slot * interval '1 day'
-from home;
-insert into diary_members (diary_id, user_id, role)
-select md5('d' || d)::uuid, md5((4 * (d - 1500))::text)::uuid, 'owner' from generate_series(1501, 4000) d;
+select count(add_diary_member(md5('d' || d)::uuid, md5(n::text)::uuid, 'member', now() - interval '400 days' + slot * interval '1 day'))
+from (select * from home where slot > 0 order by d, slot) joining;
 
 commit;
 

@@ -11,29 +11,25 @@
 -- p has read every entry of m; m has read a quarter of p's (k % 4 = 1) and p's newest 20,
 -- so m has about 0.65 n entries unread. Two members leave eight seats for the joiners.
 --
--- Only plain inserts: the counters the schema keeps are its triggers' business. Entries
--- and their receipts go in 1,000 at a time, one transaction each (\gexec runs each
+-- Accounts, diaries, members, entries and receipts go through the functions that make
+-- them (add_user, create_diary_as, add_diary_member, post_entry_as, mark_as_read_as), so
+-- that the counters and the log follow. Entries and their receipts go in 1,000 at a time, one transaction each (\gexec runs each
 -- generated string as a statement of its own, at top level), so that the counter rows'
 -- old versions are pruned as the seeding goes instead of piling up in one transaction.
 -- Run as a role that bypasses RLS (the owner), after the migrations, with psql.
 \set ON_ERROR_STOP 1
 begin;
-insert into users (id, display_name)
-select md5('g-u-' || s || '-' || role)::uuid, 'growth ' || s || ' ' || role
+select count(add_user(md5('g-u-' || s || '-' || role)::uuid, 'growth ' || s || ' ' || role))
 from generate_series(1, 3) as s, unnest(array['m', 'p', 'j1', 'j2', 'j3', 'j4', 'j5', 'j6', 'j7', 'j8']) as role;
 insert into sessions (id, user_id)
 select md5('g-s-' || s || '-' || role)::uuid, md5('g-u-' || s || '-' || role)::uuid
 from generate_series(1, 3) as s, unnest(array['m', 'p', 'j1', 'j2', 'j3', 'j4', 'j5', 'j6', 'j7', 'j8']) as role;
 
-insert into diaries (id, name, type, created_by, invite_code, created_at)
-select md5('g-d-' || s)::uuid, 'growth ' || n, 'family', md5('g-u-' || s || '-m')::uuid,
-       'G' || lpad(s::text, 9, '0'), now() - interval '1 year'
+select count(create_diary_as(md5('g-u-' || s || '-m')::uuid, md5('g-d-' || s)::uuid, 'growth ' || n, 'family',
+       'G' || lpad(s::text, 9, '0'), now() - interval '1 year'))
 from (values (1, 100), (2, 10000), (3, 100000)) as sizes (s, n);
-insert into invite_codes (code, diary_id) select invite_code, id from diaries;
-insert into diary_members (diary_id, user_id, role, joined_at)
-select md5('g-d-' || s)::uuid, md5('g-u-' || s || '-m')::uuid, 'owner', now() - interval '1 year' from generate_series(1, 3) as s
-union all
-select md5('g-d-' || s)::uuid, md5('g-u-' || s || '-p')::uuid, 'member', now() - interval '1 year' + interval '1 day' from generate_series(1, 3) as s;
+select count(add_diary_member(md5('g-d-' || s)::uuid, md5('g-u-' || s || '-p')::uuid, 'member', now() - interval '1 year' + interval '1 day'))
+from generate_series(1, 3) as s;
 commit;
 
 -- Entry k's time, for every batch alike.

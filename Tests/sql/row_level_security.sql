@@ -11,20 +11,12 @@ set search_path = public, tap;
 select plan(83);
 
 -- Two users, each alone in their own diary with an entry and a read.
-insert into users (id, display_name) values
-    ('aaaaaaaa-0000-0000-0000-000000000001', 'A'),
-    ('bbbbbbbb-0000-0000-0000-000000000002', 'B');
+select add_user('aaaaaaaa-0000-0000-0000-000000000001', 'A'), add_user('bbbbbbbb-0000-0000-0000-000000000002', 'B');
 insert into sessions (id, user_id) values
     ('aaaaaaaa-5e55-0000-0000-000000000001', 'aaaaaaaa-0000-0000-0000-000000000001'),
     ('bbbbbbbb-5e55-0000-0000-000000000002', 'bbbbbbbb-0000-0000-0000-000000000002');
-insert into diaries (id, name, type, created_by) values
-    ('aaaaaaaa-d1a2-0000-0000-000000000001', 'A の日記', 'couple', 'aaaaaaaa-0000-0000-0000-000000000001'),
-    ('bbbbbbbb-d1a2-0000-0000-000000000002', 'B の日記', 'couple', 'bbbbbbbb-0000-0000-0000-000000000002');
--- Codes are joinable once registered, as create_diary does (0018).
-select register_invite_code(id) from diaries;
-insert into diary_members (diary_id, user_id, role) values
-    ('aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-0000-0000-0000-000000000001', 'owner'),
-    ('bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-0000-0000-0000-000000000002', 'owner');
+select create_diary_as('aaaaaaaa-0000-0000-0000-000000000001', 'aaaaaaaa-d1a2-0000-0000-000000000001', 'A の日記', 'couple'),
+       create_diary_as('bbbbbbbb-0000-0000-0000-000000000002', 'bbbbbbbb-d1a2-0000-0000-000000000002', 'B の日記', 'couple');
 select post_entry_as('aaaaaaaa-0000-0000-0000-000000000001', 'aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-e000-0000-0000-000000000001', 'A の秘密');
 select post_entry_as('bbbbbbbb-0000-0000-0000-000000000002', 'bbbbbbbb-d1a2-0000-0000-000000000002', 'bbbbbbbb-e000-0000-0000-000000000002', 'B の秘密');
 select mark_as_read_as('aaaaaaaa-0000-0000-0000-000000000001', 'aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-e000-0000-0000-000000000001');

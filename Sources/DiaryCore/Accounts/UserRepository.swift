@@ -19,7 +19,8 @@ package struct UserRepository: Sendable {
         return try UserColumns.me(from: row)
     }
 
-    /// Applies the fields present in `patch`; validation has happened in the route.
+    /// Applies the fields present in `patch` through `update_me`, which reschedules the
+    /// reminder when its settings change; validation has happened in the route.
     package func update(_ patch: UpdateMeRequest) async throws -> Me {
         let settings = patch.settings.map {
             PostgresJSON(UserColumns.StoredSettings(
@@ -27,14 +28,7 @@ package struct UserRepository: Sendable {
             ))
         }
         let results = try await scope.run([
-            """
-            update users set
-                display_name = coalesce(\(patch.displayName), display_name),
-                profile_image_url = coalesce(\(patch.profileImageUrl), profile_image_url),
-                time_zone = coalesce(\(patch.timeZone), time_zone),
-                settings = settings || coalesce(jsonb_strip_nulls(\(settings)), '{}')
-            where \(UsersPolicy.update.using)
-            """,
+            "select update_me(\(patch.displayName), \(patch.profileImageUrl), \(patch.timeZone), \(settings))",
             "select \(UserColumns.me) from users where \(Self.callersRow)",
         ])
         guard let row = results[1].first else { throw DomainError.unauthenticated("the account no longer exists") }

@@ -41,6 +41,17 @@ extension PolicyTwin {
         guard try row.decode("permitted", as: Bool.self) else { throw DomainError.forbidden(forbidden) }
     }
 
+    /// Reads the answer of a function that writes and applies the policies itself
+    /// (`edit_entry`, `delete_entry`, `rename_diary`, `remove_diary_member`) in the column
+    /// `outcome`: `not_found` (or no answer) is `missing` (404), `forbidden` is `forbidden` (403).
+    package static func requireDone(_ rows: PostgresRows, missing: String, forbidden: String) throws {
+        switch try rows.first?.decode("outcome", as: String?.self) {
+        case "forbidden": throw DomainError.forbidden(forbidden)
+        case "not_found", nil: throw DomainError.notFound(missing)
+        default: return
+        }
+    }
+
     /// The row `row` names, if the caller sees it (USING), with WITH CHECK as `permitted`.
     private func target(_ row: PostgresQuery) -> PostgresQuery {
         """

@@ -102,13 +102,14 @@ package struct DiaryRepository: Sendable {
         }
     }
 
-    /// Renames the diary: members see it (else 404), only the owner may change it (else 403).
+    /// Renames the diary through `rename_diary`, which logs it: members see it (else 404),
+    /// only the owner may change it (else 403).
     package func rename(_ id: UUID, to name: String) async throws -> Diary {
         let results = try await scope.run([
-            DiariesPolicy.update.guardedUpdate(set: "name = \(name)", where: "diaries.id = \(id)"),
+            "select rename_diary(\(id), \(name)) as outcome",
             "\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.select.using)",
         ])
-        try PolicyTwin.requirePermitted(results[0], missing: "no such diary", forbidden: "only the owner can rename the diary")
+        try PolicyTwin.requireDone(results[0], missing: "no such diary", forbidden: "only the owner can rename the diary")
         guard let row = results[1].first else { throw DomainError.notFound("no such diary") }
         return try Self.diary(from: row)
     }
@@ -171,10 +172,6 @@ package struct DiaryRepository: Sendable {
     /// `remove_diary_member` applies `diary_members_delete` and hands ownership on.
     package func remove(member: UUID, from diary: UUID) async throws {
         let rows = try await scope.run("select remove_diary_member(\(diary), \(member)) as outcome")
-        switch try rows.first?.decode("outcome", as: String.self) {
-        case "removed": return
-        case "forbidden": throw DomainError.forbidden("only the owner can remove other members")
-        default: throw DomainError.notFound("no such member")
-        }
+        try PolicyTwin.requireDone(rows, missing: "no such member", forbidden: "only the owner can remove other members")
     }
 }

@@ -178,31 +178,30 @@ package struct EntryRepository: Sendable {
         return try Self.entry(from: row, links: scope.photoLinks)
     }
 
-    /// Author only: members who are not the author get 403, everyone else 404. `photoIDs`,
-    /// when given, become the entry's photos in that order; dropped ones are deleted.
+    /// Author only, through `edit_entry`, which logs the change: members who are not the
+    /// author get 403, everyone else 404. `photoIDs`, when given, become the entry's photos
+    /// in that order; dropped ones are deleted.
     package func update(_ id: UUID, in diary: UUID, content: String?, question: String?, photoIDs: [UUID]? = nil) async throws -> Entry {
-        // set_entry_photos leaves an entry that is not the caller's alone, so the guarded
-        // update's verdict (404 or 403) is the one the caller gets.
+        // set_entry_photos leaves an entry that is not the caller's alone, so edit_entry's
+        // verdict (404 or 403) is the one the caller gets.
         let attach: [PostgresQuery] = photoIDs.map { ["select set_entry_photos(\(diary), \(id), \($0))"] } ?? []
         let results = try await scope.run([
-            EntriesPolicy.update.guardedUpdate(
-                set: "content = coalesce(\(content), entries.content), question = coalesce(\(question), entries.question)",
-                where: "entries.diary_id = \(diary) and entries.id = \(id)"
-            ),
+            "select edit_entry(\(diary), \(id), \(content), \(question)) as outcome",
         ] + attach + [
             """
             \(Self.entryColumns(inDiary: diary))
             where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(id)
             """,
         ])
-        try PolicyTwin.requirePermitted(results[0], missing: "no such entry", forbidden: "only the author can edit this entry")
+        try PolicyTwin.requireDone(results[0], missing: "no such entry", forbidden: "only the author can edit this entry")
         guard let row = results[results.count - 1].first else { throw DomainError.notFound("no such entry") }
         return try Self.entry(from: row, links: scope.photoLinks)
     }
 
+    /// Author only, through `delete_entry`, which keeps the counters and logs it.
     package func delete(_ id: UUID, in diary: UUID) async throws {
-        let rows = try await scope.run(EntriesPolicy.delete.guardedDelete(where: "entries.diary_id = \(diary) and entries.id = \(id)"))
-        try PolicyTwin.requirePermitted(rows, missing: "no such entry", forbidden: "only the author can delete this entry")
+        let rows = try await scope.run("select delete_entry(\(diary), \(id)) as outcome")
+        try PolicyTwin.requireDone(rows, missing: "no such entry", forbidden: "only the author can delete this entry")
     }
 
     /// Records the caller's read through `mark_as_read`; reading again just moves read_at.

@@ -52,18 +52,13 @@ struct RowLevelSecurityTests {
             case "get diary", "timeline":
                 return try await exists("select 1 from diaries where id = \(diary)") ? .allowed : .hidden
             case "rename diary":
-                return try await changes("update diaries set name = name where id = \(diary) returning 1")
+                return try await outcome("select rename_diary(\(diary), \("改名")) as outcome")
             case "rotate invite code":
                 return try await changes("update diaries set invite_code = generate_invite_code() where id = \(diary) returning 1")
             case "list members":
                 return try await exists("select 1 from diary_members where diary_id = \(diary)") ? .allowed : .hidden
             case "remove the owner":
-                let outcome = try await connection.query("select remove_diary_member(\(diary), \(world.ids[.owner]!)) as outcome")
-                switch try outcome.first?.decode("outcome", as: String.self) {
-                case "removed": return .allowed
-                case "forbidden": return .forbidden
-                default: return .hidden
-                }
+                return try await outcome("select remove_diary_member(\(diary), \(world.ids[.owner]!)) as outcome")
             case "post entry":
                 guard try await exists("select 1 from diaries where id = \(diary)") else { return .hidden }
                 return try await changes("select 1 where post_entry(\(diary), \(UUID()), \("書く"), null, '{}')")
@@ -71,7 +66,7 @@ struct RowLevelSecurityTests {
                 return try await exists("select 1 from entries where diary_id = \(diary) and id = \(entry)") ? .allowed : .hidden
             case "edit entry", "set entry photos", "drop entry photos":
                 // set_entry_photos acts only on the caller's own entry, so the edit's verdict is the route's.
-                return try await changes("update entries set content = content where diary_id = \(diary) and id = \(entry) returning 1")
+                return try await outcome("select edit_entry(\(diary), \(entry), null, null) as outcome")
             case "post with the owner's photo":
                 guard try await exists("select 1 from diaries where id = \(diary)") else { return .hidden }
                 let id = UUID()
@@ -90,10 +85,7 @@ struct RowLevelSecurityTests {
                     return .hidden
                 }
             case "delete entry":
-                guard try await exists("select 1 from entries where diary_id = \(diary) and id = \(entry)") else { return .hidden }
-                // The row is visible, so a delete that removes nothing was refused.
-                let deleted = try await changes("delete from entries where diary_id = \(diary) and id = \(entry) returning 1")
-                return deleted == .hidden ? .forbidden : deleted
+                return try await outcome("select delete_entry(\(diary), \(entry)) as outcome")
             default:
                 return .unexpected("no SQL for \(operation)")
             }
@@ -104,6 +96,15 @@ struct RowLevelSecurityTests {
         }
 
         /// A visible row the statement leaves alone was refused, as was a 42501.
+        /// The answer of a function that writes and applies the policies itself.
+        private func outcome(_ statement: PostgresQuery) async throws -> Verdict {
+            switch try await connection.query(statement).first?.decode("outcome", as: String?.self) {
+            case "forbidden": .forbidden
+            case "not_found", nil: .hidden
+            default: .allowed
+            }
+        }
+
         private func changes(_ statement: PostgresQuery) async throws -> Verdict {
             do {
                 return try await connection.query(statement).isEmpty ? .hidden : .allowed
@@ -197,7 +198,7 @@ struct RowLevelSecurityTests {
         try await APIHarness.run { api in
             let session = try await api.signIn("消える人")
             #expect(try await api.call(.get, "/v1/me", token: session.accessToken).status == .ok)
-            try await api.asSuperuser("delete from users where id = \(session.user.id)")
+            try await api.asSuperuser("select forget_user(\(session.user.id))")
             for path in ["/v1/me", "/v1/diaries", "/v1/questions/today"] {
                 let reply = try await api.call(.get, path, token: session.accessToken)
                 #expect(reply.status == .unauthorized, "\(path): \(reply.status)")

@@ -246,7 +246,7 @@ struct BackupTests {
                 }
                 // The unattached upload goes: the next backups do not name its photo.
                 let unattached = try await fixture.api.asSuperuser("select content_hash from photo_uploads").first!.decode("content_hash", as: String.self)
-                try await fixture.api.asSuperuser("delete from photo_uploads")
+                try await fixture.api.asSuperuser("select expire_photo_uploads(interval '0')")
 
                 try await TestDatabase.withPool(owner, size: 1) { other in
                     try await other.withConnection { connection in

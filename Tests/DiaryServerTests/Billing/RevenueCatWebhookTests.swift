@@ -142,7 +142,7 @@ struct RevenueCatWebhookTests {
             let stranger = UUID()
             #expect(try Self.outcome(try await Self.send(api, try Self.body("initial_purchase", user: stranger, expiration: end))) == "unknown_user")
             try await api.asSuperuser("update billing_events set received_at = now() - interval '8 days' where \(stranger.uuidString) = any (user_ids)")
-            try await api.asSuperuser("insert into users (id, display_name) values (\(newcomer), 'N'), (\(stranger), 'S')")
+            try await api.asSuperuser("select add_user(\(newcomer), 'N'), add_user(\(stranger), 'S')")
             let plans = try await api.asSuperuser("select id, user_plan(id) as plan from users where id in (\(newcomer), \(stranger))")
             let byUser = Dictionary(uniqueKeysWithValues: try plans.map { (try $0.decode("id", as: UUID.self), try $0.decode("plan", as: String.self)) })
             #expect(byUser[newcomer] == "premium", "applied when the user appeared")

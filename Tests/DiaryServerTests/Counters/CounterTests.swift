@@ -211,7 +211,7 @@ struct CounterTests {
             let entry = try await Self.post("すぐ消える", by: a, in: diary.id, api)
             let read = try await TestDatabase.withPool(api.database, size: 1) { pool in
                 try await pool.withTransaction { connection in
-                    try await connection.query("delete from entries where diary_id = \(diary.id) and id = \(entry)")
+                    try await connection.query("select forget_entries(\(diary.id), array[\(entry)], true)")
                     // The read finds the entry in its snapshot and waits for this transaction's lock on it.
                     let read = Task { try await api.call(.post, "/v1/diaries/\(diary.id)/entries/\(entry)/read", token: b.token) }
                     try await waitUntil("the read waits for the delete's lock") {
@@ -260,8 +260,16 @@ struct CounterTests {
             // C reads every entry of the family diary in one statement.
             try await api.asSuperuser("select mark_as_read_as(\(c.id), diary_id, id) from entries where diary_id = \(family.id)")
             #expect(try await Self.unread(c, in: family.id, api) == 0)
+            // Nor deletes them but through forget_entries, which keeps the counters too.
+            let deleted = await #expect(throws: PostgresError.self) {
+                try await api.asSuperuser("delete from entries where user_id = \(a.id) and content = 'bulk 1'")
+            }
+            #expect(deleted?.sqlState == SQLState("42501"))
             // One statement deletes read and unread entries in both diaries.
-            try await api.asSuperuser("delete from entries where user_id = \(a.id) and content in ('bulk 1', 'bulk 2', 'bulk 3')")
+            try await api.asSuperuser("""
+                select forget_entries(diary_id, array_agg(id), true) from entries
+                where user_id = \(a.id) and content in ('bulk 1', 'bulk 2', 'bulk 3') group by diary_id
+                """)
             #expect(try await Self.unread(b, in: family.id, api) == 27)
             #expect(try await Self.unread(b, in: couple.id, api) == 7)
             #expect(try await Self.unread(c, in: family.id, api) == 0)

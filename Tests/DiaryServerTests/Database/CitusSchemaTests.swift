@@ -54,22 +54,8 @@ struct CitusSchemaTests {
     /// Triggers that touch only their own row, which Citus runs on a shard.
     static let rowGuards: Set<String> = ["set_updated_at", "forbid_key_change", "forbid_diary_type_change", "refuse_direct_write"]
 
-    /// The triggers with effects beyond their row that are still to move into the functions
-    /// that write, as post_entry's have (issue 36). The list only shrinks: Citus refuses
-    /// every one of them, so a new one fails here.
-    static let sideEffectTriggersLeft: Set<String> = [
-        "diaries.diaries_exactly_one_owner", "diaries.diaries_log_renamed",
-        "diary_members.diary_members_count_unread", "diary_members.diary_members_exactly_one_owner",
-        "diary_members.diary_members_log_joined", "diary_members.diary_members_log_left",
-        "diary_members.diary_members_refresh_app_diary_ids",
-        "entries.entries_count_deleted", "entries.entries_log_deleted", "entries.entries_log_updated",
-        "entry_photos.entry_photos_queue_garbage",
-        "photo_uploads.photo_uploads_queue_garbage",
-        "users.users_apply_waiting_billing_events", "users.users_queue_apple_revocation", "users.users_schedule_reminder",
-    ]
-
-    @Test("no trigger with effects beyond its row is added; posting an entry and reading one have none: their side effects are post_entry's and mark_as_read's")
-    func sideEffectTriggersOnlyShrink() async throws {
+    @Test("every trigger touches only its row: the side effects are the writing functions', which Citus runs on the coordinator, and a row guard runs on a shard")
+    func onlyRowGuards() async throws {
         try await MigratedTemplate.withDatabase { database in
             let rows = try await TestDatabase.withPool(database, size: 1) { pool in
                 try await pool.query("""
@@ -78,11 +64,29 @@ struct CitusSchemaTests {
                     where not t.tgisinternal and c.relnamespace = 'public'::regnamespace
                     """)
             }
-            let effects = try Set(rows.filter { try !Self.rowGuards.contains($0.decode("function", as: String.self)) }.map { try $0.decode("name", as: String.self) })
-            #expect(effects.subtracting(Self.sideEffectTriggersLeft).isEmpty, "new: \(effects.subtracting(Self.sideEffectTriggersLeft).sorted())")
-            #expect(Self.sideEffectTriggersLeft.subtracting(effects).isEmpty, "gone, so strike them from the list: \(Self.sideEffectTriggersLeft.subtracting(effects).sorted())")
-            #expect(!effects.contains { $0.hasPrefix("entries.") && ($0.contains("posted") || $0.contains("created") || $0.contains("notifications")) })
-            #expect(!effects.contains { $0.hasPrefix("entry_reads.") })
+            let effects = try rows.filter { try !Self.rowGuards.contains($0.decode("function", as: String.self)) }.map { try $0.decode("name", as: String.self) }
+            #expect(effects.isEmpty, "triggers with effects beyond their row, which Citus cannot run: \(effects.sorted())")
+            #expect(rows.count > 10, "the guards are there")
+        }
+    }
+
+    @Test("every writer a guard lets through is set, with set_app_setting, by a function")
+    func guardsNameRealWriters() async throws {
+        try await MigratedTemplate.withDatabase { database in
+            let rows = try await TestDatabase.withPool(database, size: 1) { pool in
+                try await pool.query("""
+                    select c.relname || '.' || t.tgname as name, writer,
+                        exists (select 1 from pg_proc p where p.pronamespace = 'public'::regnamespace
+                                and p.prosrc like '%set_app_setting(''app.writer'', ''' || writer || ''')%') as set_somewhere
+                    from pg_trigger t join pg_class c on c.oid = t.tgrelid,
+                        unnest(string_to_array(rtrim(encode(t.tgargs, 'escape'), '\\000'), '\\000')) as writer
+                    where t.tgfoid = 'refuse_direct_write'::regproc
+                    """)
+            }
+            #expect(rows.count >= 13)
+            for row in rows where try !row.decode("set_somewhere", as: Bool.self) {
+                Issue.record("\(try row.decode("name", as: String.self)) lets through \(try row.decode("writer", as: String.self)), which no function sets")
+            }
         }
     }
 

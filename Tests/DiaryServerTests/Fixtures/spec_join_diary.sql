@@ -26,7 +26,9 @@ begin
                    where a.datname = current_database() and a.state = 'active' and a.query like '%spec_join_diary(%') >= 2;
         perform pg_sleep(0.01);
     end loop;
-    insert into diary_members (diary_id, user_id, role) values (v_diary_id, p_user_id, 'member');
+    -- Through add_diary_member, as every member is added (0026); its share lock on the
+    -- diary does not keep another sharer out.
+    perform add_diary_member(v_diary_id, p_user_id, 'member');
     return v_diary_id;
 end;
 $$;

@@ -169,7 +169,8 @@ struct ChangeLogTests {
                 try await pool.withConnection { connection in
                     _ = try await connection.query("begin")
                     _ = try await connection.query("select post_entry_as(\(alice.user.id), \(diary.id), gen_random_uuid(), 'never')")
-                    _ = try await connection.query("update diaries set name = 'never' where id = \(diary.id)")
+                    _ = try await connection.query("select set_app_setting('app.user_id', \(alice.user.id)::text), refresh_app_diary_ids()")
+                    _ = try await connection.query("select rename_diary(\(diary.id), 'never')")
                     _ = try await connection.query("rollback")
                 }
             }

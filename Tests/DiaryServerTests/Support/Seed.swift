@@ -10,18 +10,18 @@ import TestSupport
 /// Users, diaries and members made straight in SQL, for tests below the HTTP layer.
 enum Seed {
     static func users(_ count: Int, in pool: PostgresPool) async throws -> [UUID] {
-        try await pool.query("insert into users (display_name) select 'user ' || g from generate_series(1, \(count)) g returning id")
+        try await pool.query("select add_user(null, 'user ' || g) as id from generate_series(1, \(count)) g")
             .map { try $0.decode("id", as: UUID.self) }
     }
 
     /// A diary with `owner` as its owner; returns its id and invite code.
     static func diary(type: String, owner: UUID, in pool: PostgresPool) async throws -> (id: UUID, inviteCode: String) {
+        let id = UUID()
         let results = try await pool.transaction([
-            "insert into diaries (name, type, created_by) values (\("test diary"), \(type), \(owner)) returning id, invite_code",
-            "insert into diary_members (diary_id, user_id, role) select id, \(owner), 'owner' from diaries where created_by = \(owner) order by created_at desc limit 1",
-            "select register_invite_code(id) from diaries where created_by = \(owner) order by created_at desc limit 1",
+            "select create_diary_as(\(owner), \(id), \("test diary"), \(type))",
+            "select id, invite_code from diaries where id = \(id)",
         ])
-        let row = try #require(results[0].first)
+        let row = try #require(results[1].first)
         return (try row.decode("id", as: UUID.self), try row.decode("invite_code", as: String.self))
     }
 
