@@ -11,8 +11,9 @@ if ! scripts/citus.sh available; then
     echo "test-citus: the citus extension is not installed for PostgreSQL 15 (Citus Data's packages); nothing run"
     exit 0
 fi
-scripts/citus.sh start
+# A PGPORT from the caller's environment would put every node on one port.
 unset DATABASE_URL MIGRATION_DATABASE_URL TEST_DATABASE_URL PGHOST PGPORT
+scripts/citus.sh start
 eval "$(scripts/citus.sh env)"
 database=diary_citus_test
 scripts/citus.sh fresh "$database"
@@ -25,4 +26,4 @@ second=$("$bin" migrate --citus --database-url "$url")
 echo "$second"
 grep -q "database is up to date" <<< "$second" && grep -q "layout is up to date" <<< "$second" \
     || { echo "test-citus: a second migrate --citus changed something" >&2; exit 1; }
-CITUS_DATABASE_URL="postgres://diary_app@localhost:$PGPORT/$database?host=$PGHOST" swift test --filter CitusClusterTests
+CITUS_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$database?host=$PGHOST" swift test --filter CitusClusterTests

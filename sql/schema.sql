@@ -2300,23 +2300,22 @@ CREATE VIEW public.member_profiles WITH (security_invoker='true') AS
     m.user_id,
     m.role,
     m.joined_at,
-    hidden.is_hidden,
+    ((d.type = 'anonymous'::text) AND (m.user_id IS DISTINCT FROM public.app_user_id())) AS is_hidden,
         CASE
-            WHEN hidden.is_hidden THEN m.alias_id
+            WHEN ((d.type = 'anonymous'::text) AND (m.user_id IS DISTINCT FROM public.app_user_id())) THEN m.alias_id
             ELSE m.user_id
         END AS public_id,
         CASE
-            WHEN hidden.is_hidden THEN ('匿名'::text || row_number() OVER (PARTITION BY m.diary_id ORDER BY m.joined_at, m.alias_id))
+            WHEN ((d.type = 'anonymous'::text) AND (m.user_id IS DISTINCT FROM public.app_user_id())) THEN ('匿名'::text || row_number() OVER (PARTITION BY m.diary_id ORDER BY m.joined_at, m.alias_id))
             ELSE u.display_name
         END AS display_name,
         CASE
-            WHEN hidden.is_hidden THEN NULL::text
+            WHEN ((d.type = 'anonymous'::text) AND (m.user_id IS DISTINCT FROM public.app_user_id())) THEN NULL::text
             ELSE u.profile_image_url
         END AS profile_image_url
-   FROM (((public.diary_members m
+   FROM ((public.diary_members m
      JOIN public.diaries d ON ((d.id = m.diary_id)))
-     LEFT JOIN public.users u ON ((u.id = m.user_id)))
-     CROSS JOIN LATERAL ( SELECT ((d.type = 'anonymous'::text) AND (m.user_id IS DISTINCT FROM ( SELECT public.app_user_id() AS app_user_id))) AS is_hidden) hidden);
+     LEFT JOIN public.users u ON ((u.id = m.user_id)));
 
 --
 -- Name: TABLE member_profiles; Type: ACL; Schema: public; Owner: -
@@ -2665,21 +2664,26 @@ $_$;
 --
 
 CREATE FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint, max_rows integer) RETURNS TABLE(xact xid8, seq bigint, users uuid[], horizon xid8)
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
-    with snapshot as (select pg_snapshot_xmin(pg_current_snapshot()) as xmin)
-    select c.xact, c.seq,
-        array(select m.user_id from diary_members m where m.diary_id = c.diary_id
-              union select c.user_id where c.user_id is not null),
-        snapshot.xmin
-    from snapshot
-    left join lateral (
-        select c.* from change_log c
-        where (c.xact, c.seq) > (after_xact, after_seq) and c.xact < snapshot.xmin
+declare
+    snapshot_xmin constant xid8 := pg_snapshot_xmin(pg_current_snapshot());
+begin
+    return query
+        select c.xact, c.seq,
+            array_remove(coalesce(
+                (select array_agg(m.user_id) from diary_members m where m.diary_id = c.diary_id and m.user_id is distinct from c.user_id),
+                '{}') || c.user_id, null),
+            snapshot_xmin
+        from change_log c
+        where (c.xact, c.seq) > (after_xact, after_seq) and c.xact < snapshot_xmin
         order by c.xact, c.seq
-        limit least(max_rows, 10000)) c on true
-    order by c.xact, c.seq
+        limit least(max_rows, 10000);
+    if not found then
+        return query select null::xid8, null::bigint, null::uuid[], snapshot_xmin;
+    end if;
+end
 $$;
 
 --
@@ -2888,6 +2892,22 @@ CREATE FUNCTION public.diary_member_cap(diary_type text) RETURNS integer
         when 'family' then 10
         when 'friends' then 10
     end
+$$;
+
+--
+-- Name: diary_verdict(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.diary_verdict(diary uuid) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    if app_user_id() is null or not (diary = any (app_diary_ids())) then
+        return 'not_found';
+    end if;
+    return case when is_diary_owner(diary) then 'permitted' else 'forbidden' end;
+end
 $$;
 
 --
@@ -3181,10 +3201,10 @@ declare
     authored record;
     membership record;
 begin
-    perform 1 from diaries d
-    where d.id in (select m.diary_id from diary_members m where m.user_id = account)
-    order by d.id
-    for update;
+    -- One diary at a time, so that on Citus each lock routes to its diary's shard.
+    for membership in select m.diary_id from diary_members m where m.user_id = account order by m.diary_id loop
+        perform 1 from diaries d where d.id = membership.diary_id for update;
+    end loop;
     for authored in
         select e.diary_id, array_agg(e.id) as ids from entries e where e.user_id = account group by e.diary_id order by e.diary_id
     loop
@@ -3323,6 +3343,7 @@ CREATE FUNCTION public.join_diary(invite_code text, user_id uuid) RETURNS uuid
     AS $$
 declare
     joining_user constant uuid := join_diary.user_id;
+    target constant uuid := invite_code_diary(join_diary.invite_code);
     found_diary diaries%rowtype;
     member_count integer;
 begin
@@ -3330,11 +3351,11 @@ begin
         raise exception 'join_diary joins only the caller' using errcode = '42501';
     end if;
 
-    -- By the diary's id, so that on Citus the lock goes to the diary's own shard.
+    -- By the diary's id, a value rather than a call, so that on Citus the lock goes to the
+    -- diary's own shard: Citus refuses FOR UPDATE on a query it cannot route.
     select * into found_diary
     from diaries d
-    where d.id = invite_code_diary(join_diary.invite_code)
-      and d.invite_code = normalize_invite_code(join_diary.invite_code)
+    where d.id = target and d.invite_code = normalize_invite_code(join_diary.invite_code)
     for update;
     if not found then
         raise exception 'invite code is not valid' using errcode = 'ZN001';
@@ -4022,12 +4043,11 @@ CREATE FUNCTION public.rename_diary(diary uuid, name text) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
+declare
+    verdict constant text := diary_verdict(diary);
 begin
-    if app_user_id() is null or not (diary = any (app_diary_ids())) or not exists (select 1 from diaries d where d.id = diary) then
-        return 'not_found';
-    end if;
-    if not is_diary_owner(diary) then
-        return 'forbidden';
+    if verdict <> 'permitted' then
+        return verdict;
     end if;
     perform set_app_setting('app.writer', 'rename_diary');
     update diaries d set name = rename_diary.name where d.id = diary and d.name is distinct from rename_diary.name;
@@ -4063,6 +4083,26 @@ begin
         insert into reminder_schedule (user_id) values (account)
         on conflict (user_id) do update set next_at = null;
     end if;
+end
+$$;
+
+--
+-- Name: rotate_invite_code(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.rotate_invite_code(diary uuid) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    verdict constant text := diary_verdict(diary);
+begin
+    if verdict <> 'permitted' then
+        return verdict;
+    end if;
+    update diaries d set invite_code = generate_invite_code() where d.id = diary;
+    perform register_invite_code(diary);
+    return 'rotated';
 end
 $$;
 
@@ -4624,6 +4664,18 @@ REVOKE ALL ON FUNCTION public.diary_member_cap(diary_type text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.diary_member_cap(diary_type text) TO diary_app;
 
 --
+-- Name: FUNCTION diary_verdict(diary uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.diary_verdict(diary uuid) IS 'What the diaries policies answer the caller about changing a diary: not_found, forbidden, or permitted.';
+
+--
+-- Name: FUNCTION diary_verdict(diary uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.diary_verdict(diary uuid) FROM PUBLIC;
+
+--
 -- Name: FUNCTION drop_diary_member(diary uuid, member uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
@@ -5114,6 +5166,19 @@ COMMENT ON FUNCTION public.reschedule_reminder(account uuid, old_settings jsonb,
 --
 
 REVOKE ALL ON FUNCTION public.reschedule_reminder(account uuid, old_settings jsonb, old_zone text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION rotate_invite_code(diary uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.rotate_invite_code(diary uuid) IS 'POST invite-code: the owner draws a new code and registers it; the old one stops working. Answers rotated, not_found or forbidden.';
+
+--
+-- Name: FUNCTION rotate_invite_code(diary uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.rotate_invite_code(diary uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.rotate_invite_code(diary uuid) TO diary_app;
 
 --
 -- Name: FUNCTION rotate_refresh_token(presented bytea, successor bytea, lifetime interval); Type: COMMENT; Schema: public; Owner: -

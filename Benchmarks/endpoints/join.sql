@@ -12,7 +12,7 @@ select diaries.id, diaries.name, diaries.type, diaries.invite_code, me.role, dia
     me.unread_count,
     members.member_ids, members.member_names, members.member_images, members.member_roles, members.member_joined_at
 from diaries
-join diary_members me on me.diary_id = diaries.id and me.user_id = (select app_user_id())
+join diary_members me on me.diary_id = diaries.id and me.user_id = app_user_id()
 cross join lateral (
     select array_agg(p.public_id order by p.joined_at, p.public_id) as member_ids,
            array_agg(p.display_name order by p.joined_at, p.public_id) as member_names,
@@ -20,7 +20,7 @@ cross join lateral (
            array_agg(p.role order by p.joined_at, p.public_id) as member_roles,
            array_agg(p.joined_at order by p.joined_at, p.public_id) as member_joined_at
     from member_profiles p where p.diary_id = diaries.id) as members
-where diaries.id = invite_code_diary('B' || lpad(:d::text, 9, '0')) and diaries.id = any ((select app_diary_ids())::uuid[]);
+where diaries.invite_code = normalize_invite_code('B' || lpad(:d::text, 9, '0')) and diaries.id = any ((select app_diary_ids())::uuid[]);
 COMMIT;
 -- What it announced, sent once committed (Announcement), in the same round trip.
 select announce_pending();

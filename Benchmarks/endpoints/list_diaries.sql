@@ -9,7 +9,7 @@ select diaries.id, diaries.name, diaries.type, diaries.invite_code, me.role, dia
     me.unread_count,
     members.member_ids, members.member_names, members.member_images, members.member_roles, members.member_joined_at
 from diaries
-join diary_members me on me.diary_id = diaries.id and me.user_id = (select app_user_id())
+join diary_members me on me.diary_id = diaries.id and me.user_id = app_user_id()
 cross join lateral (
     select array_agg(p.public_id order by p.joined_at, p.public_id) as member_ids,
            array_agg(p.display_name order by p.joined_at, p.public_id) as member_names,

@@ -271,16 +271,30 @@ $$;
 revoke all on function delete_entry(uuid, uuid) from public;
 grant execute on function delete_entry(uuid, uuid) to diary_app;
 
+-- What the diaries policies answer the caller about changing a diary: not a member's is
+-- not_found, a member's who is not the owner forbidden.
+create function diary_verdict(diary uuid) returns text
+    language plpgsql
+    set search_path = pg_catalog, public
+as $$
+begin
+    if app_user_id() is null or not (diary = any (app_diary_ids())) then
+        return 'not_found';
+    end if;
+    return case when is_diary_owner(diary) then 'permitted' else 'forbidden' end;
+end
+$$;
+revoke all on function diary_verdict(uuid) from public;
+
 create function rename_diary(diary uuid, name text) returns text
     language plpgsql security definer
     set search_path = pg_catalog, public
 as $$
+declare
+    verdict constant text := diary_verdict(diary);
 begin
-    if app_user_id() is null or not (diary = any (app_diary_ids())) or not exists (select 1 from diaries d where d.id = diary) then
-        return 'not_found';
-    end if;
-    if not is_diary_owner(diary) then
-        return 'forbidden';
+    if verdict <> 'permitted' then
+        return verdict;
     end if;
     perform set_app_setting('app.writer', 'rename_diary');
     update diaries d set name = rename_diary.name where d.id = diary and d.name is distinct from rename_diary.name;
@@ -294,6 +308,26 @@ end
 $$;
 revoke all on function rename_diary(uuid, text) from public;
 grant execute on function rename_diary(uuid, text) to diary_app;
+
+-- A function, like every write whose statements a request reads back: on Citus a request
+-- cannot write a shard as itself and then as the owner in one transaction.
+create function rotate_invite_code(diary uuid) returns text
+    language plpgsql security definer
+    set search_path = pg_catalog, public
+as $$
+declare
+    verdict constant text := diary_verdict(diary);
+begin
+    if verdict <> 'permitted' then
+        return verdict;
+    end if;
+    update diaries d set invite_code = generate_invite_code() where d.id = diary;
+    perform register_invite_code(diary);
+    return 'rotated';
+end
+$$;
+revoke all on function rotate_invite_code(uuid) from public;
+grant execute on function rotate_invite_code(uuid) to diary_app;
 
 create function create_diary_as(
     owner uuid, diary uuid, name text, type text, invite_code text default null, created_at timestamptz default null
@@ -339,6 +373,7 @@ create or replace function join_diary(invite_code text, user_id uuid) returns uu
 as $$
 declare
     joining_user constant uuid := join_diary.user_id;
+    target constant uuid := invite_code_diary(join_diary.invite_code);
     found_diary diaries%rowtype;
     member_count integer;
 begin
@@ -346,11 +381,11 @@ begin
         raise exception 'join_diary joins only the caller' using errcode = '42501';
     end if;
 
-    -- By the diary's id, so that on Citus the lock goes to the diary's own shard.
+    -- By the diary's id, a value rather than a call, so that on Citus the lock goes to the
+    -- diary's own shard: Citus refuses FOR UPDATE on a query it cannot route.
     select * into found_diary
     from diaries d
-    where d.id = invite_code_diary(join_diary.invite_code)
-      and d.invite_code = normalize_invite_code(join_diary.invite_code)
+    where d.id = target and d.invite_code = normalize_invite_code(join_diary.invite_code)
     for update;
     if not found then
         raise exception 'invite code is not valid' using errcode = 'ZN001';
@@ -621,10 +656,10 @@ declare
     authored record;
     membership record;
 begin
-    perform 1 from diaries d
-    where d.id in (select m.diary_id from diary_members m where m.user_id = account)
-    order by d.id
-    for update;
+    -- One diary at a time, so that on Citus each lock routes to its diary's shard.
+    for membership in select m.diary_id from diary_members m where m.user_id = account order by m.diary_id loop
+        perform 1 from diaries d where d.id = membership.diary_id for update;
+    end loop;
     for authored in
         select e.diary_id, array_agg(e.id) as ids from entries e where e.user_id = account group by e.diary_id order by e.diary_id
     loop
@@ -703,6 +738,49 @@ begin
     return result;
 end
 $$;
+
+-- ---------------------------------------------------------------- the change feed
+
+-- In PL/pgSQL, which Citus can plan (it cannot plan a SQL function's parameters), and
+-- without a subquery that has no FROM, which it refuses beside a correlated one: the
+-- members of the change's diary, and the change's own user when not one of them.
+create or replace function change_log_tail(after_xact xid8, after_seq bigint, max_rows integer)
+    returns table (xact xid8, seq bigint, users uuid[], horizon xid8)
+    language plpgsql stable security definer
+    set search_path = pg_catalog, public
+as $$
+declare
+    snapshot_xmin constant xid8 := pg_snapshot_xmin(pg_current_snapshot());
+begin
+    return query
+        select c.xact, c.seq,
+            array_remove(coalesce(
+                (select array_agg(m.user_id) from diary_members m where m.diary_id = c.diary_id and m.user_id is distinct from c.user_id),
+                '{}') || c.user_id, null),
+            snapshot_xmin
+        from change_log c
+        where (c.xact, c.seq) > (after_xact, after_seq) and c.xact < snapshot_xmin
+        order by c.xact, c.seq
+        limit least(max_rows, 10000);
+    if not found then
+        return query select null::xid8, null::bigint, null::uuid[], snapshot_xmin;
+    end if;
+end
+$$;
+
+-- The same columns, with is_hidden spelled inline: Citus refuses the lateral subquery
+-- without FROM that computed it once, beside the correlated subqueries that read the view.
+create or replace view member_profiles with (security_invoker = true) as
+select m.diary_id, m.user_id, m.role, m.joined_at,
+    d.type = 'anonymous' and m.user_id is distinct from app_user_id() as is_hidden,
+    case when d.type = 'anonymous' and m.user_id is distinct from app_user_id() then m.alias_id else m.user_id end as public_id,
+    case when d.type = 'anonymous' and m.user_id is distinct from app_user_id()
+        then '匿名' || row_number() over (partition by m.diary_id order by m.joined_at, m.alias_id)
+        else u.display_name end as display_name,
+    case when d.type = 'anonymous' and m.user_id is distinct from app_user_id() then null else u.profile_image_url end as profile_image_url
+from diary_members m
+join diaries d on d.id = m.diary_id
+left join users u on u.id = m.user_id;
 
 -- ---------------------------------------------------------------- the triggers, now guards
 
@@ -787,6 +865,10 @@ comment on function log_edited_entry(uuid, uuid) is
     'Logs entry.updated for an entry, with its author''s alias, and announces diary_changes.';
 comment on function delete_entry(uuid, uuid) is
     'DELETE entry: the author deletes it through forget_entries. Answers deleted, not_found or forbidden.';
+comment on function diary_verdict(uuid) is
+    'What the diaries policies answer the caller about changing a diary: not_found, forbidden, or permitted.';
+comment on function rotate_invite_code(uuid) is
+    'POST invite-code: the owner draws a new code and registers it; the old one stops working. Answers rotated, not_found or forbidden.';
 comment on function rename_diary(uuid, text) is
     'PATCH diary: the owner renames it; diary.updated is logged when the name changed. Answers renamed, not_found or forbidden.';
 comment on function create_diary_as(uuid, uuid, text, text, text, timestamptz) is

@@ -27,10 +27,10 @@ package struct UserRepository: Sendable {
                 notification_new_entry: $0.notificationNewEntry, notification_reminder: $0.notificationReminder, reminder_time: $0.reminderTime
             ))
         }
-        let results = try await scope.run([
-            "select update_me(\(patch.displayName), \(patch.profileImageUrl), \(patch.timeZone), \(settings))",
-            "select \(UserColumns.me) from users where \(Self.callersRow)",
-        ])
+        let results = try await scope.run(
+            ["select update_me(\(patch.displayName), \(patch.profileImageUrl), \(patch.timeZone), \(settings))"],
+            thenRead: ["select \(UserColumns.me) from users where \(Self.callersRow)"]
+        )
         guard let row = results[1].first else { throw DomainError.unauthenticated("the account no longer exists") }
         return try UserColumns.me(from: row)
     }

@@ -20,12 +20,28 @@ package struct RequestScope: Sendable {
     package let photoLinks: PhotoLinks
     private let pool: PostgresPool
     private let readPlacement: PostgresPool.Placement
+    private let readBack: ReadBack
 
-    package init(identity: TokenService.Identity, pool: PostgresPool, photoLinks: PhotoLinks, readPlacement: PostgresPool.Placement = .ownConnection) {
+    /// Where a write's read-back runs.
+    package enum ReadBack: Sendable {
+        /// In the write's own transaction: one round trip.
+        case inTheWrite
+        /// In a transaction of its own once the write has committed, as on a Citus cluster:
+        /// Citus cannot read, as the caller, a shard that a SECURITY DEFINER function wrote
+        /// as the schema's owner earlier in the same transaction (it keeps one connection a
+        /// role to each node).
+        case afterCommit
+    }
+
+    package init(
+        identity: TokenService.Identity, pool: PostgresPool, photoLinks: PhotoLinks, readPlacement: PostgresPool.Placement = .ownConnection,
+        readBack: ReadBack = .inTheWrite
+    ) {
         self.identity = identity
         self.pool = pool
         self.photoLinks = photoLinks
         self.readPlacement = readPlacement
+        self.readBack = readBack
     }
 
     package var userID: UUID { identity.userID }
@@ -39,6 +55,15 @@ package struct RequestScope: Sendable {
 
     package func run(_ statement: PostgresQuery) async throws -> PostgresRows {
         try await run([statement])[0]
+    }
+
+    /// Runs `statements` as `run` does, then reads what they wrote with `readBack`, in the
+    /// same transaction or after its COMMIT (`ReadBack`); returns the rows of both, in order.
+    package func run(_ statements: [PostgresQuery], thenRead readBack: [PostgresQuery]) async throws -> [PostgresRows] {
+        switch self.readBack {
+        case .inTheWrite: try await run(statements + readBack)
+        case .afterCommit: try await run(statements) + read(readBack)
+        }
     }
 
     /// Runs statements that only read, as the caller, and returns each one's rows.

@@ -16,6 +16,8 @@ package struct DiaryRepository: Sendable {
     /// JSON parser. Nothing here reads more than one entry: the unread count is the
     /// caller's maintained counter (migration 0007), the last entry one probe of
     /// entries_timeline, so the cost does not grow with the diary's history.
+    /// `app_user_id()` is called, not selected once: Citus refuses a subquery without FROM
+    /// beside the correlated one, and here it is an index condition, evaluated once anyway.
     static let diaryColumns: PostgresFragment = """
         select diaries.id, diaries.name, diaries.type, diaries.invite_code, me.role, diaries.created_at,
             cardinality(members.member_ids) as member_count,
@@ -23,7 +25,7 @@ package struct DiaryRepository: Sendable {
             me.unread_count,
             members.member_ids, members.member_names, members.member_images, members.member_roles, members.member_joined_at
         from diaries
-        join diary_members me on me.diary_id = diaries.id and me.user_id = (select app_user_id())
+        join diary_members me on me.diary_id = diaries.id and me.user_id = app_user_id()
         cross join lateral (
             select array_agg(p.public_id order by p.joined_at, p.public_id) as member_ids,
                    array_agg(p.display_name order by p.joined_at, p.public_id) as member_names,
@@ -90,10 +92,10 @@ package struct DiaryRepository: Sendable {
         while true {
             let id = UUID()
             do {
-                let results = try await scope.run([
-                    "select create_diary(\(id), \(name), \(type.rawValue), \(freePlanDiaries)::integer)",
-                    "\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.select.using)",
-                ])
+                let results = try await scope.run(
+                    ["select create_diary(\(id), \(name), \(type.rawValue), \(freePlanDiaries)::integer)"],
+                    thenRead: ["\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.select.using)"]
+                )
                 guard let row = results[1].first else { throw DomainError.inconsistent("the new diary cannot be read back") }
                 return try Self.diary(from: row)
             } catch let error as PostgresError where error.constraint == "invite_codes_pkey" && attempt < 3 {
@@ -105,10 +107,10 @@ package struct DiaryRepository: Sendable {
     /// Renames the diary through `rename_diary`, which logs it: members see it (else 404),
     /// only the owner may change it (else 403).
     package func rename(_ id: UUID, to name: String) async throws -> Diary {
-        let results = try await scope.run([
-            "select rename_diary(\(id), \(name)) as outcome",
-            "\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.select.using)",
-        ])
+        let results = try await scope.run(
+            ["select rename_diary(\(id), \(name)) as outcome"],
+            thenRead: ["\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.select.using)"]
+        )
         try PolicyTwin.requireDone(results[0], missing: "no such diary", forbidden: "only the owner can rename the diary")
         guard let row = results[1].first else { throw DomainError.notFound("no such diary") }
         return try Self.diary(from: row)
@@ -119,13 +121,12 @@ package struct DiaryRepository: Sendable {
         var attempt = 1
         while true {
             do {
-                let results = try await scope.run([
-                    DiariesPolicy.update.guardedUpdate(set: "invite_code = generate_invite_code()", where: "diaries.id = \(id)", returning: "invite_code"),
-                    "select register_invite_code(\(id))",
-                ])
-                let rows = results[0]
-                try PolicyTwin.requirePermitted(rows, missing: "no such diary", forbidden: "only the owner can change the invite code")
-                guard let code = try rows.first?.decode("invite_code", as: String?.self) else { throw DomainError.inconsistent("the new invite code cannot be read back") }
+                let results = try await scope.run(
+                    ["select rotate_invite_code(\(id)) as outcome"],
+                    thenRead: ["select diaries.invite_code from diaries where diaries.id = \(id) and \(DiariesPolicy.select.using)"]
+                )
+                try PolicyTwin.requireDone(results[0], missing: "no such diary", forbidden: "only the owner can change the invite code")
+                guard let code = try results[1].first?.decode("invite_code", as: String.self) else { throw DomainError.inconsistent("the new invite code cannot be read back") }
                 return code
             } catch let error as PostgresError where error.constraint == "invite_codes_pkey" && attempt < 3 {
                 attempt += 1
@@ -135,10 +136,12 @@ package struct DiaryRepository: Sendable {
 
     /// Joins by invite code through `join_diary`, which keeps the diary under its cap.
     package func join(inviteCode: String) async throws -> Diary {
-        let results = try await scope.run([
-            "select join_diary(\(inviteCode), (select app_user_id()))",
-            "\(Self.diaryColumns) where diaries.id = invite_code_diary(\(inviteCode)) and \(DiariesPolicy.select.using)",
-        ])
+        let results = try await scope.run(
+            ["select join_diary(\(inviteCode), (select app_user_id()))"],
+            // By the code among the caller's diaries, not through invite_code_diary(), which on
+            // Citus would query again from inside a shard.
+            thenRead: ["\(Self.diaryColumns) where diaries.invite_code = normalize_invite_code(\(inviteCode)) and \(DiariesPolicy.select.using)"]
+        )
         guard let row = results[1].first else { throw DomainError.notFound("no such diary") }
         return try Self.diary(from: row)
     }

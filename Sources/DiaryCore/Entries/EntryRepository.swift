@@ -101,7 +101,7 @@ package struct EntryRepository: Sendable {
             select set_config('app.inserted_entry', \(entryID.canonicalText), true)
             where post_entry(\(diary), \(entryID), \(content), \(question), \(photoIDs.map(\.canonicalText))::text[])
             """,
-        ] + attach + [
+        ] + attach, thenRead: [
             """
             \(Self.entryColumns(inDiary: diary))
             where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(entryID)
@@ -187,7 +187,7 @@ package struct EntryRepository: Sendable {
         let attach: [PostgresQuery] = photoIDs.map { ["select set_entry_photos(\(diary), \(id), \($0))"] } ?? []
         let results = try await scope.run([
             "select edit_entry(\(diary), \(id), \(content), \(question)) as outcome",
-        ] + attach + [
+        ] + attach, thenRead: [
             """
             \(Self.entryColumns(inDiary: diary))
             where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(id)

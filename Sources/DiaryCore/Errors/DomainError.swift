@@ -32,6 +32,9 @@ package struct DomainError: Error, Sendable, CustomStringConvertible {
         case inconsistent
         /// The photo store did not answer or refused (`PhotoStoreError.unavailable`): try later.
         case storeUnavailable
+        /// What this deployment cannot serve: realtime and delta sync on a Citus cluster,
+        /// whose nodes do not agree on the change log's order (README, Scaling out on Citus).
+        case featureUnavailable
     }
 
     package var reason: Reason

@@ -38,7 +38,9 @@ package struct DiaryExport: Sendable {
         let results = try await scope.run([
             "select diaries.name from diaries where diaries.id = \(diary) and \(DiariesPolicy.select.using)",
             "select time_zone from users where users.id = (select app_user_id())",
-            "select record_export(\(exportsPerDay)::integer) as admitted from diaries where diaries.id = \(diary) and \(DiariesPolicy.select.using)",
+            // The caller's diaries from their identity, not `from diaries`: on Citus that would
+            // run record_export on the diary's shard, away from the coordinator's counts.
+            "select record_export(\(exportsPerDay)::integer) as admitted where \(diary)::uuid\(PolicyTwin.isCallersDiary)",
         ])
         guard let name: String = try results[0].first?.decode("name") else { throw DomainError.notFound("no such diary") }
         try ExportArchive.checkAdmitted(results[2], exportsPerDay: exportsPerDay)

@@ -40,12 +40,13 @@ package func buildApplication(
         serviceStatus: configuration.serviceStatus,
         export: configuration.export,
         sharedReads: configuration.sharedReads,
+        citus: configuration.citus,
         contract: OpenAPIDocument.text(file: configuration.openAPIFile)
     )
     let feed = feed ?? makeChangeFeed(configuration: configuration, logger: logger)
     let realtime = RealtimeGateway(
         feed: feed, tokens: tokens, pool: pool, readPlacement: readPlacement, photoLinks: photos.links,
-        options: RealtimeSocket.Options(slowConsumerGrace: configuration.slowConsumerGrace)
+        options: RealtimeSocket.Options(slowConsumerGrace: configuration.slowConsumerGrace), citus: configuration.citus
     )
     let push = makePush(configuration: configuration, http: outbound, logger: logger)
     return Application(
@@ -150,7 +151,7 @@ private func backgroundConnections(
 func buildRouter(
     pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenService, apple: AppleAccounts, devSignIn: Bool, photos: Photos,
     billing: BillingConfiguration = BillingConfiguration(), serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
-    export: ExportConfiguration = ExportConfiguration(), sharedReads: Bool = false, contract: String
+    export: ExportConfiguration = ExportConfiguration(), sharedReads: Bool = false, citus: Bool = false, contract: String
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     // Outermost, so it records the status the client gets, problems included.
@@ -188,14 +189,17 @@ func buildRouter(
         verifier: apple.verifier, notifications: AppleNotificationRepository(pool: pool), revoker: apple.revoker, photoSweeper: photos.sweeper
     ).register(on: api)
 
-    let bearer = BearerAuthenticator(tokens: tokens, pool: pool, readPlacement: sharedReads ? .sharedConnection : .ownConnection, photoLinks: photos.links)
+    let bearer = BearerAuthenticator(
+        tokens: tokens, pool: pool, readPlacement: sharedReads ? .sharedConnection : .ownConnection, readBack: citus ? .afterCommit : .inTheWrite,
+        photoLinks: photos.links
+    )
     let authenticated = api.add(middleware: bearer).group(context: AuthenticatedContext.self)
     auth.register(authenticated: authenticated)
     MeRoutes(photoSweeper: photos.sweeper, appleRevoker: apple.revoker).register(on: authenticated)
     DiaryRoutes(joinLimiter: JoinAttemptLimiter(), freePlanDiaries: billing.freePlanDiaries).register(on: authenticated)
     EntryRoutes(photoSweeper: photos.sweeper).register(on: authenticated)
     photoRoutes.register(authenticated: authenticated)
-    ChangeRoutes().register(on: authenticated)
+    ChangeRoutes(citus: citus).register(on: authenticated)
     DeviceRoutes().register(on: authenticated)
     ExportRoutes(store: photos.store, configuration: export).register(on: authenticated)
     return router

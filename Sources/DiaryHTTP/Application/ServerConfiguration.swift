@@ -19,6 +19,9 @@ package struct ServerConfiguration: Sendable {
     /// Off by default: it gains throughput under load, but a request queued behind a slow
     /// one waits for it, which raises the tail latency.
     package var sharedReads = false
+    /// `DB_CITUS=1`: the database is a Citus coordinator, so a write's read-back runs after
+    /// its COMMIT (`RequestScope.ReadBack.afterCommit`).
+    package var citus = false
     /// The realtime feed's limits and intervals (sockets per user, polling, session checks).
     package var realtime = ChangeFeed.Options()
     /// How long a realtime socket's buffer may stay full before it is closed with 4408.

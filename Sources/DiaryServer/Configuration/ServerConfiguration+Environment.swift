@@ -38,6 +38,8 @@ extension ServerConfiguration {
             maxConcurrentRequests: try Setting.integer(flag: nil, environment: "MAX_CONCURRENT_REQUESTS", default: defaultMaxConcurrentRequests, range: 1...100_000, in: environment),
             sharedReads: try Setting.integer(flag: nil, environment: "DB_SHARED_READS", default: 0, range: 0...1, in: environment) == 1
         )
+        configuration.citus = try Setting.integer(flag: nil, environment: "DB_CITUS", default: 0, range: 0...1, in: environment) == 1
+        if configuration.citus { configuration.database = configuration.database.onCitusCoordinator() }
         configuration.push = push
         configuration.apple = try AppleConfiguration.fromEnvironment(production: auth.production, environment)
         configuration.billing = billing

@@ -12,6 +12,9 @@ struct Migrator {
     let pool: PostgresPool
     let files: [MigrationFile]
     let logger: Logger
+    /// Set at the start of each file's transaction: on a Citus cluster, what lets a later
+    /// migration add a row guard to a distributed table (`CitusSchema.rowGuardsAllowed`).
+    var settings: [PostgresQuery] = []
 
     /// Arbitrary, fixed, and shared by every migrator of this schema.
     static let advisoryLockKey = 7_340_425_118_001
@@ -66,6 +69,7 @@ struct Migrator {
             let started = clock.now
             do {
                 try await connection.query("BEGIN")
+                for setting in settings { try await connection.query(setting) }
                 try await connection.runScript(unsafeSQL: file.sql)
                 try await connection.query("""
                     insert into schema_migrations (version, name, checksum) values (\(file.version), \(file.name), \(file.checksum))

@@ -1,7 +1,9 @@
 import Foundation
 import PostgresClient
 import Testing
+import DiaryModels
 import TestSupport
+@testable import DiaryCore
 @testable import DiaryServer
 
 /// The schema on a real Citus cluster, run by `make test-citus` (CITUS_DATABASE_URL, the
@@ -36,5 +38,106 @@ struct CitusClusterTests {
                 #expect(found[table] == placement, "\(table)")
             }
         }
+    }
+
+    /// The coordinator's database as its owner; the harness serves as diary_app.
+    static func owner() throws -> PostgresConfiguration {
+        try coordinator().as(TestDatabase.ownerRole)
+    }
+
+    @Test("every route answers through the coordinator: a member reads and writes their diary, a stranger gets 404 and empty lists, never a member's empty answer; delta sync refuses with 501")
+    func routesThroughTheCoordinator() async throws {
+        try await APIHarness.run(on: try Self.owner(), citus: true) { api in
+            let tag = UUID().uuidString.prefix(8)
+            let alice = try await api.signIn("citus-alice-\(tag)"), bob = try await api.signIn("citus-bob-\(tag)")
+            let mallory = try await api.signIn("citus-mallory-\(tag)")
+            let diary = try await api.createDiary("分散", type: .family, token: alice.accessToken)
+            #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
+            let photo = try await EntryPhotoTests.upload(api, alice)
+            let posted = try await api.call(.post, "/v1/diaries/\(diary.id)/entries", token: alice.accessToken,
+                                            body: CreateEntryRequest(content: "シャードの上で", photoIds: [photo.id]))
+            #expect(posted.status == .created, "\(posted.text)")
+            let entry = try posted.decode(Entry.self)
+
+            // The member's reads: never empty.
+            let timeline = try await api.call(.get, "/v1/diaries/\(diary.id)/entries", token: bob.accessToken).decode(EntryPage.self)
+            #expect(timeline.entries.map(\.id) == [entry.id], "a member's timeline is never empty")
+            #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/entries/\(entry.id)", token: bob.accessToken).status == .ok)
+            #expect(try await api.call(.post, "/v1/diaries/\(diary.id)/entries/\(entry.id)/read", token: bob.accessToken).status.code < 300)
+            let reads = try await api.call(.get, "/v1/diaries/\(diary.id)/entries/\(entry.id)/reads", token: alice.accessToken)
+            #expect(reads.status == .ok && reads.text.lowercased().contains(bob.user.id.uuidString.lowercased()), "\(reads.text)")
+            let diaries = try await api.call(.get, "/v1/diaries", token: bob.accessToken)
+            #expect(diaries.status == .ok && diaries.text.lowercased().contains(diary.id.uuidString.lowercased()))
+            #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/members", token: bob.accessToken).text.contains("citus-alice"))
+            #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/calendar?month=\(Self.month())", token: bob.accessToken).status == .ok)
+            // Delta sync says it cannot serve here, rather than a page that may miss changes.
+            let since = try await ChangeLogTests.cursor(api, diary.id, token: bob.accessToken)
+            let changes = try await api.call(.get, "/v1/diaries/\(diary.id)/changes?since=\(since)", token: bob.accessToken)
+            #expect(changes.status == .notImplemented && changes.code == "feature_unavailable", "\(changes.text)")
+            #expect(try await api.fetch(entry.photos[0].url).status == .ok)
+            #expect(try await api.call(.get, "/v1/me", token: bob.accessToken).status == .ok)
+            #expect(try await api.call(.get, "/v1/questions/today", token: bob.accessToken).status == .ok)
+            #expect(try await api.call(.get, "/v1/service-status").status == .ok)
+
+            // The member's writes.
+            #expect(try await api.call(.patch, "/v1/diaries/\(diary.id)", token: alice.accessToken, json: #"{"name":"改名"}"#).status == .ok)
+            #expect(try await api.call(.patch, "/v1/diaries/\(diary.id)/entries/\(entry.id)", token: alice.accessToken, json: #"{"content":"書き直し"}"#).status == .ok)
+            #expect(try await api.call(.patch, "/v1/diaries/\(diary.id)/entries/\(entry.id)", token: bob.accessToken, json: #"{"content":"x"}"#).status == .forbidden)
+            #expect(try await api.call(.patch, "/v1/me", token: bob.accessToken, json: #"{"timeZone":"Asia/Tokyo","settings":{"notificationReminder":false}}"#).status == .ok)
+            #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/export", token: alice.accessToken).status == .ok)
+
+            // The stranger: 404 for the diary's rows, empty lists.
+            for path in ["/v1/diaries/\(diary.id)", "/v1/diaries/\(diary.id)/entries", "/v1/diaries/\(diary.id)/entries/\(entry.id)",
+                         "/v1/diaries/\(diary.id)/members"] {
+                #expect(try await api.call(.get, path, token: mallory.accessToken).status == .notFound, "\(path)")
+            }
+            #expect(try await api.call(.delete, "/v1/diaries/\(diary.id)/entries/\(entry.id)", token: mallory.accessToken).status == .notFound)
+            #expect(!(try await api.call(.get, "/v1/diaries", token: mallory.accessToken).text.lowercased().contains(diary.id.uuidString.lowercased())))
+
+            // Leaving, deleting and the account's end.
+            #expect(try await api.call(.delete, "/v1/diaries/\(diary.id)/entries/\(entry.id)", token: alice.accessToken).status.code < 300)
+            #expect(try await api.call(.delete, "/v1/diaries/\(diary.id)/members/\(bob.user.id)", token: bob.accessToken).status.code < 300)
+            #expect(try await api.call(.delete, "/v1/me", token: alice.accessToken).status.code < 300)
+            #expect(try await api.call(.get, "/v1/me", token: alice.accessToken).status == .unauthorized)
+            let left = try await api.asSuperuser("select count(*)::int8 as n from diaries where id = \(diary.id)")
+            #expect(try left.first?.decode("n", as: Int.self) == 0, "the last member's account deletion closes the diary")
+            let differences = try await TestDatabase.withPool(try Self.owner(), size: 1) { pool in
+                try await CounterReconciliation(pool: pool).differences()
+            }
+            #expect(differences.isEmpty)
+        }
+    }
+
+    @Test("200 simultaneous joins to a couple diary keep the cap on the cluster, and check-counters finds no difference")
+    func joinsKeepTheCap() async throws {
+        let (members, outcomes) = try await JoinDiaryTests.raceJoins(function: "join_diary", type: "couple", joiners: 200, configuration: try Self.owner())
+        #expect(members == 2)
+        #expect(outcomes.filter { $0 == .full }.count == 199, "\(outcomes.filter { $0 != .full && $0 != .joined }.prefix(3))")
+        let differences = try await TestDatabase.withPool(try Self.owner(), size: 1) { pool in
+            try await CounterReconciliation(pool: pool).differences()
+        }
+        #expect(differences.isEmpty)
+    }
+
+    @Test("a member's timeline read routes to one shard: Task Count 1, on the shard's timeline index")
+    func timelineRoutesToOneShard() async throws {
+        try await APIHarness.run(on: try Self.owner(), citus: true) { api in
+            let alice = try await api.signIn("citus-plan-\(UUID().uuidString.prefix(8))")
+            let diary = try await api.createDiary("計画", type: .couple, token: alice.accessToken)
+            _ = try await api.post("一つ", in: diary.id, token: alice.accessToken)
+            let plan = try await api.pool.transaction([
+                Seed.identity(alice.user.id), "select refresh_app_diary_ids()",
+                """
+                explain (costs off) \(EntryRepository.entryColumns(inDiary: diary.id))
+                where \(EntriesPolicy.select(inDiary: diary.id)) order by entries.created_at desc, entries.id desc limit 21
+                """,
+            ])[2].map { try $0.decode("QUERY PLAN", as: String.self) }.joined(separator: "\n")
+            #expect(plan.contains("Task Count: 1"), "\(plan)")
+        }
+    }
+
+    static func month() -> String {
+        let parts = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "Asia/Tokyo")!, from: Date())
+        return String(format: "%04d-%02d", parts.year!, parts.month!)
     }
 }

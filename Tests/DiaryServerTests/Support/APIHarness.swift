@@ -80,12 +80,13 @@ struct APIHarness: Sendable {
         push: PushConfiguration = PushConfiguration(), pushDelivery: PushDelivery.Options = PushDelivery.Options(),
         billing: BillingConfiguration = APIHarness.billing, serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
         export: ExportConfiguration = ExportConfiguration(), apple: AppleConfiguration = AppleConfiguration(), jwksURL: URL? = nil,
-        photoStore: PhotoStoreKind = .folder, sharing other: APIHarness? = nil,
+        photoStore: PhotoStoreKind = .folder, sharing other: APIHarness? = nil, citus: Bool = false,
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         // The server's own role: no ownership, no BYPASSRLS, so every policy applies.
         var serverDatabase = database.as(TestDatabase.appRole)
         if route == .pgBouncer { serverDatabase = try TestDatabase.viaPgBouncer(serverDatabase) }
+        if citus { serverDatabase = serverDatabase.onCitusCoordinator() }
         serverDatabase.statementTimeout = statementTimeout
         let pool = PostgresPool(configuration: serverDatabase, options: .init(size: poolSize, acquireTimeout: acquireTimeout), logger: TestDatabase.logger)
         // A second instance shares the first's folder (its token and URL keys) and bucket prefix.
@@ -101,6 +102,7 @@ struct APIHarness: Sendable {
             sharedReads: sharedReads
         )
         configuration.slowConsumerGrace = slowConsumerGrace
+        configuration.citus = citus
         // Reminders run on the tests' own clock (ReminderTests), never the wall's.
         configuration.push = push
         configuration.push.runsReminders = false
