@@ -12,8 +12,10 @@
 # connection, as wrk.lua reads it. A_ENV and B_ENV hold settings for one side only, so
 # one binary can be compared with itself: B_ENV=DB_SHARED_READS=1. A_TREE (a checkout of
 # A's commit) gives side A a database of its own, migrated and seeded by that tree's
-# scripts, for a change of schema: both sides then run on their own schema. Results go to
-# Benchmarks/results/.
+# scripts, for a change of schema: both sides then run on their own schema. B_CITUS=1 gives
+# side B the same data set on the Citus cluster of scripts/citus.sh (a coordinator and two
+# workers; Citus must be installed, which CI has not), laid out by `migrate --citus`, served
+# with DB_CITUS=1. Results go to Benchmarks/results/.
 # Needs the project's Postgres and its environment (eval "$(scripts/postgres.sh env)").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,13 +37,28 @@ if [ -n "${A_TREE:-}" ]; then
     database[a]=${db}_a
     (cd "$A_TREE" && Benchmarks/endpoints/seed-database.sh "${database[a]}")
 fi
+single_env="PGHOST=$PGHOST PGPORT=$PGPORT"
+if [ "${B_CITUS:-0}" = 1 ]; then
+    (unset PGHOST PGPORT; scripts/citus.sh start >&2)
+    citus_env=$(unset PGHOST PGPORT; scripts/citus.sh env)
+    eval "$citus_env"
+    scripts/citus.sh fresh "$db" >&2
+    url="postgres://diary_owner@localhost:$PGPORT/$db?host=$PGHOST"
+    echo "seeding $db on the cluster" >&2
+    "$binary_b" migrate --database-url "$url" >/dev/null
+    psql -X -q -v ON_ERROR_STOP=1 -U diary_owner -d "$db" -f Benchmarks/endpoints/seed.sql >/dev/null 2>&1
+    "$binary_b" migrate --citus --database-url "$url" >/dev/null
+    eval "export $single_env"
+fi
 for side in a b; do
     binary=$binary_a; [ "$side" = b ] && binary=$binary_b
     port[$side]=$(free_port)
     settings=A_ENV; [ "$side" = b ] && settings=B_ENV
+    if [ "$side" = b ] && [ "${B_CITUS:-0}" = 1 ]; then eval "$citus_env"; export DB_CITUS=1; fi
     for setting in ${!settings:-}; do export "${setting?}"; done
     start_server "$binary" "${database[$side]}" "$work" "${port[$side]}" "$work/server-$side.log"
     for setting in ${!settings:-}; do unset "${setting%%=*}"; done
+    if [ "$side" = b ] && [ "${B_CITUS:-0}" = 1 ]; then unset DB_CITUS; eval "export $single_env"; fi
     pid[$side]=$server_started
     pids+=("$server_started")
 done
@@ -60,7 +77,7 @@ out="Benchmarks/results/ab-servers-$(date -u +%Y%m%dT%H%M%SZ).txt"
 {
     echo "# $(date -u); $(nproc) cores; ${seconds}s per run, $rounds rounds, A and B alternating (A first in odd rounds)"
     echo "# A: $binary_a ${A_ENV:-}${A_TREE:+ on its own database, from $A_TREE}"
-    echo "# B: $binary_b ${B_ENV:-}"
+    echo "# B: $binary_b ${B_ENV:-}${B_CITUS:+ on a Citus coordinator and two workers (DB_CITUS=1)}"
     printf '%-5s %-16s %9s %7s %7s %6s %9s %7s %7s %6s %7s\n' round endpoint a_rps a_p50 a_p99 a_us b_rps b_p50 b_p99 b_us b/a
     for round in $(seq 1 "$rounds"); do
         for target in "$@"; do

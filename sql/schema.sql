@@ -2255,6 +2255,62 @@ GRANT SELECT,UPDATE ON TABLE public.sessions TO diary_app;
 COMMENT ON TABLE public.sessions IS 'A signed-in device''s session; authenticate() checks it on every request, and revoking it ends the session''s access and sockets.';
 
 --
+-- ============================== user_diaries ==============================
+--
+
+--
+-- Name: user_diaries; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.user_diaries (
+    user_id uuid NOT NULL,
+    diary_id uuid NOT NULL,
+    role text NOT NULL,
+    diary_type text NOT NULL,
+    CONSTRAINT user_diaries_role_check CHECK ((role = ANY (ARRAY['owner'::text, 'member'::text])))
+);
+
+ALTER TABLE ONLY public.user_diaries FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: user_diaries user_diaries_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.user_diaries
+    ADD CONSTRAINT user_diaries_pkey PRIMARY KEY (user_id, diary_id);
+
+--
+-- Name: user_diaries user_diaries_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.user_diaries
+    ADD CONSTRAINT user_diaries_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: user_diaries_diary; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX user_diaries_diary ON public.user_diaries USING btree (diary_id, user_id);
+
+--
+-- Name: user_diaries; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.user_diaries ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: user_diaries user_diaries_kept_by_the_membership_functions; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER user_diaries_kept_by_the_membership_functions BEFORE INSERT OR DELETE OR UPDATE ON public.user_diaries FOR EACH ROW EXECUTE FUNCTION public.refuse_direct_write('add_diary_member', 'drop_diary_member', 'hand_on_or_close', 'forget_diary', 'forget_user');
+
+--
+-- Name: TABLE user_diaries; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.user_diaries IS 'A user''s memberships keyed by the user, with the diary''s type: what each request reads for the caller''s diaries and plan, without asking every shard of diary_members. Kept in step by add_diary_member, drop_diary_member, hand_on_or_close and forget_diary.';
+
+--
 -- ============================== counter_differences (view) ==============================
 --
 
@@ -2337,11 +2393,12 @@ CREATE FUNCTION public.add_diary_member(diary uuid, member uuid, role text, join
     AS $$
 declare
     entries_in_diary integer;
+    kind text;
     unread integer;
     alias uuid;
 begin
     -- Shared: posts, which update this row first, wait until the member is in.
-    select d.entry_count into entries_in_diary from diaries d where d.id = diary for share;
+    select d.entry_count, d.type into entries_in_diary, kind from diaries d where d.id = diary for share;
     unread := coalesce(entries_in_diary, 0)
         - (select count(*) from entries e where e.diary_id = diary and e.user_id = member)
         - (select count(*) from entry_reads r
@@ -2351,6 +2408,7 @@ begin
     insert into diary_members as m (diary_id, user_id, role, joined_at, unread_count)
     values (diary, member, add_diary_member.role, coalesce(add_diary_member.joined_at, now()), unread)
     returning m.alias_id into alias;
+    insert into user_diaries (user_id, diary_id, role, diary_type) values (member, diary, add_diary_member.role, kind);
     perform set_app_setting('app.writer', '');
     insert into change_log (diary_id, kind, user_id, user_alias) values (diary, 'member.joined', member, alias);
     perform announce('diary_changes');
@@ -2801,7 +2859,7 @@ begin
     end if;
     perform 1 from users u where u.id = caller for update;
     if user_plan(caller) = 'free'
-       and (select count(*) from diary_members m where m.user_id = caller and m.role = 'owner') >= free_limit then
+       and (select count(*) from user_diaries u where u.user_id = caller and u.role = 'owner') >= free_limit then
         raise exception 'the free plan owns % diaries', free_limit using errcode = 'ZN006';
     end if;
     perform create_diary_as(caller, diary, create_diary.name, create_diary.type);
@@ -2925,6 +2983,7 @@ begin
     perform set_app_setting('app.writer', 'drop_diary_member');
     delete from diary_members m where m.diary_id = diary and m.user_id = member
     returning m.alias_id, m.role into alias, dropped_role;
+    delete from user_diaries u where u.user_id = member and u.diary_id = diary;
     perform set_app_setting('app.writer', '');
     if dropped_role is null then
         return null;
@@ -3138,6 +3197,7 @@ begin
     delete from entry_photos p where p.diary_id = diary;
     delete from entries e where e.diary_id = diary;
     delete from diary_members m where m.diary_id = diary;
+    delete from user_diaries u where u.diary_id = diary;
     delete from diaries d where d.id = diary;
     perform set_app_setting('app.writer', '');
 end
@@ -3286,6 +3346,7 @@ begin
     end if;
     perform set_app_setting('app.writer', 'hand_on_or_close');
     update diary_members m set role = 'owner' where m.diary_id = diary and m.user_id = heir;
+    update user_diaries u set role = 'owner' where u.user_id = heir and u.diary_id = diary;
     perform set_app_setting('app.writer', '');
 end
 $$;
@@ -3878,15 +3939,14 @@ begin
         return;
     end if;
     perform
-        set_app_setting('app.diary_ids', array(select m.diary_id from diary_members m where m.user_id = caller)::text),
+        set_app_setting('app.diary_ids', array(select u.diary_id from user_diaries u where u.user_id = caller)::text),
         set_app_setting('app.visible_user_ids', array(
             select caller
             union
             select co.user_id
-            from diary_members mine
-            join diaries d on d.id = mine.diary_id and d.type <> 'anonymous'
-            join diary_members co on co.diary_id = mine.diary_id
-            where mine.user_id = caller
+            from user_diaries mine
+            join user_diaries co on co.diary_id = mine.diary_id
+            where mine.user_id = caller and mine.diary_type <> 'anonymous'
         )::text);
 end
 $$;
@@ -3913,7 +3973,7 @@ CREATE FUNCTION public.refuse_direct_write() RETURNS trigger
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 begin
-    if not (coalesce(current_setting('app.writer', true), '') = any (tg_argv)) then
+    if not (coalesce(current_setting('app.writer', true), '') = any (tg_argv || '{citus_layout}'::text[])) then
         raise exception '% on % is made only by %(), which keep its side effects', tg_op, tg_table_name, array_to_string(tg_argv, '(), ')
             using errcode = 'insufficient_privilege';
     end if;
@@ -4439,11 +4499,10 @@ begin
         return case when account.premium_couple then 'couple' else 'premium' end;
     end if;
     if exists (
-        select 1 from diary_members me
-        join diaries d on d.id = me.diary_id and d.type = 'couple'
-        join diary_members partner on partner.diary_id = me.diary_id and partner.user_id <> me.user_id
+        select 1 from user_diaries me
+        join user_diaries partner on partner.diary_id = me.diary_id and partner.user_id <> me.user_id
         join users p on p.id = partner.user_id
-        where me.user_id = account.id and p.premium_couple and p.premium_expires_at > now()
+        where me.user_id = account.id and me.diary_type = 'couple' and p.premium_couple and p.premium_expires_at > now()
     ) then
         return 'couple';
     end if;

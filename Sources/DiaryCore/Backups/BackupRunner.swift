@@ -39,6 +39,14 @@ package struct BackupRunner: Sendable {
         }
     }
 
+    /// A Citus coordinator: pg_dump of its database holds the tables but none of the rows on
+    /// the workers, a backup that would look whole and restore empty diaries.
+    package struct OnCitusCluster: Error, CustomStringConvertible {
+        package var description: String {
+            "this database is a Citus coordinator, whose pg_dump holds none of the workers' rows: back the cluster up node by node with Citus's own tools (README, Scaling out on Citus)"
+        }
+    }
+
     package struct NotRecorded: Error, CustomStringConvertible {
         package var folder: String
         package var reason: String
@@ -82,6 +90,8 @@ package struct BackupRunner: Sendable {
 
     /// Makes a backup in `directory` (created if need be) and records it in `backup_runs`.
     package func backup(into directory: String) async throws -> Result {
+        let citus = try await pool.query("select exists (select from pg_extension where extname = 'citus') as citus")
+        guard try citus.first?.decode("citus", as: Bool.self) == false else { throw OnCitusCluster() }
         let started = Date()
         let (layout, lock, target) = try await threadPool.runIfActive {
             // Backups hold every user's diary: the folders are the server user's alone.

@@ -20,7 +20,9 @@ struct CitusSchema {
         case coordinator
     }
 
-    /// Every table of the schema but `schema_migrations`, in the order they are laid out:
+    /// Every table of the schema but `schema_migrations`, in the order they are laid out.
+    /// `user_diaries`, read by every request for the caller's diaries, is on the coordinator
+    /// so that the read asks no worker. In order:
     /// reference tables before the distributed tables whose foreign keys point at them, and
     /// the coordinator's tables last, with everything their foreign keys reach.
     static let placements: [(table: String, placement: Placement)] = [
@@ -49,6 +51,7 @@ struct CitusSchema {
         ("apple_revocations", .coordinator),
         ("backup_runs", .coordinator),
         ("change_log_horizon", .coordinator),
+        ("user_diaries", .coordinator),
     ]
 
     /// Citus refuses to lay out, or to add, any trigger unless this is on, because a trigger
@@ -140,6 +143,10 @@ struct CitusSchema {
                     // coordinator table, which then can no longer be distributed by diary.
                     try await connection.query("set local citus.enable_local_reference_table_foreign_keys = off")
                     try await connection.query(Self.rowGuardsAllowed)
+                    // The rows a live database has already are copied onto the shards: the
+                    // guards let the copy through (refuse_direct_write), on every node.
+                    try await connection.query("set local citus.propagate_set_commands = 'local'")
+                    try await connection.query("set local app.writer = 'citus_layout'")
                     try await connection.query(statement)
                 }
             } catch let error as PostgresError {

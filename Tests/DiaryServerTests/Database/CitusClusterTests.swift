@@ -136,6 +136,19 @@ struct CitusClusterTests {
         }
     }
 
+    @Test("backup refuses a Citus coordinator, whose pg_dump would hold none of the workers' rows, before it writes anything")
+    func backupRefused() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("citus-backup-\(UUID().uuidString)").path
+        try await TestDatabase.withPool(try Self.owner(), size: 1) { pool in
+            let runner = BackupRunner(
+                pool: pool, store: try FolderPhotoStore(root: directory + "-photos"), pgDump: ExternalTool(name: "pg_dump", path: "/usr/bin/pg_dump"),
+                logger: TestDatabase.logger
+            )
+            await #expect(throws: BackupRunner.OnCitusCluster.self) { try await runner.backup(into: directory) }
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory))
+    }
+
     static func month() -> String {
         let parts = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "Asia/Tokyo")!, from: Date())
         return String(format: "%04d-%02d", parts.year!, parts.month!)
