@@ -6,7 +6,7 @@
 #                                   findings per target; exit 1 when any target found something
 #   Fuzz/fuzz.sh merge [TARGET…]   minimise Fuzz/Corpus/<target> with what the runs found
 #                                   (-merge=1), in place
-#   Fuzz/fuzz.sh build [TARGET…]   build only
+#   Fuzz/fuzz.sh build [TARGET…]   build only (run and merge build first, unless FUZZ_NO_BUILD=1)
 #
 # Each input is bounded in time (FUZZ_TIMEOUT seconds, 10) and memory (FUZZ_RSS_MB, 2048): an
 # input that costs that much takes an instance down as surely as a crash, and is a finding.
@@ -41,7 +41,8 @@ binary() {
 
 run() {
     local target failed=0 summary=()
-    build "$@"
+    # FUZZ_NO_BUILD=1 runs the binaries as they are, while another build holds the machine.
+    [ "${FUZZ_NO_BUILD:-}" = 1 ] || build "$@"
     for target in "$@"; do
         local work="$SCRATCH/corpus/$target" findings="Fuzz/findings/$target" logfile="$SCRATCH/logs/$target.log"
         mkdir -p "$work" "$findings" "$(dirname "$logfile")"
@@ -51,7 +52,7 @@ run() {
         set +e
         ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} "$(binary "$target")" "$work" "Fuzz/Corpus/$target" \
             -max_total_time="$FUZZ_SECONDS" -timeout="$FUZZ_TIMEOUT" -rss_limit_mb="$FUZZ_RSS_MB" \
-            -artifact_prefix="$findings/" -print_final_stats=1 -jobs=1 -workers=1 >"$logfile" 2>&1
+            -artifact_prefix="$findings/" -print_final_stats=1 >"$logfile" 2>&1
         local status=$?
         set -e
         local after; after=$(find "$findings" -type f | wc -l)
@@ -74,7 +75,7 @@ run() {
 
 merge() {
     local target
-    build "$@"
+    [ "${FUZZ_NO_BUILD:-}" = 1 ] || build "$@"
     for target in "$@"; do
         local minimised="$SCRATCH/merged/$target"
         rm -rf "$minimised"; mkdir -p "$minimised" "$SCRATCH/corpus/$target"
