@@ -7,7 +7,7 @@ BOUNCER := scripts/pgbouncer.sh
 # `make run CONFIG=release` for an optimised server.
 CONFIG ?= debug
 
-.PHONY: run test test-citus build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
+.PHONY: run test test-citus fuzz fuzz-merge build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
 
 run: db
 	swift build -c $(CONFIG) --product diary-server
@@ -28,6 +28,8 @@ test: export DIARY_PG_CLUSTER = $(TEST_CLUSTER)
 test: export DIARY_PG_FSYNC = off
 # Every suite runs at once, each server with its own pools: more than 1,000 connections at peak.
 test: export DIARY_PG_MAX_CONNECTIONS = 3000
+# `swift test` includes FuzzCorpusReplayTests: every Fuzz/Corpus file once through its fuzz
+# target's properties, and Python's zipfile reading back the ZIP corpus's archives (under a second).
 # PGPORT names make run's cluster; the tests' takes the next free port.
 test:
 	unset PGPORT; $(PG) start; $(BOUNCER) start test
@@ -37,6 +39,16 @@ test:
 	swift test --skip "FaultTests|PushProcessTests"; \
 	swift test --skip-build --filter "FaultTests|PushProcessTests" --no-parallel; \
 	Tests/sql/run-pgtap.sh; Tests/contract/schemathesis.sh
+
+# libFuzzer over every parser of untrusted bytes (README: "Fuzzing and sanitizers"), FUZZ_SECONDS (60) each, built
+# with AddressSanitizer in .build-fuzz; findings go to Fuzz/findings/<target>/. FUZZ_TARGETS picks some.
+FUZZ_TARGETS ?=
+fuzz:
+	Fuzz/fuzz.sh run $(FUZZ_TARGETS)
+
+# Folds what the runs found into Fuzz/Corpus, minimised with -merge=1.
+fuzz-merge:
+	Fuzz/fuzz.sh merge $(FUZZ_TARGETS)
 
 # The schema on a Citus cluster, which CI cannot run (scripts/test-citus.sh): a coordinator and two
 # workers, migrate --citus twice, and CitusClusterTests. Without Citus installed it runs nothing.

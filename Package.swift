@@ -1,6 +1,11 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// `make fuzz` sets DIARY_FUZZ=1 (with its own scratch path) to add one libFuzzer entry point per
+/// parser, Fuzz/Targets/<name>; every other build leaves them out, as libFuzzer brings its own `main`.
+let fuzzTargetNames = ["jpeg", "png", "webp", "json", "cursor", "headers", "revenuecat", "apple", "zip", "websocket", "query"]
+let buildsFuzzTargets = Context.environment["DIARY_FUZZ"] == "1"
+
 /// Every target: imports are internal unless spelled `public import` (or `package import`),
 /// and a member is visible only where its module is imported, so the compiler checks the layers.
 let swiftSettings: [SwiftSetting] = [
@@ -191,6 +196,25 @@ let package = Package(
             dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
             path: "Benchmarks/BareHummingbird"
         ),
+        // The fuzzing properties, one function per parser (the README, "Fuzzing and sanitizers"): the libFuzzer entry
+        // points trap when one fails, and FuzzCorpusReplayTests replays the corpora through them.
+        .target(
+            name: "FuzzProperties",
+            dependencies: [
+                "DiaryCore",
+                "DiaryHTTP",
+                "DiaryModels",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "Fuzz/Properties",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "S3ClientTests",
             dependencies: ["S3Client", "TestSupport", .product(name: "AsyncHTTPClient", package: "async-http-client")]
@@ -205,6 +229,7 @@ let package = Package(
                 "DiaryServer",
                 "DiaryHTTP",
                 "DiaryCore",
+                "FuzzProperties",
                 "S3Client",
                 "TestSupport",
                 "APNSTestServer",
@@ -266,3 +291,16 @@ let package = Package(
         ),
     ]
 )
+
+if buildsFuzzTargets {
+    package.targets.append(.target(name: "LibFuzzerDriver", path: "Fuzz/Driver"))
+    package.targets += fuzzTargetNames.map { name in
+        .executableTarget(
+            name: "fuzz-\(name)",
+            dependencies: ["FuzzProperties", "LibFuzzerDriver"],
+            path: "Fuzz/Targets/\(name)",
+            // The entry point is `fuzz_<name>_main`, written by hand: the module must not define one.
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        )
+    }
+}

@@ -143,6 +143,10 @@ enum JPEGSanitizer {
     static func exifOrientation(_ payload: [UInt8]) -> Int? {
         // "Exif\0" and a pad byte (some writers put 0xFF there rather than 0), then a TIFF file.
         guard ImageSanitizer.hasPrefix(payload, Array("Exif\0".utf8)), payload.count > 6 else { return nil }
+        // A block shorter than the one that carries the orientation on is no whole TIFF (IFD0
+        // ends with the next IFD's offset), and trading it for ours would make the output
+        // larger than the upload.
+        guard payload.count + 4 >= minimalEXIF(orientation: 1).count else { return nil }
         let tiff = Array(payload[6...])
         let bigEndian: Bool
         if ImageSanitizer.hasPrefix(tiff, [0x49, 0x49, 0x2A, 0x00]) {

@@ -28,7 +28,18 @@ struct APIRequestDecoder: RequestDecoder {
         guard Self.isJSON(request.headers[.contentType]) else {
             throw Problem(status: .unsupportedMediaType, code: .unsupportedMediaType, detail: "send the body as application/json")
         }
-        let data = Data(buffer: try await request.collectBody(upTo: context.maxUploadSize))
+        return try Self.decode(type, from: Data(buffer: try await request.collectBody(upTo: context.maxUploadSize)))
+    }
+
+    /// Arrays and objects a body may nest: the API's bodies nest two or three deep, and a
+    /// deeper one is refused (400 `validation_failed`) before a parser recurses into it.
+    static let maximumNesting = 32
+
+    /// A body's bytes as `T`, or the `Problem` (400) that says why not.
+    static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        guard JSONDuplicateKeys.nesting(of: data) <= maximumNesting else {
+            throw Problem(status: .badRequest, code: .validationFailed, detail: "the body nests arrays and objects more than \(maximumNesting) deep")
+        }
         let object: Any
         do {
             object = try JSONSerialization.jsonObject(with: data)

@@ -24,10 +24,7 @@ enum JSONDuplicateKeys {
                 }
             case UInt8(ascii: "\""):
                 let start = index
-                index += 1
-                while index < data.endIndex, data[index] != UInt8(ascii: "\"") {
-                    index += data[index] == UInt8(ascii: "\\") ? 2 : 1
-                }
+                index = endOfString(in: data, from: start)
                 guard let last = objects.last, var object = last, object.expectingKey else { break }
                 let literal = data[start...min(index, data.endIndex - 1)]
                 let key = literal.contains(UInt8(ascii: "\\"))
@@ -42,5 +39,38 @@ enum JSONDuplicateKeys {
             index += 1
         }
         return nil
+    }
+
+    /// How many arrays and objects the deepest value sits in. Any bytes will do, valid JSON
+    /// or not: the count is taken before the body is parsed, so that no parser recurses
+    /// deeper than `APIRequestDecoder.maximumNesting`.
+    static func nesting(of data: Data) -> Int {
+        var depth = 0, deepest = 0
+        var index = data.startIndex
+        while index < data.endIndex {
+            switch data[index] {
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                depth += 1
+                deepest = max(deepest, depth)
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                depth = max(0, depth - 1)
+            case UInt8(ascii: "\""):
+                index = endOfString(in: data, from: index)
+            default:
+                break
+            }
+            index += 1
+        }
+        return deepest
+    }
+
+    /// The index of the quote that closes the string opened at `start`, escapes skipped, or
+    /// `data.endIndex` or past it when the text ends first.
+    static func endOfString(in data: Data, from start: Data.Index) -> Data.Index {
+        var index = start + 1
+        while index < data.endIndex, data[index] != UInt8(ascii: "\"") {
+            index += data[index] == UInt8(ascii: "\\") ? 2 : 1
+        }
+        return index
     }
 }

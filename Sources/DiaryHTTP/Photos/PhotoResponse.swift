@@ -74,6 +74,7 @@ struct PhotoResponse {
         guard start < size else { return .unsatisfiable }
         if last.isEmpty { return .part(start..<size) }
         guard let end = Int(last), end >= start else { return .whole }
-        return .part(start..<min(end + 1, size))
+        // The last byte is capped before it becomes the bound: `end` may be Int.max.
+        return .part(start..<(min(end, size - 1) + 1))
     }
 }

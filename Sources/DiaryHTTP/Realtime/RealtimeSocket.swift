@@ -189,9 +189,16 @@ struct RealtimeSocket: Sendable {
         return nil
     }
 
-    private struct AuthMessage: Decodable {
+    /// The one message a client sends: `{"type": "auth", "accessToken": "…"}`, a renewed token.
+    struct AuthMessage: Decodable, Equatable {
         var type: String
         var accessToken: String?
+
+        /// The renewal a text frame holds, nil for any other text, which is ignored.
+        static func renewal(in text: String) -> AuthMessage? {
+            guard let message = try? JSONDecoder().decode(AuthMessage.self, from: Data(text.utf8)), message.type == "auth" else { return nil }
+            return message
+        }
     }
 
     /// Token renewals; everything else from the client is ignored, within limits.
@@ -209,7 +216,7 @@ struct RealtimeSocket: Sendable {
                 case .binary:
                     return .binaryFrame
                 case .text(let text):
-                    guard let auth = try? JSONDecoder().decode(AuthMessage.self, from: Data(text.utf8)), auth.type == "auth" else { continue }
+                    guard let auth = AuthMessage.renewal(in: text) else { continue }
                     guard let token = auth.accessToken, let identity = try? await tokens.verifyAccessToken(token),
                           identity.userID == subscription.identity.userID else {
                         return .unauthorized("the renewed token is not valid for this user")

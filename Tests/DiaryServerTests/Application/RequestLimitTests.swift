@@ -58,6 +58,26 @@ struct RequestLimitTests {
         }
     }
 
+    @Test("a body nesting arrays and objects more than 32 deep is 400 validation_failed before a parser recurses into it")
+    func deepBodies() throws {
+        /// An entry whose unknown member `d` nests `depth` deep, the body's own object included.
+        func body(_ depth: Int) -> Data {
+            Data((#"{"content":"x","d":"# + String(repeating: "[", count: depth - 1) + String(repeating: "]", count: depth - 1) + "}").utf8)
+        }
+        #expect(try APIRequestDecoder.decode(CreateEntryRequest.self, from: body(APIRequestDecoder.maximumNesting)).content == "x")
+        for depth in [APIRequestDecoder.maximumNesting + 1, 600, 100_000] {
+            do {
+                _ = try APIRequestDecoder.decode(CreateEntryRequest.self, from: body(depth))
+                Issue.record("a body \(depth) deep is decoded")
+            } catch let problem as Problem {
+                #expect(problem.status == .badRequest && problem.code == .validationFailed, "\(depth)")
+            }
+        }
+        // Brackets inside strings are text, not nesting.
+        let quoted = Data((#"{"content":""# + String(repeating: "[", count: 100) + #""}"#).utf8)
+        #expect(try APIRequestDecoder.decode(CreateEntryRequest.self, from: quoted).content.count == 100)
+    }
+
     @Test("a known path called with a method it does not take is 405 with Allow, not 404")
     func methodNotAllowed() async throws {
         try await APIHarness.run { api in

@@ -152,6 +152,21 @@ struct ImageSanitizerTests {
         }
     }
 
+    @Test("an EXIF shorter than the lone-Orientation one gives no orientation, so the output is never larger (fuzz finding)")
+    func exifShorterThanOurs() throws {
+        // Orientation 6 as IFD0's one entry, without the next-IFD offset: 32 bytes with its marker, ours is 36.
+        let tiff: [UInt8] = Array("MM\0*".utf8) + [0, 0, 0, 8, 0, 1] + [0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 6, 0, 0]
+        let upload = Self.inserting(TestImages.segment(0xE1, Array("Exif\0\0".utf8) + tiff), afterSOI: TestImages.jpeg(jfif: false))
+        let image = try ImageSanitizer.sanitize(upload, declaredAs: .jpeg)
+        #expect(image.bytes.count <= upload.count)
+        #expect(image.orientation == nil)
+        // With the offset it is a whole EXIF, as long as ours, and its orientation stays.
+        let whole = Self.inserting(TestImages.segment(0xE1, Array("Exif\0\0".utf8) + tiff + [0, 0, 0, 0]), afterSOI: TestImages.jpeg(jfif: false))
+        let kept = try ImageSanitizer.sanitize(whole, declaredAs: .jpeg)
+        #expect(kept.orientation == 6)
+        #expect(kept.bytes.count == whole.count)
+    }
+
     @Test("fill bytes before markers are allowed and not kept")
     func fillBytes() throws {
         let plain = TestImages.jpeg(orientation: 2, comment: true)
