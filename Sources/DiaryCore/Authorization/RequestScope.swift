@@ -20,28 +20,31 @@ package struct RequestScope: Sendable {
     package let photoLinks: PhotoLinks
     private let pool: PostgresPool
     private let readPlacement: PostgresPool.Placement
-    private let readBack: ReadBack
+    private let database: Database
 
-    /// Where a write's read-back runs.
-    package enum ReadBack: Sendable {
-        /// In the write's own transaction: one round trip.
-        case inTheWrite
-        /// In a transaction of its own once the write has committed, as on a Citus cluster:
-        /// Citus cannot read, as the caller, a shard that a SECURITY DEFINER function wrote
-        /// as the schema's owner earlier in the same transaction (it keeps one connection a
-        /// role to each node).
-        case afterCommit
+    /// What the statements run on.
+    package enum Database: Sendable {
+        /// One PostgreSQL: a write's read-back runs in the write's own transaction, one
+        /// round trip.
+        case single
+        /// A Citus coordinator (`DB_CITUS=1`). A write's read-back runs in a transaction of
+        /// its own once the write has committed: Citus cannot read, as the caller, a shard
+        /// that a SECURITY DEFINER function wrote as the schema's owner earlier in the same
+        /// transaction (it keeps one connection a role to each node). And every statement
+        /// calls the identity functions instead of selecting them once (`CitusSpelling`):
+        /// Citus plans a subquery without FROM apart, and then asks every shard.
+        case citus
     }
 
     package init(
         identity: TokenService.Identity, pool: PostgresPool, photoLinks: PhotoLinks, readPlacement: PostgresPool.Placement = .ownConnection,
-        readBack: ReadBack = .inTheWrite
+        database: Database = .single
     ) {
         self.identity = identity
         self.pool = pool
         self.photoLinks = photoLinks
         self.readPlacement = readPlacement
-        self.readBack = readBack
+        self.database = database
     }
 
     package var userID: UUID { identity.userID }
@@ -58,11 +61,11 @@ package struct RequestScope: Sendable {
     }
 
     /// Runs `statements` as `run` does, then reads what they wrote with `readBack`, in the
-    /// same transaction or after its COMMIT (`ReadBack`); returns the rows of both, in order.
+    /// same transaction or after its COMMIT (`Database`); returns the rows of both, in order.
     package func run(_ statements: [PostgresQuery], thenRead readBack: [PostgresQuery]) async throws -> [PostgresRows] {
-        switch self.readBack {
-        case .inTheWrite: try await run(statements + readBack)
-        case .afterCommit: try await run(statements) + read(readBack)
+        switch database {
+        case .single: try await run(statements + readBack)
+        case .citus: try await run(statements) + read(readBack)
         }
     }
 
@@ -128,7 +131,8 @@ package struct RequestScope: Sendable {
     private func transaction(
         _ statements: [PostgresQuery], placement: PostgresPool.Placement, afterCommit: [PostgresQuery] = []
     ) async throws -> [PostgresRows] {
-        let transaction = ["select authenticate(\(identity.sessionID), \(identity.userID))"] + statements
+        let spelled = database == .citus ? statements.map(CitusSpelling.respelled) : statements
+        let transaction = ["select authenticate(\(identity.sessionID), \(identity.userID))"] + spelled
         #if DEBUG
         Self.recorder?.record(transaction + (afterCommit.isEmpty ? [] : ["COMMIT"] + afterCommit))
         #endif

@@ -190,7 +190,7 @@ func buildRouter(
     ).register(on: api)
 
     let bearer = BearerAuthenticator(
-        tokens: tokens, pool: pool, readPlacement: sharedReads ? .sharedConnection : .ownConnection, readBack: citus ? .afterCommit : .inTheWrite,
+        tokens: tokens, pool: pool, readPlacement: sharedReads ? .sharedConnection : .ownConnection, database: citus ? .citus : .single,
         photoLinks: photos.links
     )
     let authenticated = api.add(middleware: bearer).group(context: AuthenticatedContext.self)

@@ -12,8 +12,8 @@ struct BearerAuthenticator: RouterMiddleware {
     let pool: PostgresPool
     /// Where the scope sends transactions that only read (`ServerConfiguration.sharedReads`).
     let readPlacement: PostgresPool.Placement
-    /// Where a write's read-back runs (`ServerConfiguration.citus`).
-    let readBack: RequestScope.ReadBack
+    /// One PostgreSQL or a Citus coordinator (`ServerConfiguration.citus`).
+    let database: RequestScope.Database
     let photoLinks: PhotoLinks
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -32,7 +32,7 @@ struct BearerAuthenticator: RouterMiddleware {
             throw Problem.unauthorized("the access token is not valid", invalidToken: true)
         }
         var context = context
-        context.scope = RequestScope(identity: identity, pool: pool, photoLinks: photoLinks, readPlacement: readPlacement, readBack: readBack)
+        context.scope = RequestScope(identity: identity, pool: pool, photoLinks: photoLinks, readPlacement: readPlacement, database: database)
         context.logger[metadataKey: "user"] = "\(identity.userID)"
         return try await next(request, context)
     }

@@ -19,8 +19,7 @@ package struct ServerConfiguration: Sendable {
     /// Off by default: it gains throughput under load, but a request queued behind a slow
     /// one waits for it, which raises the tail latency.
     package var sharedReads = false
-    /// `DB_CITUS=1`: the database is a Citus coordinator, so a write's read-back runs after
-    /// its COMMIT (`RequestScope.ReadBack.afterCommit`).
+    /// `DB_CITUS=1`: the database is a Citus coordinator (`RequestScope.Database.citus`).
     package var citus = false
     /// The realtime feed's limits and intervals (sockets per user, polling, session checks).
     package var realtime = ChangeFeed.Options()

@@ -1,3 +1,4 @@
+import DiaryCore
 import Foundation
 import Logging
 import PostgresClient
@@ -84,18 +85,10 @@ struct CitusSchema {
         guard try (workers.first?.decode("n", as: Int.self) ?? 0) > 0 else { throw Failure.noWorkers }
     }
 
-    /// The policies' `(select app_user_id())`, which PostgreSQL evaluates once a statement,
-    /// respelled as the plain call: Citus refuses subqueries in the policies of distributed
-    /// tables. They pass the same rows; a single PostgreSQL keeps the cheaper spelling.
+    /// The policies' `(select app_user_id())`, respelled as the plain call: Citus refuses
+    /// subqueries in the policies of distributed tables (`CitusSpelling`).
     static func respelled(_ expression: String) -> String {
-        var text = expression
-        for function in ["app_user_id", "app_diary_ids", "app_visible_user_ids"] {
-            // pg_policies qualifies the name unless public is on the search path.
-            for spelling in ["public.\(function)", function] {
-                text = text.replacingOccurrences(of: "( SELECT \(spelling)() AS \(function))", with: "public.\(function)()")
-            }
-        }
-        return text
+        CitusSpelling.respelled(expression)
     }
 
     /// Respells every policy that holds one of those subqueries; returns how many.
