@@ -3215,6 +3215,9 @@ declare
     gone record;
     forgotten integer := 0;
 begin
+    -- The diary's row first, as post_entry takes it (entry_count) before the members'
+    -- rows (unread_count): the other order deadlocks with a concurrent post.
+    perform 1 from diaries d where d.id = diary for update;
     update diary_members m set unread_count = m.unread_count - unread.count
     from (
         select other.user_id, count(*)::integer as count
