@@ -3265,7 +3265,7 @@ declare
     membership record;
 begin
     -- One diary at a time, so that on Citus each lock routes to its diary's shard.
-    for membership in select m.diary_id from diary_members m where m.user_id = account order by m.diary_id loop
+    for membership in select u.diary_id from user_diaries u where u.user_id = account order by u.diary_id loop
         perform 1 from diaries d where d.id = membership.diary_id for update;
     end loop;
     for authored in
@@ -3273,7 +3273,7 @@ begin
     loop
         perform forget_entries(authored.diary_id, authored.ids, true);
     end loop;
-    for membership in select m.diary_id from diary_members m where m.user_id = account order by m.diary_id loop
+    for membership in select u.diary_id from user_diaries u where u.user_id = account order by u.diary_id loop
         perform drop_diary_member(membership.diary_id, account);
     end loop;
     insert into photo_garbage (content_hash)

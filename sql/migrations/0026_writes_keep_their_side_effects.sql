@@ -8,7 +8,8 @@
 --
 -- The functions:
 --   add_diary_member, drop_diary_member   a member's unread_count, member.joined/left,
---                                          the caller's diary ids, the owner handed on
+--                                          user_diaries, the caller's diary ids, the owner
+--                                          handed on
 --   forget_entries, forget_diary           counters, receipts, photo garbage, entry.deleted
 --   forget_user                            all of the above for an account, and Apple's revocation
 --   edit_entry, delete_entry, rename_diary the requests, with the policies' answers
@@ -50,17 +51,40 @@ $$;
 
 -- ---------------------------------------------------------------- memberships
 
+-- A user's memberships, keyed by the user: what every request reads to learn the caller's
+-- diaries (refresh_app_diary_ids) and plan (user_plan). diary_members is keyed, and on Citus
+-- sharded, by diary, so reading it by user asks every shard: on the cluster that was about
+-- 50 ms a request. user_diaries is kept by the functions that add, drop and promote members,
+-- in their transaction, and lives on the coordinator on Citus. It holds the diary's type,
+-- which never changes, for the co-members a non-anonymous diary shows.
+create table user_diaries (
+    user_id uuid not null references users (id) on delete cascade,
+    diary_id uuid not null,
+    role text not null check (role in ('owner', 'member')),
+    diary_type text not null,
+    primary key (user_id, diary_id)
+);
+create index user_diaries_diary on user_diaries (diary_id, user_id);
+alter table user_diaries enable row level security;
+alter table user_diaries force row level security;
+-- Read and written only by SECURITY DEFINER functions, as the owner.
+revoke all on user_diaries from diary_app;
+
+insert into user_diaries (user_id, diary_id, role, diary_type)
+select m.user_id, m.diary_id, m.role, d.type from diary_members m join diaries d on d.id = m.diary_id;
+
 create function add_diary_member(diary uuid, member uuid, role text, joined_at timestamptz default null) returns void
     language plpgsql security definer
     set search_path = pg_catalog, public
 as $$
 declare
     entries_in_diary integer;
+    kind text;
     unread integer;
     alias uuid;
 begin
     -- Shared: posts, which update this row first, wait until the member is in.
-    select d.entry_count into entries_in_diary from diaries d where d.id = diary for share;
+    select d.entry_count, d.type into entries_in_diary, kind from diaries d where d.id = diary for share;
     unread := coalesce(entries_in_diary, 0)
         - (select count(*) from entries e where e.diary_id = diary and e.user_id = member)
         - (select count(*) from entry_reads r
@@ -70,6 +94,7 @@ begin
     insert into diary_members as m (diary_id, user_id, role, joined_at, unread_count)
     values (diary, member, add_diary_member.role, coalesce(add_diary_member.joined_at, now()), unread)
     returning m.alias_id into alias;
+    insert into user_diaries (user_id, diary_id, role, diary_type) values (member, diary, add_diary_member.role, kind);
     perform set_app_setting('app.writer', '');
     insert into change_log (diary_id, kind, user_id, user_alias) values (diary, 'member.joined', member, alias);
     perform announce('diary_changes');
@@ -95,6 +120,7 @@ begin
     end if;
     perform set_app_setting('app.writer', 'hand_on_or_close');
     update diary_members m set role = 'owner' where m.diary_id = diary and m.user_id = heir;
+    update user_diaries u set role = 'owner' where u.user_id = heir and u.diary_id = diary;
     perform set_app_setting('app.writer', '');
 end
 $$;
@@ -112,6 +138,7 @@ begin
     perform set_app_setting('app.writer', 'drop_diary_member');
     delete from diary_members m where m.diary_id = diary and m.user_id = member
     returning m.alias_id, m.role into alias, dropped_role;
+    delete from user_diaries u where u.user_id = member and u.diary_id = diary;
     perform set_app_setting('app.writer', '');
     if dropped_role is null then
         return null;
@@ -129,6 +156,56 @@ begin
 end
 $$;
 revoke all on function drop_diary_member(uuid, uuid) from public;
+
+create or replace function refresh_app_diary_ids() returns void
+    language plpgsql security definer
+    set search_path = pg_catalog, public
+as $$
+declare
+    caller constant uuid := app_user_id();
+begin
+    if caller is null then
+        perform set_app_setting('app.diary_ids', '{}'), set_app_setting('app.visible_user_ids', '{}');
+        return;
+    end if;
+    perform
+        set_app_setting('app.diary_ids', array(select u.diary_id from user_diaries u where u.user_id = caller)::text),
+        set_app_setting('app.visible_user_ids', array(
+            select caller
+            union
+            select co.user_id
+            from user_diaries mine
+            join user_diaries co on co.diary_id = mine.diary_id
+            where mine.user_id = caller and mine.diary_type <> 'anonymous'
+        )::text);
+end
+$$;
+
+create or replace function user_plan(user_id uuid) returns text
+    language plpgsql stable security definer
+    set search_path = pg_catalog, public
+as $$
+declare
+    account users%rowtype;
+begin
+    select * into account from users u where u.id = user_plan.user_id;
+    if not found then
+        return null;
+    end if;
+    if account.premium_expires_at > now() then
+        return case when account.premium_couple then 'couple' else 'premium' end;
+    end if;
+    if exists (
+        select 1 from user_diaries me
+        join user_diaries partner on partner.diary_id = me.diary_id and partner.user_id <> me.user_id
+        join users p on p.id = partner.user_id
+        where me.user_id = account.id and me.diary_type = 'couple' and p.premium_couple and p.premium_expires_at > now()
+    ) then
+        return 'couple';
+    end if;
+    return 'free';
+end
+$$;
 
 -- ---------------------------------------------------------------- entries and diaries
 
@@ -194,6 +271,7 @@ begin
     delete from entry_photos p where p.diary_id = diary;
     delete from entries e where e.diary_id = diary;
     delete from diary_members m where m.diary_id = diary;
+    delete from user_diaries u where u.diary_id = diary;
     delete from diaries d where d.id = diary;
     perform set_app_setting('app.writer', '');
 end
@@ -365,7 +443,7 @@ begin
     end if;
     perform 1 from users u where u.id = caller for update;
     if user_plan(caller) = 'free'
-       and (select count(*) from diary_members m where m.user_id = caller and m.role = 'owner') >= free_limit then
+       and (select count(*) from user_diaries u where u.user_id = caller and u.role = 'owner') >= free_limit then
         raise exception 'the free plan owns % diaries', free_limit using errcode = 'ZN006';
     end if;
     perform create_diary_as(caller, diary, create_diary.name, create_diary.type);
@@ -662,7 +740,7 @@ declare
     membership record;
 begin
     -- One diary at a time, so that on Citus each lock routes to its diary's shard.
-    for membership in select m.diary_id from diary_members m where m.user_id = account order by m.diary_id loop
+    for membership in select u.diary_id from user_diaries u where u.user_id = account order by u.diary_id loop
         perform 1 from diaries d where d.id = membership.diary_id for update;
     end loop;
     for authored in
@@ -670,7 +748,7 @@ begin
     loop
         perform forget_entries(authored.diary_id, authored.ids, true);
     end loop;
-    for membership in select m.diary_id from diary_members m where m.user_id = account order by m.diary_id loop
+    for membership in select u.diary_id from user_diaries u where u.user_id = account order by u.diary_id loop
         perform drop_diary_member(membership.diary_id, account);
     end loop;
     insert into photo_garbage (content_hash)
@@ -847,6 +925,8 @@ create trigger users_settings_by_update_me before update of settings, time_zone 
     execute function refuse_direct_write('update_me');
 create trigger users_deleted_by_forget_user before delete on users
     for each row execute function refuse_direct_write('forget_user');
+create trigger user_diaries_kept_by_the_membership_functions before insert or update or delete on user_diaries
+    for each row execute function refuse_direct_write('add_diary_member', 'drop_diary_member', 'hand_on_or_close', 'forget_diary', 'forget_user');
 
 comment on function refuse_direct_write() is
     'Trigger: refuses a write to its table unless one of the functions named in its arguments makes it (app.writer), so that no path, not even an operator''s psql or a cascade, skips the side effects those functions make.';
@@ -890,3 +970,5 @@ comment on function forget_user(uuid) is
     'Deletes an account and everything only theirs: entries (forget_entries), memberships (drop_diary_member), uploads (queued as photo garbage); queues the revocation of their Apple tokens.';
 comment on function delete_my_account() is
     'DELETE /v1/me: forget_user for the caller.';
+comment on table user_diaries is
+    'A user''s memberships keyed by the user, with the diary''s type: what each request reads for the caller''s diaries and plan, without asking every shard of diary_members. Kept in step by add_diary_member, drop_diary_member, hand_on_or_close and forget_diary.';

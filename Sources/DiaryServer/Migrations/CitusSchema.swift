@@ -85,13 +85,9 @@ struct CitusSchema {
         guard try (workers.first?.decode("n", as: Int.self) ?? 0) > 0 else { throw Failure.noWorkers }
     }
 
-    /// The policies' `(select app_user_id())`, respelled as the plain call: Citus refuses
-    /// subqueries in the policies of distributed tables (`CitusSpelling`).
-    static func respelled(_ expression: String) -> String {
-        CitusSpelling.respelled(expression)
-    }
-
-    /// Respells every policy that holds one of those subqueries; returns how many.
+    /// Respells every policy that selects an identity function once, `( SELECT app_user_id()
+    /// AS app_user_id)`, as the plain call (`CitusSpelling`): Citus refuses subqueries in the
+    /// policies of distributed tables. Returns how many.
     @discardableResult
     func respellPolicies() async throws -> Int {
         let rows = try await pool.query("""
@@ -103,8 +99,8 @@ struct CitusSchema {
             // Names from the catalog, spelled as the migrations spell every policy and table.
             guard Self.isPlainIdentifier(name), Self.isPlainIdentifier(table) else { preconditionFailure("unexpected name \(table).\(name)") }
             var clauses: [String] = []
-            if let qual = try row.decode("qual", as: String?.self) { clauses.append("using (\(Self.respelled(qual)))") }
-            if let check = try row.decode("with_check", as: String?.self) { clauses.append("with check (\(Self.respelled(check)))") }
+            if let qual = try row.decode("qual", as: String?.self) { clauses.append("using (\(CitusSpelling.respelled(qual)))") }
+            if let check = try row.decode("with_check", as: String?.self) { clauses.append("with check (\(CitusSpelling.respelled(check)))") }
             try await pool.query(PostgresQuery(unsafeSQL: "alter policy \(name) on public.\(table) \(clauses.joined(separator: " "))"))
         }
         if !rows.isEmpty { logger.info("migrate --citus: policies respelled without subqueries", metadata: ["count": "\(rows.count)"]) }

@@ -2,6 +2,7 @@ import Foundation
 import PostgresClient
 import Testing
 import TestSupport
+@testable import DiaryCore
 @testable import DiaryServer
 
 /// What keeps the schema distributable by diary, checked on a single PostgreSQL from its
@@ -43,8 +44,8 @@ struct CitusSchemaTests {
             for row in rows {
                 let name = try row.decode("policyname", as: String.self)
                 for expression in [try row.decode("qual", as: String.self), try row.decode("checked", as: String.self)] {
-                    #expect(!CitusSchema.respelled(expression).uppercased().contains("SELECT"), "\(name): \(expression)")
-                    if CitusSchema.respelled(expression) != expression { respelled += 1 }
+                    #expect(!CitusSpelling.respelled(expression).uppercased().contains("SELECT"), "\(name): \(expression)")
+                    if CitusSpelling.respelled(expression) != expression { respelled += 1 }
                 }
             }
             #expect(respelled > 0, "the schema's own spelling uses the subquery, which the respelling removes")
