@@ -31,10 +31,16 @@ test: export DIARY_PG_MAX_CONNECTIONS = 3000
 # `swift test` includes FuzzCorpusReplayTests: every Fuzz/Corpus file once through its fuzz
 # target's properties, and Python's zipfile reading back the ZIP corpus's archives (under a second).
 # PGPORT names make run's cluster; the tests' takes the next free port.
+# The suites' servers, pools and sockets share one test process: far more than the 1,024 open
+# files a shell often allows (EMFILE then fails every connection at once), so the limit is
+# raised first, to 65,536 where that is allowed (root), else to the hard limit; PgBouncer's
+# clients count against it too.
+RAISE_OPEN_FILES := { ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; }
 test:
-	unset PGPORT; $(PG) start; $(BOUNCER) start test
+	$(RAISE_OPEN_FILES); unset PGPORT; $(PG) start; $(BOUNCER) start test
 	scripts/test-tools.sh install
 	scripts/moto.sh start
+	$(RAISE_OPEN_FILES); \
 	eval "$$($(PG) env)"; eval "$$($(BOUNCER) env test)"; eval "$$(scripts/moto.sh env)"; swift build --product diary-server; \
 	swift test --skip "FaultTests|PushProcessTests"; \
 	swift test --skip-build --filter "FaultTests|PushProcessTests" --no-parallel; \

@@ -202,7 +202,11 @@ public final class PostgresPool: Service, Sendable {
             if case .reuse(let connection) = grant { drivers[connection.driverIndex].unwatch(connection) }
             // The slot is free again: let a waiter try its luck with a fresh connection.
             giveUpSlot()
-            logger.warning("postgres connection failed", metadata: ["error": "\(error)", "target": "\(configuration)"])
+            var metadata: Logger.Metadata = ["error": "\(error)", "target": "\(configuration)"]
+            // A failed connect's message is libpq's or the server's startup answer ("too many clients",
+            // "Connection refused", "Too many open files"): it quotes no statement, and it is the cause.
+            if let failure = error as? PostgresError, failure.kind == .connectionFailure { metadata["reason"] = "\(failure.message)" }
+            logger.warning("postgres connection failed", metadata: metadata)
             throw error
         }
     }

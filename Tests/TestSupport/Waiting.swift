@@ -16,18 +16,54 @@ public func waitForValue<Value>(_ what: String = "a value", within limit: Durati
 
 /// Runs `operation`, and fails naming `what` if it has not finished within `limit`; the
 /// operation is cancelled then. The one way a test bounds a wait that has no poll.
+///
+/// The failure comes at `limit` even when the operation ignores its cancellation (a wait on
+/// a task's value, a blocked read): a task group would wait for such a child before it
+/// returned, so the operation runs in a task of its own, and is left to finish on its own.
 public func withTimeLimit<Value: Sendable>(
     _ what: String, within limit: Duration, _ operation: @escaping @Sendable () async throws -> Value
 ) async throws -> Value {
-    try await withThrowingTaskGroup(of: Value?.self) { group in
-        group.addTask { try await operation() }
-        group.addTask {
+    let outcome = FirstOutcome<Value>()
+    let work = Task {
+        do { await outcome.settle(with: .success(try await operation())) } catch { await outcome.settle(with: .failure(error)) }
+    }
+    let timer = Task {
+        do {
             try await Task.sleep(for: limit)
-            return nil
+            await outcome.settle(with: .failure(TimedOut(what: what, limit: limit)))
+        } catch {
+            await outcome.settle(with: .failure(error))
         }
-        defer { group.cancelAll() }
-        guard let value = try await group.next()! else { throw TimedOut(what: what, limit: limit) }
-        return value
+    }
+    defer {
+        work.cancel()
+        timer.cancel()
+    }
+    return try await withTaskCancellationHandler {
+        try await outcome.value.get()
+    } onCancel: {
+        work.cancel()
+        timer.cancel()
+    }
+}
+
+/// The first of several racing results; later ones are dropped.
+private actor FirstOutcome<Value: Sendable> {
+    private var result: Result<Value, any Error>?
+    private var waiter: CheckedContinuation<Result<Value, any Error>, Never>?
+
+    func settle(with result: Result<Value, any Error>) {
+        guard self.result == nil else { return }
+        self.result = result
+        waiter?.resume(returning: result)
+        waiter = nil
+    }
+
+    var value: Result<Value, any Error> {
+        get async {
+            if let result { return result }
+            return await withCheckedContinuation { waiter = $0 }
+        }
     }
 }
 
