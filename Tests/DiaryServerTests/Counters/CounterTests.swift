@@ -232,6 +232,41 @@ struct CounterTests {
         }
     }
 
+    @Test("a delete takes the diary's row before its members' rows, as a post does, so the two never deadlock")
+    func deleteLocksInPostOrder() async throws {
+        try await APIHarness.run { api in
+            let a = try await Self.member("order-a", api)
+            let b = try await Self.member("order-b", api)
+            let diary = try await api.createDiary("順番", type: .couple, token: a.token)
+            #expect(try await api.join(diary.inviteCode, token: b.token).status == .ok)
+            let entry = try await Self.post("未読のまま", by: a, in: diary.id, api)
+            try await TestDatabase.withPool(api.database, size: 2) { pool in
+                // A post in the middle of its transaction: the diary's row taken (entry_count), the
+                // members' rows (unread_count) next.
+                try await pool.withTransaction { post in
+                    try await post.query("select 1 from diaries where id = \(diary.id) for update")
+                    let delete = Task {
+                        try await pool.withConnection { _ = try await $0.query("select forget_entries(\(diary.id), array[\(entry)], true)") }
+                    }
+                    try await waitUntil("the delete waits for the post's lock") {
+                        try await TestDatabase.withAdminPool { admin in
+                            try await admin.query("""
+                                select 1 from pg_stat_activity
+                                where datname = \(api.database.database!) and wait_event_type = 'Lock' and query like '%forget_entries%'
+                                """).count > 0
+                        }
+                    }
+                    // Had the delete taken b's member row before waiting, this waits on it and one of
+                    // the two is chosen as a deadlock's victim (40P01).
+                    try await post.query("update diary_members set unread_count = unread_count where diary_id = \(diary.id) and user_id = \(b.id)")
+                    return delete
+                }.value
+            }
+            #expect(try await Self.unread(b, in: diary.id, api) == 0)
+            #expect(try await Self.differences(api) == [])
+        }
+    }
+
     @Test("statements of many rows count each row: bulk posts, receipts and deletes across diaries")
     func bulkStatements() async throws {
         try await APIHarness.run { api in
