@@ -33,6 +33,18 @@ struct CounterTests {
         return diaryCount
     }
 
+    /// Waits until a statement (any, or one `like` the pattern) in the test's database waits on a lock.
+    static func waitForLockWait(_ what: String, _ api: APIHarness, statement pattern: String = "%") async throws {
+        try await waitUntil(what) {
+            try await TestDatabase.withAdminPool { admin in
+                try await admin.query("""
+                    select 1 from pg_stat_activity
+                    where datname = \(api.database.database!) and wait_event_type = 'Lock' and query like \(pattern)
+                    """).count > 0
+            }
+        }
+    }
+
     static func post(_ content: String, by member: Member, in diary: UUID, _ api: APIHarness) async throws -> UUID {
         let reply = try await api.post(content, in: diary, token: member.token)
         try #require(reply.status == .created, "\(reply.text)")
@@ -214,13 +226,7 @@ struct CounterTests {
                     try await connection.query("select forget_entries(\(diary.id), array[\(entry)], true)")
                     // The read finds the entry in its snapshot and waits for this transaction's lock on it.
                     let read = Task { try await api.call(.post, "/v1/diaries/\(diary.id)/entries/\(entry)/read", token: b.token) }
-                    try await waitUntil("the read waits for the delete's lock") {
-                        try await TestDatabase.withAdminPool { admin in
-                            try await admin.query("""
-                                select 1 from pg_stat_activity where datname = \(api.database.database!) and wait_event_type = 'Lock'
-                                """).count > 0
-                        }
-                    }
+                    try await Self.waitForLockWait("the read waits for the delete's lock", api)
                     try await connection.query("select 1")
                     return read
                 }
@@ -248,14 +254,7 @@ struct CounterTests {
                     let delete = Task {
                         try await pool.withConnection { _ = try await $0.query("select forget_entries(\(diary.id), array[\(entry)], true)") }
                     }
-                    try await waitUntil("the delete waits for the post's lock") {
-                        try await TestDatabase.withAdminPool { admin in
-                            try await admin.query("""
-                                select 1 from pg_stat_activity
-                                where datname = \(api.database.database!) and wait_event_type = 'Lock' and query like '%forget_entries%'
-                                """).count > 0
-                        }
-                    }
+                    try await Self.waitForLockWait("the delete waits for the post's lock", api, statement: "%forget_entries%")
                     // Had the delete taken b's member row before waiting, this waits on it and one of
                     // the two is chosen as a deadlock's victim (40P01).
                     try await post.query("update diary_members set unread_count = unread_count where diary_id = \(diary.id) and user_id = \(b.id)")
