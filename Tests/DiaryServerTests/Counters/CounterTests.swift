@@ -33,6 +33,15 @@ struct CounterTests {
         return diaryCount
     }
 
+    /// A couple's diary in which `<prefix>-a` has posted an entry that `<prefix>-b` has not read.
+    static func coupleWithUnreadEntry(_ prefix: String, _ api: APIHarness) async throws -> (reader: Member, diary: Diary, entry: UUID) {
+        let a = try await Self.member("\(prefix)-a", api)
+        let b = try await Self.member("\(prefix)-b", api)
+        let diary = try await api.createDiary("二人の日記", type: .couple, token: a.token)
+        #expect(try await api.join(diary.inviteCode, token: b.token).status == .ok)
+        return (b, diary, try await Self.post("未読のまま", by: a, in: diary.id, api))
+    }
+
     /// Waits until a statement (any, or one `like` the pattern) in the test's database waits on a lock.
     static func waitForLockWait(_ what: String, _ api: APIHarness, statement pattern: String = "%") async throws {
         try await waitUntil(what) {
@@ -216,11 +225,7 @@ struct CounterTests {
     @Test("a read that waits for the entry's deletion is a 404, not a conflict")
     func readRacingDeletion() async throws {
         try await APIHarness.run { api in
-            let a = try await Self.member("race-read-a", api)
-            let b = try await Self.member("race-read-b", api)
-            let diary = try await api.createDiary("消える", type: .couple, token: a.token)
-            #expect(try await api.join(diary.inviteCode, token: b.token).status == .ok)
-            let entry = try await Self.post("すぐ消える", by: a, in: diary.id, api)
+            let (b, diary, entry) = try await Self.coupleWithUnreadEntry("race-read", api)
             let read = try await TestDatabase.withPool(api.database, size: 1) { pool in
                 try await pool.withTransaction { connection in
                     try await connection.query("select forget_entries(\(diary.id), array[\(entry)], true)")
@@ -241,11 +246,7 @@ struct CounterTests {
     @Test("a delete takes the diary's row before its members' rows, as a post does, so the two never deadlock")
     func deleteLocksInPostOrder() async throws {
         try await APIHarness.run { api in
-            let a = try await Self.member("order-a", api)
-            let b = try await Self.member("order-b", api)
-            let diary = try await api.createDiary("順番", type: .couple, token: a.token)
-            #expect(try await api.join(diary.inviteCode, token: b.token).status == .ok)
-            let entry = try await Self.post("未読のまま", by: a, in: diary.id, api)
+            let (b, diary, entry) = try await Self.coupleWithUnreadEntry("order", api)
             try await TestDatabase.withPool(api.database, size: 2) { pool in
                 // A post in the middle of its transaction: the diary's row taken (entry_count), the
                 // members' rows (unread_count) next.
