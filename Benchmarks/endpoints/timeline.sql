@@ -20,7 +20,7 @@ cross join lateral (
            array_agg(entry_reads.read_at order by entry_reads.read_at, reader.public_id) as read_at
     from entry_reads
     join profiles reader on reader.user_id = entry_reads.user_id
-    where entry_reads.diary_id = entries.diary_id and entry_reads.entry_id = entries.id and (entry_reads.diary_id = any ((select app_diary_ids())::uuid[])) is true) as reads
+    where entry_reads.diary_id = md5('d' || :d)::uuid and entry_reads.entry_id = entries.id and (entry_reads.diary_id = any ((select app_diary_ids())::uuid[])) is true) as reads
 cross join lateral (
     select array_agg(entry_photos.id order by entry_photos.position) as photo_ids, array_agg(entry_photos.content_hash order by entry_photos.position) as photo_hashes,
            array_agg(entry_photos.content_type order by entry_photos.position) as photo_types,
@@ -28,7 +28,7 @@ cross join lateral (
            array_agg(entry_photos.width order by entry_photos.position) as photo_widths,
            array_agg(entry_photos.height order by entry_photos.position) as photo_heights
     from entry_photos
-    where entry_photos.diary_id = entries.diary_id and entry_photos.entry_id = entries.id and (entry_photos.diary_id = any ((select app_diary_ids())::uuid[])) is true) as photos
+    where entry_photos.diary_id = md5('d' || :d)::uuid and entry_photos.entry_id = entries.id and (entry_photos.diary_id = any ((select app_diary_ids())::uuid[])) is true) as photos
 where entries.diary_id = md5('d' || :d)::uuid and md5('d' || :d)::uuid = any ((select app_diary_ids())::uuid[])
 order by entries.created_at desc, entries.id desc limit 21;
 COMMIT;

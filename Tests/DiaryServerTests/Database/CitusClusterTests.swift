@@ -119,7 +119,7 @@ struct CitusClusterTests {
         #expect(differences.isEmpty)
     }
 
-    @Test("a member's timeline page, as the server spells it on a cluster: its plan, which should route to one shard and does not yet")
+    @Test("a member's timeline page, as the server spells it on a cluster, routes to the diary's one shard in one piece")
     func timelineRoutesToOneShard() async throws {
         try await APIHarness.run(on: try Self.owner(), citus: true) { api in
             let alice = try await api.signIn("citus-plan-\(UUID().uuidString.prefix(8))")
@@ -134,13 +134,9 @@ struct CitusClusterTests {
                     """),
             ])[2].map { try $0.decode("QUERY PLAN", as: String.self) }.joined(separator: "\n")
             #expect(plan.contains("Task Count: 1"), "\(plan)")
-            // Not planned in pieces whose results go to every node, and then run on every shard.
-            // Not yet: Citus plans the member_profiles CTE, read twice, on its own, sends it to
-            // both workers and runs the page on all 32 shards (0.4 s on the benchmark's data;
-            // Benchmarks/results/citus-timeline-probe-20261126.txt). Issue 36, open.
-            withKnownIssue("the timeline's profiles CTE is planned apart on Citus, and the page asks every shard") {
-                #expect(!plan.contains("Distributed Subplan") && !plan.contains("Task Count: 32"), "\(plan)")
-            }
+            // Not planned in pieces whose results go to every node, nor run on every shard: a
+            // subquery correlated on entries.diary_id did both (Benchmarks/results/citus-timeline-probe-20261126.txt).
+            #expect(!plan.contains("Distributed Subplan") && !plan.contains("Task Count: 32"), "\(plan)")
         }
     }
 
