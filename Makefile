@@ -7,7 +7,7 @@ BOUNCER := scripts/pgbouncer.sh
 # `make run CONFIG=release` for an optimised server.
 CONFIG ?= debug
 
-.PHONY: run test test-services test-asan test-citus fuzz fuzz-merge build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
+.PHONY: run test test-services test-asan test-tsan test-citus fuzz fuzz-merge build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
 
 run: db
 	swift build -c $(CONFIG) --product diary-server
@@ -24,7 +24,7 @@ run: db
 # and drops a database, each DROP DATABASE waits for a checkpoint, and with fsync on those
 # checkpoints synced some 25,000 files for up to 40 s, while connections timed out behind them.
 TEST_CLUSTER := $(CURDIR)/.data/postgres-test
-TEST_TARGETS := test test-services test-asan
+TEST_TARGETS := test test-services test-asan test-tsan
 $(TEST_TARGETS): export DIARY_PG_CLUSTER = $(TEST_CLUSTER)
 $(TEST_TARGETS): export DIARY_PG_FSYNC = off
 # Every suite runs at once, each server with its own pools: more than 1,000 connections at peak.
@@ -53,8 +53,8 @@ test: test-services
 	swift test --skip-build --filter "FaultTests|PushProcessTests" --no-parallel; \
 	Tests/sql/run-pgtap.sh; Tests/contract/schemathesis.sh
 
-# The Swift suites under AddressSanitizer, in .build-asan; not in CI: a build of its own and a
-# slower run (Benchmarks/results/sanitizers-*.txt).
+# The Swift suites under AddressSanitizer (in .build-asan) and ThreadSanitizer (in .build-tsan);
+# not in CI: each is a build of its own and a slower run (Benchmarks/results/sanitizers-*.txt).
 # Left out: the suites that assert latencies (FaultTests, ProcessFaultTests; "FaultTests"
 # matches both) and those whose servers are subprocesses running .build's unsanitized binary
 # (PushProcessTests, RealtimeProcessTests, ContainerStartTests). Backups, Maintained counters,
@@ -68,6 +68,12 @@ test-asan: test-services
 	swift build --build-tests --sanitize=address --scratch-path .build-asan; \
 	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/Tests/asan-suppressions.txt \
 	swift test --skip-build --sanitize=address --scratch-path .build-asan --skip "$(SANITIZER_SKIP)"
+
+test-tsan: test-services
+	$(TEST_SHELL); \
+	swift build --build-tests --sanitize=thread --scratch-path .build-tsan; \
+	TSAN_OPTIONS=suppressions=$(CURDIR)/Tests/tsan-suppressions.txt \
+	swift test --skip-build --sanitize=thread --scratch-path .build-tsan --skip "$(SANITIZER_SKIP)"
 
 # libFuzzer over every parser of untrusted bytes (README: "Fuzzing and sanitizers"), FUZZ_SECONDS (60) each, built
 # with AddressSanitizer in .build-fuzz; findings go to Fuzz/findings/<target>/. FUZZ_TARGETS picks some.
