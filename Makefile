@@ -7,7 +7,7 @@ BOUNCER := scripts/pgbouncer.sh
 # `make run CONFIG=release` for an optimised server.
 CONFIG ?= debug
 
-.PHONY: run test test-citus fuzz fuzz-merge build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
+.PHONY: run test test-services test-asan test-tsan test-citus fuzz fuzz-merge build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
 
 run: db
 	swift build -c $(CONFIG) --product diary-server
@@ -24,27 +24,56 @@ run: db
 # and drops a database, each DROP DATABASE waits for a checkpoint, and with fsync on those
 # checkpoints synced some 25,000 files for up to 40 s, while connections timed out behind them.
 TEST_CLUSTER := $(CURDIR)/.data/postgres-test
-test: export DIARY_PG_CLUSTER = $(TEST_CLUSTER)
-test: export DIARY_PG_FSYNC = off
+TEST_TARGETS := test test-services test-asan test-tsan
+$(TEST_TARGETS): export DIARY_PG_CLUSTER = $(TEST_CLUSTER)
+$(TEST_TARGETS): export DIARY_PG_FSYNC = off
 # Every suite runs at once, each server with its own pools: more than 1,000 connections at peak.
-test: export DIARY_PG_MAX_CONNECTIONS = 3000
-# `swift test` includes FuzzCorpusReplayTests: every Fuzz/Corpus file once through its fuzz
-# target's properties, and Python's zipfile reading back the ZIP corpus's archives (under a second).
-# PGPORT names make run's cluster; the tests' takes the next free port.
+$(TEST_TARGETS): export DIARY_PG_MAX_CONNECTIONS = 3000
 # The suites' servers, pools and sockets share one test process: far more than the 1,024 open
 # files a shell often allows (EMFILE then fails every connection at once), so the limit is
 # raised first, to 65,536 where that is allowed (root), else to the hard limit; PgBouncer's
 # clients count against it too.
 RAISE_OPEN_FILES := { ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; }
-test:
+# What the suites need: the tests' cluster, a PgBouncer, the ZIP readers and browser, moto.
+# PGPORT names make run's cluster; the tests' takes the next free port.
+test-services:
 	$(RAISE_OPEN_FILES); unset PGPORT; $(PG) start; $(BOUNCER) start test
 	scripts/test-tools.sh install
 	scripts/moto.sh start
-	$(RAISE_OPEN_FILES); \
-	eval "$$($(PG) env)"; eval "$$($(BOUNCER) env test)"; eval "$$(scripts/moto.sh env)"; swift build --product diary-server; \
+# A recipe's shell, ready for the suites: the open-file limit raised, and pointed at
+# test-services' servers. The subprocess suites run .build's diary-server, which it builds.
+TEST_SHELL = $(RAISE_OPEN_FILES); \
+	eval "$$($(PG) env)"; eval "$$($(BOUNCER) env test)"; eval "$$(scripts/moto.sh env)"; swift build --product diary-server
+
+# `swift test` includes FuzzCorpusReplayTests: every Fuzz/Corpus file once through its fuzz
+# target's properties, and Python's zipfile reading back the ZIP corpus's archives (under a second).
+test: test-services
+	$(TEST_SHELL); \
 	swift test --skip "FaultTests|PushProcessTests"; \
 	swift test --skip-build --filter "FaultTests|PushProcessTests" --no-parallel; \
 	Tests/sql/run-pgtap.sh; Tests/contract/schemathesis.sh
+
+# The Swift suites under AddressSanitizer (in .build-asan) and ThreadSanitizer (in .build-tsan);
+# not in CI: each is a build of its own and a slower run (Benchmarks/results/sanitizers-*.txt).
+# Left out: the suites that assert latencies (FaultTests, ProcessFaultTests; "FaultTests"
+# matches both) and those whose servers are subprocesses running .build's unsanitized binary
+# (PushProcessTests, RealtimeProcessTests, ContainerStartTests). Backups, Maintained counters,
+# Service status and the Citus schema suite run one-shot commands of that binary too; their
+# in-process parts are sanitized. Each suppression is explained in Tests/*-suppressions.txt.
+SANITIZER_SKIP := FaultTests|PushProcessTests|RealtimeProcessTests|ContainerStartTests
+# detect_leaks=0: leaks are not what this run checks, and Foundation's and the runtime's caches
+# live until exit.
+test-asan: test-services
+	$(TEST_SHELL); \
+	swift build --build-tests --sanitize=address --scratch-path .build-asan; \
+	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/Tests/asan-suppressions.txt \
+	swift test --skip-build --sanitize=address --scratch-path .build-asan --skip "$(SANITIZER_SKIP)"
+
+test-tsan: test-services
+	$(TEST_SHELL); \
+	swift build --build-tests --sanitize=thread --scratch-path .build-tsan; \
+	TSAN_OPTIONS=suppressions=$(CURDIR)/Tests/tsan-suppressions.txt \
+	swift test --skip-build --sanitize=thread --scratch-path .build-tsan --skip "$(SANITIZER_SKIP)"
 
 # libFuzzer over every parser of untrusted bytes (README: "Fuzzing and sanitizers"), FUZZ_SECONDS (60) each, built
 # with AddressSanitizer in .build-fuzz; findings go to Fuzz/findings/<target>/. FUZZ_TARGETS picks some.
