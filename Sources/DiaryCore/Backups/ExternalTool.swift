@@ -1,17 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
-package import NIOPosix
 package import PostgresClient
+import Subprocess
+import SystemPackage
 
 /// A PostgreSQL client program (pg_dump, pg_restore) run as a child process.
-///
-/// The child is awaited through `terminationHandler`, and its output is drained on NIO's
-/// thread pool, so no event loop and no task of the cooperative pool waits on it. Cancelling
-/// the awaiting task kills the child: a server shutting down does not leave a dump running.
 package struct ExternalTool: Sendable {
     package enum Failure: Error, CustomStringConvertible, Equatable {
         case notFound(name: String, override: String?)
@@ -55,44 +47,37 @@ package struct ExternalTool: Sendable {
 
     /// Runs the tool with `arguments`, connected as `connection` says, to its end. Throws
     /// `Failure.failed` with the tail of its output when it exits other than 0.
+    ///
+    /// swift-subprocess starts it, not Foundation's `Process`: on Linux `Process.run()` over-reads
+    /// a buffer while it lists the parent's open descriptors (swift-corelibs-foundation #5472,
+    /// found by `make test-asan`), which a server holding many sockets could crash on in the
+    /// middle of a backup. The child gets no descriptor of the server's, and no task or event
+    /// loop blocks while it runs. Cancelling the awaiting task kills the child: a server
+    /// shutting down does not leave a dump running.
     @discardableResult
-    package func run(_ arguments: [String], connection: PostgresConfiguration? = nil, threadPool: NIOThreadPool = .singleton) async throws -> String {
+    package func run(_ arguments: [String], connection: PostgresConfiguration? = nil) async throws -> String {
         try Task.checkCancellation()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        if let connection { environment.merge(Self.environment(for: connection)) { _, new in new } }
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        let status: Int32 = try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int32, any Error>) in
-                process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-                do {
-                    try process.run()
-                } catch {
-                    process.terminationHandler = nil
-                    try? pipe.fileHandleForWriting.close()
-                    continuation.resume(throwing: error)
-                }
-            }
-        } onCancel: {
-            // SIGKILL, not terminate()'s SIGTERM: the child inherits the signal mask of the
-            // thread that spawned it, and Swift's and NIO's threads block SIGTERM.
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
-        // The child has exited, so its end of the pipe is closed and this read ends.
-        let data = try await threadPool.runIfActive { pipe.fileHandleForReading.readDataToEndOfFile() }
-        let output = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        var variables: [Environment.Key: String?] = [:]
+        let connecting: [String: String] = connection.map(Self.environment(for:)) ?? [:]
+        for (name, value) in connecting { variables[Environment.Key(stringLiteral: name)] = value }
+        let result = try await Subprocess.run(
+            .path(FilePath(path)), arguments: Arguments(arguments), environment: .inherit.updating(variables),
+            input: .none, output: .string(limit: Self.outputLimit), error: .combinedWithOutput
+        )
+        let output = (result.standardOutput ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         try Task.checkCancellation()
-        guard status == 0, process.terminationReason == .exit else {
-            throw Failure.failed(name: name, status: status, signaled: process.terminationReason != .exit, output: String(output.suffix(2000)))
+        switch result.terminationStatus {
+        case .exited(0):
+            return output
+        case .exited(let status):
+            throw Failure.failed(name: name, status: status, signaled: false, output: String(output.suffix(2000)))
+        case .signaled(let signal):
+            throw Failure.failed(name: name, status: signal, signaled: true, output: String(output.suffix(2000)))
         }
-        return output
     }
+
+    /// What the tools print (errors, versions) is short: a dump goes to a file.
+    static let outputLimit = 4 << 20
 
     /// The connection as libpq's environment variables, one per setting the configuration
     /// holds: the tools then connect as the server's own libpq does, with no conninfo string

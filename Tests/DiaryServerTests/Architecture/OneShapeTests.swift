@@ -48,8 +48,7 @@ struct OneShapeTests {
         let found = try Self.lines(
             matching: /Setting\.|ProcessInfo\.processInfo\.environment/,
             in: ["PostgresClient", "S3Client", "APNSClient", "AppleIDClient", "DiaryModels", "DiaryCore", "DiaryHTTP", "DiaryServer"],
-            // ExternalTool hands the process's own environment to pg_dump; it reads no setting.
-            except: ["DiaryServer/Configuration/", "DiaryCore/Backups/ExternalTool.swift"])
+            except: ["DiaryServer/Configuration/"])
         #expect(found.isEmpty, "\(found.joined(separator: "\n"))")
     }
 

@@ -225,6 +225,18 @@ struct BackupTests {
         #expect(ContinuousClock.now - began < .seconds(5))
     }
 
+    @Test("a tool inherits none of the server's open descriptors: only its standard input, output and error")
+    func toolInheritsNoDescriptor() async throws {
+        let list = try ExternalTool.locate("ls", override: nil, searchPath: "/usr/bin:/bin")
+        // This process holds hundreds of sockets and files while the suites run, and this one more.
+        let held = open("/dev/null", O_RDONLY)
+        defer { close(held) }
+        #expect(held > 2)
+        let descriptors = try await list.run(["-1", "/proc/self/fd"]).split(separator: "\n").compactMap { Int($0) }
+        // ls's own: 0, 1 and 2, and the lowest free one, 3, that it reads /proc/self/fd through.
+        #expect(!descriptors.isEmpty && descriptors.allSatisfy { $0 <= 3 }, "\(descriptors)")
+    }
+
     @Test("the scheduler: one server at a time, only when due, verified, pruned to `keep` with their photos")
     func scheduler() async throws {
         try await Self.withFixture { fixture in
