@@ -28,6 +28,8 @@ test: export DIARY_PG_CLUSTER = $(TEST_CLUSTER)
 test: export DIARY_PG_FSYNC = off
 # Every suite runs at once, each server with its own pools: more than 1,000 connections at peak.
 test: export DIARY_PG_MAX_CONNECTIONS = 3000
+# Last, DiaryKit (Clients/DiaryKit, a package of its own): built, then tested against the
+# diary-server binary built above, each test with its own server and database on this cluster.
 # `swift test` includes FuzzCorpusReplayTests: every Fuzz/Corpus file once through its fuzz
 # target's properties, and Python's zipfile reading back the ZIP corpus's archives (under a second).
 # PGPORT names make run's cluster; the tests' takes the next free port.
@@ -38,7 +40,8 @@ test:
 	eval "$$($(PG) env)"; eval "$$($(BOUNCER) env test)"; eval "$$(scripts/moto.sh env)"; swift build --product diary-server; \
 	swift test --skip "FaultTests|PushProcessTests"; \
 	swift test --skip-build --filter "FaultTests|PushProcessTests" --no-parallel; \
-	Tests/sql/run-pgtap.sh; Tests/contract/schemathesis.sh
+	Tests/sql/run-pgtap.sh; Tests/contract/schemathesis.sh; \
+	DIARYKIT_SERVER_BINARY="$$(swift build --show-bin-path)/diary-server" swift test --package-path Clients/DiaryKit
 
 # libFuzzer over every parser of untrusted bytes (README: "Fuzzing and sanitizers"), FUZZ_SECONDS (60) each, built
 # with AddressSanitizer in .build-fuzz; findings go to Fuzz/findings/<target>/. FUZZ_TARGETS picks some.
