@@ -56,7 +56,8 @@ public final class DiaryClient: Sendable {
         }
         self.authority = authority
         api = Client(serverURL: configuration.serverURL, configuration: generated, transport: transport,
-                     middlewares: outer + [AuthenticationMiddleware(authority: authority), RawPhotoHeadersMiddleware()])
+                     middlewares: outer + [AuthenticationMiddleware(authority: authority), RawPhotoHeadersMiddleware(),
+                                                       RawExportHeaderMiddleware()])
     }
 
     /// Whether a session is held (it may still turn out to have ended on the server).

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// An RFC 9457 problem the server answered with: its HTTP status and stable code.
 public struct Problem: Error, Sendable, Hashable, CustomStringConvertible {

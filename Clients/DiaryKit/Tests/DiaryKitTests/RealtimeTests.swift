@@ -174,7 +174,8 @@ struct RealtimeTests {
             let storage = InMemorySessionStorage()
             let phone = server.client(storage: storage)
             try await phone.signInForDevelopment(name: "aiko")
-            let tablet = server.client(storage: InMemorySessionStorage(session: try #require(await storage.loadSession())))
+            let copy: StoredSession = try #require(await storage.loadSession())
+            let tablet = server.client(storage: InMemorySessionStorage(session: copy))
             let recorder = Recorder(tablet.realtime(options: .init(initialBackoff: .milliseconds(100))))
             defer { recorder.stop() }
             try await recorder.waitFor("the socket opens") { $0.connections == 1 }
