@@ -72,7 +72,6 @@ extension DiaryClient {
     }
 
     private func downloadPresigned(_ url: URL, range: String?, ifNoneMatch: String?) async throws -> PhotoDownload {
-        let transport = configuration.transport ?? DefaultTransport.make()
         var request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: url.path + (url.query.map { "?" + $0 } ?? ""))
         if let range { request.headerFields[.range] = range }
         if let ifNoneMatch { request.headerFields[.ifNoneMatch] = ifNoneMatch }

@@ -20,14 +20,17 @@ public final class DiaryClient: Sendable {
         public var sessionStorage: any SessionStorage
         /// The HTTP transport; nil picks URLSession on Apple's platforms, async-http-client elsewhere.
         public var transport: (any ClientTransport)?
+        /// How long the default transport waits on a request (`DefaultTransport.make(timeout:)`).
+        public var requestTimeout: Duration
 
         /// Creates a configuration.
         public init(serverURL: URL, appVersion: String? = nil, sessionStorage: any SessionStorage = InMemorySessionStorage(),
-                    transport: (any ClientTransport)? = nil) {
+                    transport: (any ClientTransport)? = nil, requestTimeout: Duration = .seconds(60)) {
             self.serverURL = serverURL
             self.appVersion = appVersion
             self.sessionStorage = sessionStorage
             self.transport = transport
+            self.requestTimeout = requestTimeout
         }
     }
 
@@ -37,11 +40,14 @@ public final class DiaryClient: Sendable {
     /// the token, `X-App-Version`, and throws problems as `DiaryError` like the rest.
     public let api: Client
     let authority: SessionAuthority
+    /// The transport the calls go through, for the photos' presigned URLs.
+    let transport: any ClientTransport
 
     /// Creates a client; it signs nobody in. A session saved earlier in `sessionStorage` is used.
     public init(configuration: Configuration) {
         self.configuration = configuration
-        let transport = configuration.transport ?? DefaultTransport.make()
+        let transport = configuration.transport ?? DefaultTransport.make(timeout: configuration.requestTimeout)
+        self.transport = transport
         let generated = OpenAPIRuntime.Configuration(dateTranscoder: MicrosecondDateTranscoder())
         var outer: [any ClientMiddleware] = [ProblemMiddleware()]
         if let version = configuration.appVersion { outer.append(AppVersionMiddleware(version: version)) }

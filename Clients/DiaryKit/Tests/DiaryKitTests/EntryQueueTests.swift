@@ -74,7 +74,10 @@ struct EntryQueueTests {
     @Test("a rejected draft does not hold back the next; an unreachable server keeps all pending, in order")
     func rejectedAndPending() async throws {
         try await LiveServer.with { server in
-            let client = try await server.signedIn("aiko")
+            // async-http-client retries a refused connection until the request's deadline: a
+            // short one keeps the offline sends short.
+            let client = server.client(requestTimeout: .seconds(2))
+            try await client.signInForDevelopment(name: "aiko")
             let diary = try await client.createDiary(name: "mixed", type: .friends)
             let queue = EntryQueue(client: client, store: InMemoryEntryQueueStore(),
                                    retryPolicy: .init(attempts: 2, initialBackoff: .milliseconds(50)))

@@ -147,8 +147,9 @@ final class LiveServer: @unchecked Sendable {
     }
 
     /// A new client for this server, with its own session storage.
-    func client(appVersion: String? = nil, storage: any SessionStorage = InMemorySessionStorage()) -> DiaryClient {
-        DiaryClient(configuration: .init(serverURL: url, appVersion: appVersion, sessionStorage: storage))
+    func client(appVersion: String? = nil, storage: any SessionStorage = InMemorySessionStorage(),
+                requestTimeout: Duration = .seconds(60)) -> DiaryClient {
+        DiaryClient(configuration: .init(serverURL: url, appVersion: appVersion, sessionStorage: storage, requestTimeout: requestTimeout))
     }
 
     /// A client signed in by name.
