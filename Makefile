@@ -47,11 +47,14 @@ TEST_SHELL = $(RAISE_OPEN_FILES); \
 
 # `swift test` includes FuzzCorpusReplayTests: every Fuzz/Corpus file once through its fuzz
 # target's properties, and Python's zipfile reading back the ZIP corpus's archives (under a second).
+# Last, DiaryKit (Clients/DiaryKit, a package of its own): built, then tested against the
+# diary-server binary built above, each test with its own server and database on this cluster.
 test: test-services
 	$(TEST_SHELL); \
 	swift test --skip "FaultTests|PushProcessTests"; \
 	swift test --skip-build --filter "FaultTests|PushProcessTests" --no-parallel; \
-	Tests/sql/run-pgtap.sh; Tests/contract/schemathesis.sh
+	Tests/sql/run-pgtap.sh; Tests/contract/schemathesis.sh; \
+	DIARYKIT_SERVER_BINARY="$$(swift build --show-bin-path)/diary-server" swift test --package-path Clients/DiaryKit
 
 # The Swift suites under AddressSanitizer (in .build-asan) and ThreadSanitizer (in .build-tsan);
 # not in CI: each is a build of its own and a slower run (Benchmarks/results/sanitizers-*.txt).

@@ -1,0 +1,97 @@
+public import DiaryAPI
+public import Foundation
+
+/// One change in a diary, typed by its `type`: the contract's `ChangeEvent`, whose `data` is
+/// one of six shapes, read as the one its type names. Apply changes as upserts: each is
+/// idempotent, and the same change may arrive twice (socket and delta sync).
+public struct DiaryChange: Sendable {
+    /// The change's cursor: resume after it.
+    public var cursor: String
+    /// The diary changed.
+    public var diaryID: String
+    /// When it happened.
+    public var at: Date
+    /// What happened.
+    public var kind: Kind
+
+    /// What happened, with its data.
+    public enum Kind: Sendable {
+        /// An entry was written.
+        case entryCreated(Entry)
+        /// An entry was edited.
+        case entryUpdated(Entry)
+        /// An entry was deleted: its id.
+        case entryDeleted(entryID: String)
+        /// A member read an entry for the first time.
+        case entryRead(entryID: String, userID: String, readAt: Date)
+        /// A member joined.
+        case memberJoined(Member)
+        /// A member left or was removed; the caller's own id means they are out of the diary.
+        case memberLeft(userID: String)
+        /// The diary changed (a rename).
+        case diaryUpdated(Diary)
+        /// A change this version of DiaryKit does not know; ignore it, or update the app.
+        case unknown(type: String)
+    }
+
+    /// Types the contract's event, or nil when its data does not have the shape its type says.
+    public init?(_ event: ChangeEvent) {
+        cursor = event.id
+        diaryID = event.diaryId
+        at = event.at
+        let data = event.data
+        let type = event._type.value1?.rawValue ?? event._type.value2 ?? ""
+        switch type {
+        case "entry.created": guard let entry = data.value1 else { return nil }; kind = .entryCreated(entry)
+        case "entry.updated": guard let entry = data.value1 else { return nil }; kind = .entryUpdated(entry)
+        case "entry.deleted": guard let deleted = data.value4 else { return nil }; kind = .entryDeleted(entryID: deleted.id)
+        case "entry.read":
+            guard let read = data.value5 else { return nil }
+            kind = .entryRead(entryID: read.entryId, userID: read.userId, readAt: read.readAt)
+        case "member.joined": guard let member = data.value2 else { return nil }; kind = .memberJoined(member)
+        case "member.left": guard let left = data.value6 else { return nil }; kind = .memberLeft(userID: left.userId)
+        case "diary.updated": guard let diary = data.value3 else { return nil }; kind = .diaryUpdated(diary)
+        default: kind = .unknown(type: type)
+        }
+    }
+}
+
+/// What catching up on one diary found.
+public enum CatchUp: Sendable {
+    /// The changes since the cursor given, oldest first, and the cursor to follow next.
+    case changes([DiaryChange], cursor: String)
+    /// The cursor was too old or unknown (`resync_required`): here is the diary and the first
+    /// page of its timeline, reloaded; replace what is held, and follow `cursor` from now on.
+    case reloaded(Diary, EntryPage, cursor: String)
+}
+
+extension DiaryClient {
+    /// One page of delta sync: the diary's changes after `since`, oldest first.
+    public func changes(diaryID: String, since: String, limit: Int = 100) async throws -> ChangeList {
+        try await perform {
+            try await api.listChanges(path: .init(diaryId: diaryID), query: .init(since: since, limit: limit)).ok.body.json
+        }
+    }
+
+    /// Brings one diary up to date from `cursor`: every change since, page after page; or,
+    /// when the server no longer has changes that old (`resync_required`), the diary and its
+    /// first timeline page reloaded, with the new cursor to follow.
+    public func catchUp(diaryID: String, from cursor: String) async throws -> CatchUp {
+        var collected: [DiaryChange] = []
+        var position = cursor
+        do {
+            while true {
+                let page = try await changes(diaryID: diaryID, since: position, limit: 500)
+                collected += page.changes.compactMap(DiaryChange.init)
+                position = page.nextCursor
+                if !page.hasMore { return .changes(collected, cursor: position) }
+            }
+        } catch DiaryError.problem(let problem) where problem.code == .resyncRequired {
+            let page = try await timeline(diaryID: diaryID)
+            let diary = try await diary(id: diaryID)
+            // The timeline page's cursor is older than the diary's: following it replays, at
+            // worst, changes already reflected, which are idempotent.
+            return .reloaded(diary, page, cursor: page.changesCursor ?? diary.changesCursor ?? position)
+        }
+    }
+}

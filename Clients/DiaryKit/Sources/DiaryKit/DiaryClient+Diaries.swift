@@ -1,0 +1,47 @@
+public import DiaryAPI
+import Foundation
+
+extension DiaryClient {
+    /// The caller's diaries, most recently written first.
+    public func diaries() async throws -> [Diary] {
+        try await perform { try await api.listDiaries().ok.body.json.diaries }
+    }
+
+    /// One diary, with `changesCursor`: the position to follow its changes from.
+    public func diary(id diaryID: String) async throws -> Diary {
+        try await perform { try await api.getDiary(path: .init(diaryId: diaryID)).ok.body.json }
+    }
+
+    /// Creates a diary the caller owns. The free plan creates one: a second throws
+    /// `premium_required`.
+    public func createDiary(name: String, type: DiaryType) async throws -> Diary {
+        try await perform { try await api.createDiary(body: .json(.init(name: name, _type: type))).created.body.json }
+    }
+
+    /// Joins the diary whose invite code this is (`invite_code_invalid`, `diary_full`).
+    public func joinDiary(inviteCode: String) async throws -> Diary {
+        try await perform { try await api.joinDiary(body: .json(.init(inviteCode: inviteCode))).ok.body.json }
+    }
+
+    /// Renames a diary (owner only).
+    public func renameDiary(id diaryID: String, to name: String) async throws -> Diary {
+        try await perform {
+            try await api.renameDiary(path: .init(diaryId: diaryID), body: .json(.init(name: name))).ok.body.json
+        }
+    }
+
+    /// Replaces a diary's invite code (owner only); the old one stops working.
+    public func replaceInviteCode(diaryID: String) async throws -> String {
+        try await perform { try await api.replaceInviteCode(path: .init(diaryId: diaryID)).ok.body.json.inviteCode }
+    }
+
+    /// A diary's members.
+    public func members(diaryID: String) async throws -> [Member] {
+        try await perform { try await api.listMembers(path: .init(diaryId: diaryID)).ok.body.json.members }
+    }
+
+    /// Removes a member (owner), or leaves the diary when `userID` is the caller's own.
+    public func removeMember(diaryID: String, userID: String) async throws {
+        _ = try await perform { try await api.removeMember(path: .init(diaryId: diaryID, userId: userID)).noContent }
+    }
+}

@@ -1,0 +1,108 @@
+public import DiaryAPI
+public import Foundation
+public import OpenAPIRuntime
+
+/// The app's one way to the diary server: sign-in and tokens, diaries and entries, photos,
+/// push devices, the account and the service's status, each call typed from the contract.
+///
+/// Every call is `async` and throws `DiaryError` for what the server refused (its `Problem`
+/// and stable code) or transport errors as the platform's HTTP client throws them. Create one
+/// client per server and share it: it is `Sendable`, and concurrent calls share one token refresh.
+public final class DiaryClient: Sendable {
+    /// Where the server is and how the client calls it.
+    public struct Configuration: Sendable {
+        /// The server's base URL, such as `https://api.example.com`.
+        public var serverURL: URL
+        /// The app's version (`CFBundleShortVersionString`), sent as `X-App-Version` so the
+        /// server can ask an old app to update; nil sends none.
+        public var appVersion: String?
+        /// Where the session is kept between launches.
+        public var sessionStorage: any SessionStorage
+        /// The HTTP transport; nil picks URLSession on Apple's platforms, async-http-client elsewhere.
+        public var transport: (any ClientTransport)?
+        /// How long the default transport waits on a request (`DefaultTransport.make(timeout:)`).
+        public var requestTimeout: Duration
+
+        /// Creates a configuration.
+        public init(serverURL: URL, appVersion: String? = nil, sessionStorage: any SessionStorage = InMemorySessionStorage(),
+                    transport: (any ClientTransport)? = nil, requestTimeout: Duration = .seconds(60)) {
+            self.serverURL = serverURL
+            self.appVersion = appVersion
+            self.sessionStorage = sessionStorage
+            self.transport = transport
+            self.requestTimeout = requestTimeout
+        }
+    }
+
+    /// The configuration the client was made with.
+    public let configuration: Configuration
+    /// The generated client, for an operation the hand-written layer does not cover. It adds
+    /// the token, `X-App-Version`, and throws problems as `DiaryError` like the rest.
+    public let api: Client
+    let authority: SessionAuthority
+    /// The transport the calls go through, for the photos' presigned URLs.
+    let transport: any ClientTransport
+
+    /// Creates a client; it signs nobody in. A session saved earlier in `sessionStorage` is used.
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        let transport = configuration.transport ?? DefaultTransport.make(timeout: configuration.requestTimeout)
+        self.transport = transport
+        let generated = OpenAPIRuntime.Configuration(dateTranscoder: MicrosecondDateTranscoder())
+        var outer: [any ClientMiddleware] = [ProblemMiddleware()]
+        if let version = configuration.appVersion { outer.append(AppVersionMiddleware(version: version)) }
+        // Refreshing goes through a client without the token middleware, which is waiting on it.
+        let anonymous = Client(serverURL: configuration.serverURL, configuration: generated, transport: transport,
+                               middlewares: outer)
+        let authority = SessionAuthority(storage: configuration.sessionStorage) { refreshToken in
+            try await DiaryClient.perform {
+                let output = try await anonymous.refreshSession(body: .json(.init(refreshToken: refreshToken)))
+                return StoredSession(try output.ok.body.json)
+            }
+        }
+        self.authority = authority
+        api = Client(serverURL: configuration.serverURL, configuration: generated, transport: transport,
+                     middlewares: outer + [AuthenticationMiddleware(authority: authority), RawPhotoHeadersMiddleware(),
+                                                       RawExportHeaderMiddleware()])
+    }
+
+    /// Whether a session is held (it may still turn out to have ended on the server).
+    public var isSignedIn: Bool {
+        get async { (try? await authority.current()) != nil }
+    }
+
+    /// The signed-in user's id, when a session is held.
+    public var userID: String? {
+        get async { try? await authority.current()?.userID }
+    }
+
+    /// Calls `handler` whenever the server ends the session (a refresh token reused or
+    /// revoked, signed out elsewhere, the account deleted), after DiaryKit forgot it: show sign-in.
+    public func onSessionEnded(_ handler: @escaping @Sendable () -> Void) async {
+        await authority.onSessionEnded(handler)
+    }
+
+    /// Runs a generated call, unwrapping the runtime's `ClientError` so callers catch the
+    /// `DiaryError` a middleware threw, or the transport's own error.
+    static func perform<Result>(_ call: () async throws -> Result) async throws -> Result {
+        do {
+            return try await call()
+        } catch let error as ClientError {
+            throw error.underlyingError
+        }
+    }
+
+    /// The same, for the instance's calls.
+    func perform<Result>(_ call: () async throws -> Result) async throws -> Result {
+        try await Self.perform(call)
+    }
+}
+
+extension StoredSession {
+    /// The session a sign-in or refresh answered, to keep.
+    init(_ session: Components.Schemas.Session, now: Date = Date()) {
+        self.init(accessToken: session.accessToken, refreshToken: session.refreshToken,
+                  accessTokenExpiresAt: now.addingTimeInterval(TimeInterval(session.expiresIn)),
+                  userID: session.user.id)
+    }
+}

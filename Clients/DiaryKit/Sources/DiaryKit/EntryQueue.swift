@@ -1,0 +1,129 @@
+public import DiaryAPI
+import Foundation
+
+/// Offline-first posting: entries are kept in a store the moment they are written, then
+/// sent in order, with backoff, whenever the app asks (at launch, when the network returns,
+/// after writing). Each has a client-chosen id, so a send whose answer was lost, or a queue
+/// that crashed between sending and forgetting, posts the entry once, never twice.
+///
+/// Each send reports every draft as `sent`, `rejected` (the server refused it for good: its
+/// problem says why, and it is dropped) or `pending` (kept for the next send). The first
+/// draft that must wait holds back those after it, so a diary's entries arrive in the order written.
+public actor EntryQueue {
+    /// What became of one draft in a send.
+    public enum Outcome: Sendable {
+        /// The server has it; the entry as posted (or as posted before, on a retry).
+        case sent(EntryDraft, Entry)
+        /// The server refused it for good (`validation_failed`, `forbidden`, `not_found`,
+        /// `entry_id_conflict`, `premium_required`, …); it is no longer queued.
+        case rejected(EntryDraft, Problem)
+        /// Not sent this time (offline, the server busy or in maintenance, an update or
+        /// a sign-in needed, or held behind an earlier one); still queued.
+        case pending(EntryDraft, reason: String)
+    }
+
+    /// How hard one send tries before leaving a draft pending.
+    public struct RetryPolicy: Sendable {
+        /// Tries per draft in one send.
+        public var attempts: Int
+        /// The first wait between tries; it doubles.
+        public var initialBackoff: Duration
+        /// The longest wait.
+        public var maximumBackoff: Duration
+
+        /// Creates a policy; the defaults suit an app in the foreground.
+        public init(attempts: Int = 3, initialBackoff: Duration = .milliseconds(500), maximumBackoff: Duration = .seconds(8)) {
+            self.attempts = attempts
+            self.initialBackoff = initialBackoff
+            self.maximumBackoff = maximumBackoff
+        }
+    }
+
+    private let client: DiaryClient
+    private let store: any EntryQueueStore
+    private let policy: RetryPolicy
+    private var sending: Task<[Outcome], Never>?
+
+    /// Creates a queue over `store`; drafts a previous queue left there are sent by the next `send()`.
+    public init(client: DiaryClient, store: any EntryQueueStore, retryPolicy: RetryPolicy = RetryPolicy()) {
+        self.client = client
+        self.store = store
+        self.policy = retryPolicy
+    }
+
+    /// Keeps a draft to send; durable once this returns. Show it in the timeline as pending.
+    public func enqueue(_ draft: EntryDraft) async throws {
+        try await store.append(draft)
+    }
+
+    /// The drafts not yet sent, oldest first.
+    public func pending() async throws -> [EntryDraft] {
+        try await store.pendingDrafts()
+    }
+
+    /// Sends every queued draft in order and reports each. A send already running is joined,
+    /// not doubled.
+    @discardableResult
+    public func send() async -> [Outcome] {
+        if let sending { return await sending.value }
+        let task = Task { await sendAll() }
+        sending = task
+        let outcomes = await task.value
+        sending = nil
+        return outcomes
+    }
+
+    private func sendAll() async -> [Outcome] {
+        let drafts: [EntryDraft]
+        do {
+            drafts = try await store.pendingDrafts()
+        } catch {
+            return []
+        }
+        var outcomes: [Outcome] = []
+        for (index, draft) in drafts.enumerated() {
+            let outcome = await sendOne(draft)
+            outcomes.append(outcome)
+            if case .pending(_, let reason) = outcome {
+                outcomes += drafts[(index + 1)...].map { .pending($0, reason: "held behind an earlier entry: \(reason)") }
+                break
+            }
+        }
+        return outcomes
+    }
+
+    private func sendOne(_ draft: EntryDraft) async -> Outcome {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                let entry = try await client.post(draft)
+                do {
+                    try await store.remove(id: draft.id)
+                } catch {
+                    // Sent, but still stored: the next send posts it again and gets the same entry back.
+                    return .pending(draft, reason: "sent, but the store could not forget it: \(error)")
+                }
+                return .sent(draft, entry)
+            } catch DiaryError.problem(let problem) where !problem.code.isTransient && problem.code != .upgradeRequired {
+                try? await store.remove(id: draft.id)
+                return .rejected(draft, problem)
+            } catch DiaryError.problem(let problem) where problem.code == .upgradeRequired || problem.code == .maintenance {
+                return .pending(draft, reason: problem.code.rawValue)
+            } catch DiaryError.notSignedIn {
+                return .pending(draft, reason: "not signed in")
+            } catch DiaryError.sessionEnded {
+                return .pending(draft, reason: "the session ended")
+            } catch {
+                guard attempt < policy.attempts else { return .pending(draft, reason: "\(error)") }
+                let delay = min(policy.initialBackoff * Int(pow(2.0, Double(attempt - 1))), policy.maximumBackoff)
+                let serverDelay: Duration? = if case DiaryError.problem(let problem) = error { problem.retryAfter } else { nil }
+                do {
+                    try await Task.sleep(for: max(delay, min(serverDelay ?? .zero, policy.maximumBackoff)))
+                } catch {
+                    return .pending(draft, reason: "cancelled")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,148 @@
+import DiaryAPI
+import Foundation
+
+/// The realtime stream's connection loop: one socket at a time, reconnected until the
+/// session ends or the iteration is cancelled.
+actor RealtimeLoop {
+    let client: DiaryClient
+    let options: RealtimeOptions
+    let continuation: AsyncThrowingStream<RealtimeEvent, any Error>.Continuation
+    /// Where the next socket resumes: the last change delivered, or the last `ready` cursor.
+    var cursor: String?
+    /// Each diary's last change delivered, for catching it up after a `resync`.
+    var diaryCursors: [String: String]
+    var failures = 0
+
+    init(client: DiaryClient, cursor: String?, diaryCursors: [String: String], options: RealtimeOptions,
+         continuation: AsyncThrowingStream<RealtimeEvent, any Error>.Continuation) {
+        self.client = client
+        self.cursor = cursor
+        self.diaryCursors = diaryCursors
+        self.options = options
+        self.continuation = continuation
+    }
+
+    func run() async {
+        while !Task.isCancelled {
+            do {
+                let token = try await client.authority.accessToken()
+                let socket = RealtimeSocket.open(url: client.realtimeURL(since: cursor), bearer: token)
+                let opened = try await serve(socket, token: token)
+                let code = await socket.closeCode()
+                await socket.close()
+                if opened { failures = 0 }
+                let reason = opened ? RealtimeCloseReason(closeCode: code) : .connectionLost
+                // Reported at once: the app can show it while the checks below run.
+                let delay = announce(reason)
+                if opened, reason == .authenticationExpired {
+                    // The token ran out, or the session ended: a refresh tells which (and
+                    // throws sessionEnded for the latter, which ends the stream).
+                    _ = try await client.authority.refreshedToken(replacing: token)
+                } else if !opened {
+                    // The upgrade failed without saying why: a plain call refreshes an expired
+                    // token, throws sessionEnded for an ended session, or fails while the
+                    // server is unreachable.
+                    _ = try await client.me()
+                }
+                try await Task.sleep(for: delay)
+            } catch DiaryError.sessionEnded {
+                continuation.finish(throwing: DiaryError.sessionEnded)
+                return
+            } catch DiaryError.notSignedIn {
+                continuation.finish(throwing: DiaryError.notSignedIn)
+                return
+            } catch is CancellationError {
+                break
+            } catch {
+                // The server is down or refused: wait, then try again.
+                do { try await Task.sleep(for: announce(.connectionLost)) } catch { break }
+            }
+        }
+        continuation.finish()
+    }
+
+    /// Reports the close and returns how long to wait before the next connection.
+    private func announce(_ reason: RealtimeCloseReason) -> Duration {
+        let delay = reason == .tooSlow ? .zero : options.backoff(afterFailures: failures)
+        failures += 1
+        continuation.yield(.disconnected(reason, retryIn: delay))
+        return delay
+    }
+
+    /// Reads one socket until it closes; whether it opened (sent `ready`).
+    private func serve(_ socket: RealtimeSocket, token: String) async throws -> Bool {
+        var opened = false
+        let renewal = Task { [client, options] in
+            // Renew on the open socket a little before the token expires, again after each renewal.
+            while !Task.isCancelled {
+                guard let expiry = try await client.authority.current()?.accessTokenExpiresAt else { return }
+                let wait = max(expiry.timeIntervalSinceNow - Double(options.renewalMargin.components.seconds), 1)
+                try await Task.sleep(for: .seconds(wait))
+                let fresh = try await client.authority.accessToken()
+                try await socket.send(#"{"type":"auth","accessToken":"\#(fresh)"}"#)
+            }
+        }
+        defer { renewal.cancel() }
+        do {
+            for try await text in socket.messages {
+                try await handle(text, opened: &opened)
+            }
+        } catch let error as DiaryError {
+            throw error
+        } catch {
+            // A socket that broke, or an upgrade refused: the caller decides by `opened`.
+        }
+        return opened
+    }
+
+    private func handle(_ text: String, opened: inout Bool) async throws {
+        let data = Data(text.utf8)
+        let frame = try? JSONDecoder().decode(ControlFrame.self, from: data)
+        switch frame?.type {
+        case "ready":
+            opened = true
+            failures = 0
+            // The cursor sent as `since`, or now when none was (or it was unknown: `resync` follows).
+            if let ready = frame?.cursor {
+                cursor = ready
+                continuation.yield(.connected(cursor: ready))
+            }
+        case "resync":
+            try await resync()
+        default:
+            guard let event = try? JSONDecoder.diary.decode(ChangeEvent.self, from: data),
+                  let change = DiaryChange(event) else { return }
+            cursor = change.cursor
+            diaryCursors[change.diaryID] = change.cursor
+            continuation.yield(.change(change))
+        }
+    }
+
+    /// The cursor given was too old or unknown: catch every diary up by delta sync from its
+    /// own last cursor, or reload it when it has none or the server no longer has them.
+    private func resync() async throws {
+        for diary in try await client.diaries() {
+            let outcome: CatchUp
+            if let known = diaryCursors[diary.id] {
+                outcome = try await client.catchUp(diaryID: diary.id, from: known)
+            } else {
+                let page = try await client.timeline(diaryID: diary.id)
+                outcome = .reloaded(try await client.diary(id: diary.id), page, cursor: page.changesCursor ?? "")
+            }
+            switch outcome {
+            case .changes(let changes, let next):
+                for change in changes { continuation.yield(.change(change)) }
+                diaryCursors[diary.id] = next
+            case .reloaded(let reloaded, let page, let next):
+                continuation.yield(.reloaded(reloaded, page))
+                diaryCursors[diary.id] = next
+            }
+        }
+    }
+
+    /// The socket's own messages: `ready` and `resync`.
+    private struct ControlFrame: Decodable {
+        var type: String
+        var cursor: String?
+    }
+}

@@ -1,0 +1,59 @@
+import DiaryKit
+import Foundation
+import Testing
+
+/// Photos: upload from Data, attach, download whole, by range and conditionally, with the
+/// headers sent as the server reads them.
+@Suite("Photos")
+struct PhotoTests {
+    /// A 1×1 PNG.
+    static let png = Data(base64Encoded: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")!
+
+    @Test("upload, attach, download whole, a range (206), and not modified (304)")
+    func photoRoundTrip() async throws {
+        try await LiveServer.with { server in
+            let aiko = try await server.signedIn("aiko")
+            let diary = try await aiko.createDiary(name: "photos", type: .friends)
+            let photo = try await aiko.uploadPhoto(Self.png, format: .png)
+            #expect(photo.contentType.value1 == .imagePng)
+            #expect(photo.width == 1 && photo.height == 1)
+            #expect(!photo.isURLExpired())
+
+            let entry = try await aiko.post(EntryDraft(diaryID: diary.id, content: "with a photo", photoIDs: [photo.id]))
+            let attached = try #require(entry.photos?.first)
+            #expect(attached.id == photo.id)
+
+            guard case .full(let bytes, let etag) = try await aiko.downloadPhoto(attached) else {
+                Issue.record("not the whole photo")
+                return
+            }
+            #expect(bytes.count == attached.bytes)
+            #expect(bytes.prefix(8) == Self.png.prefix(8))
+            let tag = try #require(etag)
+
+            guard case .partial(let head, let contentRange) = try await aiko.downloadPhoto(attached, range: 0...9) else {
+                Issue.record("Range was not honoured (sent percent-encoded?)")
+                return
+            }
+            #expect(head == bytes.prefix(10))
+            #expect(contentRange == "bytes 0-9/\(bytes.count)")
+
+            let conditional = try await aiko.downloadPhoto(attached, ifNoneMatch: tag)
+            #expect(conditional == .notModified, "If-None-Match was not honoured (sent percent-encoded?)")
+        }
+    }
+
+    @Test("bytes that are not an image are refused as invalid_image")
+    func invalidImage() async throws {
+        try await LiveServer.with { server in
+            let aiko = try await server.signedIn("aiko")
+            do {
+                // A PNG's signature and header chunk, then nothing: a PNG by its first bytes, not an image.
+                _ = try await aiko.uploadPhoto(Self.png.prefix(33), format: .png)
+                Issue.record("text was stored as a photo")
+            } catch let error as DiaryError {
+                #expect(error.code == .invalidImage)
+            }
+        }
+    }
+}
