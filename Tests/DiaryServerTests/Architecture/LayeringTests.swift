@@ -20,7 +20,7 @@ struct LayeringTests {
         "S3Client": ["AsyncHTTPClient", "Crypto", "NIOCore", "NIOHTTP1"],
         "AppleIDClient": ["AsyncHTTPClient", "JWTKit", "NIOCore", "NIOFoundationCompat", "NIOHTTP1"],
         "APNSClient": ["AsyncHTTPClient", "JWTKit", "Logging", "NIOConcurrencyHelpers", "NIOCore", "NIOFoundationCompat", "NIOHTTP1", "NIOSSL"],
-        "DiaryCore": ["DiaryModels", "PostgresClient", "APNSClient", "AppleIDClient", "S3Client", "AsyncHTTPClient", "Logging", "Metrics", "NIOConcurrencyHelpers", "NIOCore", "NIOPosix", "_NIOFileSystem", "Crypto", "JWTKit", "CompressNIO"],
+        "DiaryCore": ["DiaryModels", "PostgresClient", "APNSClient", "AppleIDClient", "S3Client", "AsyncHTTPClient", "Logging", "Metrics", "NIOConcurrencyHelpers", "NIOCore", "NIOPosix", "_NIOFileSystem", "Crypto", "JWTKit", "CompressNIO", "Subprocess", "SystemPackage"],
         "DiaryHTTP": [
             "APNSClient", "AppleIDClient", "S3Client", "AsyncHTTPClient", "DiaryCore", "DiaryModels", "PostgresClient", "Hummingbird", "HummingbirdCore", "HummingbirdWebSocket",
             "Logging", "Metrics", "Prometheus", "NIOCore", "NIOConcurrencyHelpers", "NIOFoundationEssentialsCompat", "NIOSSL", "NIOWebSocket", "ServiceLifecycle",

@@ -50,10 +50,7 @@ struct RealtimeTests {
     @Test("a member's entry arrives live, typed")
     func liveChange() async throws {
         try await LiveServer.with { server in
-            let aiko = try await server.signedIn("aiko")
-            let ren = try await server.signedIn("ren")
-            let diary = try await aiko.createDiary(name: "live", type: .couple)
-            _ = try await ren.joinDiary(inviteCode: diary.inviteCode)
+            let (aiko, ren, diary) = try await server.couple("live")
             let recorder = Recorder(aiko.realtime())
             defer { recorder.stop() }
             try await recorder.waitFor("the socket opens") { $0.connections == 1 }
@@ -73,10 +70,7 @@ struct RealtimeTests {
     @Test("after the server restarts, the stream reconnects and resumes with no gap and no repeat")
     func resumeAfterRestart() async throws {
         try await LiveServer.with { server in
-            let aiko = try await server.signedIn("aiko")
-            let ren = try await server.signedIn("ren")
-            let diary = try await aiko.createDiary(name: "restart", type: .couple)
-            _ = try await ren.joinDiary(inviteCode: diary.inviteCode)
+            let (aiko, ren, diary) = try await server.couple("restart")
             let recorder = Recorder(aiko.realtime(options: .init(initialBackoff: .milliseconds(300), maximumBackoff: .seconds(1))))
             defer { recorder.stop() }
             try await recorder.waitFor("the socket opens") { $0.connections == 1 }
@@ -100,10 +94,7 @@ struct RealtimeTests {
     @Test("resync: an unknown cursor is recovered by delta sync from each diary's cursor, or a reload")
     func resyncRecovery() async throws {
         try await LiveServer.with { server in
-            let aiko = try await server.signedIn("aiko")
-            let ren = try await server.signedIn("ren")
-            let followed = try await aiko.createDiary(name: "followed", type: .couple)
-            _ = try await ren.joinDiary(inviteCode: followed.inviteCode)
+            let (aiko, ren, followed) = try await server.couple("followed")
             let cursor = try #require(try await aiko.diary(id: followed.id).changesCursor)
             _ = try await ren.post(EntryDraft(diaryID: followed.id, content: "missed"))
 

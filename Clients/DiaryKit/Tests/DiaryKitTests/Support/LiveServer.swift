@@ -159,6 +159,15 @@ final class LiveServer: @unchecked Sendable {
         return client
     }
 
+    /// aiko's couple diary `name`, which ren has joined; both signed in.
+    func couple(_ name: String) async throws -> (aiko: DiaryClient, ren: DiaryClient, diary: Diary) {
+        let aiko = try await signedIn("aiko")
+        let ren = try await signedIn("ren")
+        let diary = try await aiko.createDiary(name: name, type: .couple)
+        _ = try await ren.joinDiary(inviteCode: diary.inviteCode)
+        return (aiko, ren, diary)
+    }
+
     @discardableResult
     static func run(_ executable: String, _ arguments: [String], environment extra: [String: String] = [:]) async throws -> String {
         let process = Process()
