@@ -60,10 +60,16 @@ package struct ExternalTool: Sendable {
         var variables: [Environment.Key: String?] = [:]
         let connecting: [String: String] = connection.map(Self.environment(for:)) ?? [:]
         for (name, value) in connecting { variables[Environment.Key(stringLiteral: name)] = value }
-        let result = try await Subprocess.run(
-            .path(FilePath(path)), arguments: Arguments(arguments), environment: .inherit.updating(variables),
-            input: .none, output: .string(limit: Self.outputLimit), error: .combinedWithOutput
-        )
+        let result: ExecutionResult<Void, StringOutput<UTF8>, CombinedErrorOutput>
+        do {
+            result = try await Subprocess.run(
+                .path(FilePath(path)), arguments: Arguments(arguments), environment: .inherit.updating(variables),
+                input: .none, output: .string(limit: Self.outputLimit), error: .combinedWithOutput
+            )
+        } catch let error as SubprocessError {
+            // Not started, or more output than the limit: a failed run, reported as the others are.
+            throw Failure.failed(name: name, status: -1, signaled: false, output: "\(error)")
+        }
         let output = (result.standardOutput ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         try Task.checkCancellation()
         switch result.terminationStatus {

@@ -105,11 +105,13 @@ public actor EntryQueue {
                     return .pending(draft, reason: "sent, but the store could not forget it: \(error)")
                 }
                 return .sent(draft, entry)
-            } catch DiaryError.problem(let problem) where !problem.code.isTransient && problem.code != .upgradeRequired {
+            } catch DiaryError.problem(let problem) where problem.code.refusesTheDraft {
                 try? await store.remove(id: draft.id)
                 return .rejected(draft, problem)
-            } catch DiaryError.problem(let problem) where problem.code == .upgradeRequired || problem.code == .maintenance {
-                return .pending(draft, reason: problem.code.rawValue)
+            } catch DiaryError.problem(let problem) where !problem.code.isTransient && problem.status < 500 && problem.status != 429 {
+                // Not a verdict on the draft (an update needed, a sign-in, a proxy's answer, a code
+                // added later): it is kept, and it holds back the drafts after it.
+                return .pending(draft, reason: problem.code.rawValue.isEmpty ? "HTTP \(problem.status)" : problem.code.rawValue)
             } catch DiaryError.notSignedIn {
                 return .pending(draft, reason: "not signed in")
             } catch DiaryError.sessionEnded {

@@ -91,6 +91,19 @@ public enum ProblemCode: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the same request may succeed later without any change: the server was busy,
     /// slow or under maintenance, or the caller was rate limited.
+    /// A verdict on what was sent, which no retry changes: the offline queue drops a draft
+    /// refused so, and keeps it for any other answer. A closed list: a code the server adds
+    /// later keeps the draft.
+    public var refusesTheDraft: Bool {
+        switch self {
+        case .validationFailed, .readOnlyField, .forbidden, .notFound, .entryIDConflict, .premiumRequired,
+             .payloadTooLarge, .photoInUse, .invalidImage, .badRequest, .unsupportedMediaType:
+            return true
+        default:
+            return false
+        }
+    }
+
     public var isTransient: Bool {
         switch self {
         case .rateLimited, .poolExhausted, .internal, .serviceUnavailable, .timeout, .conflictRetry, .overloaded, .maintenance:

@@ -27,22 +27,39 @@ actor RealtimeLoop {
             do {
                 let token = try await client.authority.accessToken()
                 let socket = RealtimeSocket.open(url: client.realtimeURL(since: cursor), bearer: token)
-                let opened = try await serve(socket, token: token)
+                let opened: Bool
+                do {
+                    opened = try await serve(socket, token: token)
+                } catch {
+                    // A failed catch-up ends this connection too: nobody would read it.
+                    await socket.close()
+                    throw error
+                }
                 let code = await socket.closeCode()
                 await socket.close()
                 if opened { failures = 0 }
                 let reason = opened ? RealtimeCloseReason(closeCode: code) : .connectionLost
                 // Reported at once: the app can show it while the checks below run.
                 let delay = announce(reason)
-                if opened, reason == .authenticationExpired {
-                    // The token ran out, or the session ended: a refresh tells which (and
-                    // throws sessionEnded for the latter, which ends the stream).
-                    _ = try await client.authority.refreshedToken(replacing: token)
-                } else if !opened {
-                    // The upgrade failed without saying why: a plain call refreshes an expired
-                    // token, throws sessionEnded for an ended session, or fails while the
-                    // server is unreachable.
-                    _ = try await client.me()
+                do {
+                    if opened, reason == .authenticationExpired {
+                        // The token ran out, or the session ended: a refresh tells which (and
+                        // throws sessionEnded for the latter, which ends the stream).
+                        _ = try await client.authority.refreshedToken(replacing: token)
+                    } else if !opened {
+                        // The upgrade failed without saying why: a plain call refreshes an expired
+                        // token, throws sessionEnded for an ended session, or fails while the
+                        // server is unreachable.
+                        _ = try await client.me()
+                    }
+                } catch DiaryError.sessionEnded {
+                    throw DiaryError.sessionEnded
+                } catch DiaryError.notSignedIn {
+                    throw DiaryError.notSignedIn
+                } catch is CancellationError {
+                    throw CancellationError()
+                } catch {
+                    // Unreachable or refusing: the wait announced above stands, counted once.
                 }
                 try await Task.sleep(for: delay)
             } catch DiaryError.sessionEnded {
@@ -78,7 +95,10 @@ actor RealtimeLoop {
                 guard let expiry = try await client.authority.current()?.accessTokenExpiresAt else { return }
                 let wait = max(expiry.timeIntervalSinceNow - Double(options.renewalMargin.components.seconds), 1)
                 try await Task.sleep(for: .seconds(wait))
-                let fresh = try await client.authority.accessToken()
+                // A refresh, not accessToken(): its own margin is shorter than the renewal's, and
+                // the same token again would renew nothing, once a second.
+                guard let stale = try await client.authority.current()?.accessToken else { return }
+                let fresh = try await client.authority.refreshedToken(replacing: stale)
                 try await socket.send(#"{"type":"auth","accessToken":"\#(fresh)"}"#)
             }
         }

@@ -53,7 +53,12 @@ actor SessionAuthority {
     func refreshedToken(replacing stale: String) async throws -> String {
         guard let session = try await current() else { throw DiaryError.notSignedIn }
         if session.accessToken != stale { return session.accessToken }
-        if let refreshing { return try await refreshing.value.accessToken }
+        if let refreshing {
+            // A refresh the server refused ended the session for every call that waited on it.
+            do { return try await refreshing.value.accessToken } catch let DiaryError.problem(problem) where problem.status == 401 {
+                throw DiaryError.sessionEnded
+            }
+        }
         let refresher = self.refresher
         let refreshToken = session.refreshToken
         let task = Task { try await refresher(refreshToken) }

@@ -10,6 +10,16 @@ struct EntryQueueTests {
         FileManager.default.temporaryDirectory.appendingPathComponent("diarykit-queue-\(UUID().uuidString).json")
     }
 
+    @Test("only a verdict on the draft drops it: a code added later, a proxy's answer without one, sign-in and updates keep it")
+    func onlyVerdictsDrop() {
+        for verdict: ProblemCode in [.validationFailed, .readOnlyField, .forbidden, .notFound, .entryIDConflict, .premiumRequired, .payloadTooLarge, .photoInUse] {
+            #expect(verdict.refusesTheDraft, "\(verdict)")
+        }
+        for kept: ProblemCode in [.unknown(""), .unknown("added_later"), .unauthorized, .tokenExpired, .upgradeRequired, .maintenance, .serviceUnavailable, .rateLimited, .internal, .featureUnavailable] {
+            #expect(!kept.refusesTheDraft, "\(kept)")
+        }
+    }
+
     @Test("drafts queued before a crash are sent, in order, by a new client over the same store")
     func survivesCrash() async throws {
         try await LiveServer.with { server in

@@ -66,6 +66,7 @@ struct SessionTests {
             #expect(await tablet.isSignedIn == false)
             do {
                 _ = try await tablet.me()
+                Issue.record("a forgotten session still answered")
             } catch DiaryError.notSignedIn {
             }
         }
