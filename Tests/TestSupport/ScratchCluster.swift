@@ -104,20 +104,34 @@ public final class ScratchCluster: Sendable {
         }
     }
 
-    /// A port nobody listens on now: the kernel picks one for a socket we close again.
+    /// A port nothing listens on now, for a server started next (a child process, a cluster).
+    ///
+    /// Taken at random below the kernel's ephemeral range, never from it (port 0): between this
+    /// check and the server's own bind, any of the suites' thousands of outgoing connections
+    /// may be given an ephemeral port, and the server then fails with EADDRINUSE.
     public static func freePort() throws -> Int {
+        let ephemeralStart = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))
+            .flatMap { $0.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } } ?? 32768
+        let candidates = 10_000..<max(ephemeralStart, 10_001)
+        for _ in 0..<100 {
+            let port = Int.random(in: candidates)
+            if try isFree(port) { return port }
+        }
+        throw PostgresError(kind: .other, message: "no free port below \(ephemeralStart) after 100 tries")
+    }
+
+    /// Whether 127.0.0.1:`port` can be bound now.
+    static func isFree(_ port: Int) throws -> Bool {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw PostgresError(kind: .other, message: "socket() failed") }
         defer { close(descriptor) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+        address.sin_port = UInt16(port).bigEndian
+        let length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        return withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 }
         }
-        guard bound else { throw PostgresError(kind: .other, message: "bind() failed") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
