@@ -187,8 +187,20 @@ final class LiveServer: @unchecked Sendable {
         return text
     }
 
-    /// A port nothing listens on now: bound to 0, read back, released.
+    /// A port nothing listens on now, for the server started next: at random below the kernel's
+    /// ephemeral range (as the server's tests choose theirs), where no outgoing connection can
+    /// be given it before the server binds it.
     static func freePort() throws -> Int {
+        let ephemeralStart = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))
+            .flatMap { $0.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } } ?? 32768
+        for _ in 0..<100 {
+            let port = Int.random(in: 10_000..<max(ephemeralStart, 10_001))
+            if try isFree(port) { return port }
+        }
+        throw LiveServerError("no free port below \(ephemeralStart) after 100 tries")
+    }
+
+    static func isFree(_ port: Int) throws -> Bool {
         #if canImport(Glibc)
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -199,13 +211,11 @@ final class LiveServer: @unchecked Sendable {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+        address.sin_port = UInt16(port).bigEndian
+        let length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        return withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 }
         }
-        guard bound else { throw LiveServerError("bind() failed") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 
