@@ -27,6 +27,10 @@ public struct Problem: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// `status code: detail`.
     public var description: String { "\(status) \(code): \(detail)" }
+
+    /// Whether the same request may succeed later: a transient code, or a status that says so
+    /// when the code is not known (a proxy's 5xx, a 429).
+    public var isTransient: Bool { code.isTransient || status >= 500 || status == 429 }
 }
 
 /// Everything a DiaryKit call throws that is not a plain transport error.

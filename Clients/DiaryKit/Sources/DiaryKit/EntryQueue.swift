@@ -108,7 +108,7 @@ public actor EntryQueue {
             } catch DiaryError.problem(let problem) where problem.code.refusesTheDraft {
                 try? await store.remove(id: draft.id)
                 return .rejected(draft, problem)
-            } catch DiaryError.problem(let problem) where !problem.code.isTransient && problem.status < 500 && problem.status != 429 {
+            } catch DiaryError.problem(let problem) where !problem.isTransient {
                 // Not a verdict on the draft (an update needed, a sign-in, a proxy's answer, a code
                 // added later): it is kept, and it holds back the drafts after it.
                 return .pending(draft, reason: problem.code.rawValue.isEmpty ? "HTTP \(problem.status)" : problem.code.rawValue)

@@ -52,12 +52,8 @@ actor RealtimeLoop {
                         // server is unreachable.
                         _ = try await client.me()
                     }
-                } catch DiaryError.sessionEnded {
-                    throw DiaryError.sessionEnded
-                } catch DiaryError.notSignedIn {
-                    throw DiaryError.notSignedIn
-                } catch is CancellationError {
-                    throw CancellationError()
+                } catch let error where Self.endsTheStream(error) {
+                    throw error
                 } catch {
                     // Unreachable or refusing: the wait announced above stands, counted once.
                 }
@@ -76,6 +72,14 @@ actor RealtimeLoop {
             }
         }
         continuation.finish()
+    }
+
+    /// What ends the stream (the session, or the task reading it), not one connection.
+    private static func endsTheStream(_ error: any Error) -> Bool {
+        switch error {
+        case DiaryError.sessionEnded, DiaryError.notSignedIn, is CancellationError: true
+        default: false
+        }
     }
 
     /// Reports the close and returns how long to wait before the next connection.
