@@ -425,55 +425,29 @@ COMMENT ON TABLE public.billing_events IS 'RevenueCat''s webhook events, applied
 
 CREATE TABLE public.change_log (
     diary_id uuid NOT NULL,
-    xact xid8 DEFAULT pg_current_xact_id() NOT NULL,
-    seq bigint NOT NULL,
     kind text NOT NULL,
     entry_id uuid,
     user_id uuid,
     user_alias uuid,
     at timestamp with time zone DEFAULT now() NOT NULL,
+    "position" bigint NOT NULL,
     CONSTRAINT change_log_kind_check CHECK ((kind = ANY (ARRAY['entry.created'::text, 'entry.updated'::text, 'entry.deleted'::text, 'entry.read'::text, 'member.joined'::text, 'member.left'::text, 'diary.updated'::text])))
 );
 
 ALTER TABLE ONLY public.change_log FORCE ROW LEVEL SECURITY;
 
 --
--- Name: change_log_seq_seq; Type: SEQUENCE; Schema: public; Owner: -
---
-
-ALTER TABLE public.change_log ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
-    SEQUENCE NAME public.change_log_seq_seq
-    START WITH 1
-    INCREMENT BY 1
-    NO MINVALUE
-    NO MAXVALUE
-    CACHE 1
-);
-
---
 -- Name: change_log change_log_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.change_log
-    ADD CONSTRAINT change_log_pkey PRIMARY KEY (diary_id, xact, seq);
+    ADD CONSTRAINT change_log_pkey PRIMARY KEY (diary_id, "position");
 
 --
 -- Name: change_log_at; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX change_log_at ON public.change_log USING btree (at);
-
---
--- Name: change_log_departures; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX change_log_departures ON public.change_log USING btree (user_id, xact, seq) WHERE (kind = 'member.left'::text);
-
---
--- Name: change_log_tail; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX change_log_tail ON public.change_log USING btree (xact, seq);
 
 --
 -- Name: change_log; Type: ROW SECURITY; Schema: public; Owner: -
@@ -515,73 +489,7 @@ GRANT SELECT ON TABLE public.change_log TO diary_app;
 -- Name: TABLE change_log; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON TABLE public.change_log IS 'What changed in each diary, in commit order, for realtime frames and delta sync; pruned by age (change_log_horizon).';
-
---
--- ============================== change_log_horizon ==============================
---
-
---
--- Name: change_log_horizon; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.change_log_horizon (
-    singleton boolean DEFAULT true NOT NULL,
-    xact xid8 NOT NULL,
-    seq bigint NOT NULL,
-    CONSTRAINT change_log_horizon_singleton_check CHECK (singleton)
-);
-
-ALTER TABLE ONLY public.change_log_horizon FORCE ROW LEVEL SECURITY;
-
---
--- Name: change_log_horizon change_log_horizon_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.change_log_horizon
-    ADD CONSTRAINT change_log_horizon_pkey PRIMARY KEY (singleton);
-
---
--- Name: change_log_horizon; Type: ROW SECURITY; Schema: public; Owner: -
---
-
-ALTER TABLE public.change_log_horizon ENABLE ROW LEVEL SECURITY;
-
---
--- Name: change_log_horizon change_log_horizon_delete; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY change_log_horizon_delete ON public.change_log_horizon FOR DELETE USING (false);
-
---
--- Name: change_log_horizon change_log_horizon_insert; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY change_log_horizon_insert ON public.change_log_horizon FOR INSERT WITH CHECK (false);
-
---
--- Name: change_log_horizon change_log_horizon_select; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY change_log_horizon_select ON public.change_log_horizon FOR SELECT USING (true);
-
---
--- Name: change_log_horizon change_log_horizon_update; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY change_log_horizon_update ON public.change_log_horizon FOR UPDATE USING (false) WITH CHECK (false);
-
---
--- Name: TABLE change_log_horizon; Type: ACL; Schema: public; Owner: -
---
-
-GRANT SELECT ON TABLE public.change_log_horizon TO diary_app;
-
---
--- Name: TABLE change_log_horizon; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON TABLE public.change_log_horizon IS 'The oldest position still in the change log: a cursor older than it answers resync_required.';
+COMMENT ON TABLE public.change_log IS 'What changed in each diary, in the diary''s order (position, from diaries.change_position), for realtime frames and delta sync; pruned by age (diaries.pruned_position).';
 
 --
 -- ============================== diaries ==============================
@@ -601,6 +509,8 @@ CREATE TABLE public.diaries (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     entry_count integer DEFAULT 0 NOT NULL,
+    change_position bigint DEFAULT 0 NOT NULL,
+    pruned_position bigint DEFAULT 0 NOT NULL,
     CONSTRAINT diaries_invite_code_check CHECK ((invite_code ~ '^[0-9A-HJKMNP-TV-Z]{10}$'::text)),
     CONSTRAINT diaries_name_check CHECK (((char_length(name) >= 1) AND (char_length(name) <= 500))),
     CONSTRAINT diaries_settings_check CHECK ((jsonb_typeof(settings) = 'object'::text)),
@@ -701,6 +611,18 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.diaries TO diary_app;
 --
 
 COMMENT ON TABLE public.diaries IS 'The tenant: every diary table keys by diary_id. The type caps its members (couple 2, family 10, friends 10, anonymous 2); entry_count is kept by the writes, not counted (check-counters).';
+
+--
+-- Name: COLUMN diaries.change_position; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.diaries.change_position IS 'The position of the diary''s last change in change_log; taken under the row''s lock by log_change and post_entry_as.';
+
+--
+-- Name: COLUMN diaries.pruned_position; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.diaries.pruned_position IS 'The highest position prune_change_log removed from this diary: a cursor below it gets a resync.';
 
 --
 -- ============================== diary_members ==============================
@@ -2267,6 +2189,7 @@ CREATE TABLE public.user_diaries (
     diary_id uuid NOT NULL,
     role text NOT NULL,
     diary_type text NOT NULL,
+    position_at_join bigint DEFAULT 0 NOT NULL,
     CONSTRAINT user_diaries_role_check CHECK ((role = ANY (ARRAY['owner'::text, 'member'::text])))
 );
 
@@ -2309,6 +2232,12 @@ CREATE TRIGGER user_diaries_kept_by_the_membership_functions BEFORE INSERT OR DE
 --
 
 COMMENT ON TABLE public.user_diaries IS 'A user''s memberships keyed by the user, with the diary''s type: what each request reads for the caller''s diaries and plan, without asking every shard of diary_members. Kept in step by add_diary_member, drop_diary_member, hand_on_or_close and forget_diary.';
+
+--
+-- Name: COLUMN user_diaries.position_at_join; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.user_diaries.position_at_join IS 'The diary''s position just before this member joined: where a cursor that does not name the diary starts.';
 
 --
 -- ============================== counter_differences (view) ==============================
@@ -2396,9 +2325,13 @@ declare
     kind text;
     unread integer;
     alias uuid;
+    joined bigint;
 begin
-    -- Shared: posts, which update this row first, wait until the member is in.
-    select d.entry_count, d.type into entries_in_diary, kind from diaries d where d.id = diary for share;
+    -- Posts, which update this row first, wait until the member is in.
+    select d.entry_count, d.type into entries_in_diary, kind from diaries d where d.id = diary for no key update;
+    if (select count(*) from user_diaries u where u.user_id = member) >= diaries_per_user_cap() then
+        raise exception 'a user belongs to at most % diaries', diaries_per_user_cap() using errcode = 'ZN007';
+    end if;
     unread := coalesce(entries_in_diary, 0)
         - (select count(*) from entries e where e.diary_id = diary and e.user_id = member)
         - (select count(*) from entry_reads r
@@ -2408,10 +2341,10 @@ begin
     insert into diary_members as m (diary_id, user_id, role, joined_at, unread_count)
     values (diary, member, add_diary_member.role, coalesce(add_diary_member.joined_at, now()), unread)
     returning m.alias_id into alias;
-    insert into user_diaries (user_id, diary_id, role, diary_type) values (member, diary, add_diary_member.role, kind);
+    joined := log_change(diary, 'member.joined', null, member, alias);
+    insert into user_diaries (user_id, diary_id, role, diary_type, position_at_join)
+    values (member, diary, add_diary_member.role, kind, joined - 1);
     perform set_app_setting('app.writer', '');
-    insert into change_log (diary_id, kind, user_id, user_alias) values (diary, 'member.joined', member, alias);
-    perform announce('diary_changes');
     if app_user_id() is not null then
         perform refresh_app_diary_ids();
     end if;
@@ -2718,29 +2651,15 @@ CREATE FUNCTION public.billing_user(ids text[]) RETURNS uuid
 $_$;
 
 --
--- Name: change_log_tail(xid8, bigint, integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: change_positions(uuid[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint, max_rows integer) RETURNS TABLE(xact xid8, seq bigint, users uuid[], horizon xid8)
+CREATE FUNCTION public.change_positions(diaries uuid[]) RETURNS TABLE(diary_id uuid, change_position bigint)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
-declare
-    snapshot_xmin constant xid8 := pg_snapshot_xmin(pg_current_snapshot());
 begin
-    return query
-        select c.xact, c.seq,
-            array_remove(coalesce(
-                (select array_agg(m.user_id) from diary_members m where m.diary_id = c.diary_id and m.user_id is distinct from c.user_id),
-                '{}') || c.user_id, null),
-            snapshot_xmin
-        from change_log c
-        where (c.xact, c.seq) > (after_xact, after_seq) and c.xact < snapshot_xmin
-        order by c.xact, c.seq
-        limit least(max_rows, 10000);
-    if not found then
-        return query select null::xid8, null::bigint, null::uuid[], snapshot_xmin;
-    end if;
+    return query select d.id, d.change_position from diaries d where d.id = any (diaries);
 end
 $$;
 
@@ -2937,6 +2856,33 @@ REVOKE ALL ON FUNCTION public.delete_my_account() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.delete_my_account() TO diary_app;
 
 --
+-- Name: diaries_of_users(uuid[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.diaries_of_users(users uuid[]) RETURNS TABLE(diary_id uuid, user_ids uuid[])
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    return query select u.diary_id, array_agg(u.user_id) from user_diaries u where u.user_id = any (users) group by u.diary_id;
+end
+$$;
+
+--
+-- Name: diaries_per_user_cap(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.diaries_per_user_cap() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ select 100 $$;
+
+--
+-- Name: FUNCTION diaries_per_user_cap(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.diaries_per_user_cap() IS 'How many diaries a user may belong to (ZN007 beyond): each is a position in their realtime cursor.';
+
+--
 -- Name: diary_member_cap(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2980,6 +2926,7 @@ declare
     alias uuid;
     dropped_role text;
 begin
+    perform 1 from diaries d where d.id = diary for no key update;
     perform set_app_setting('app.writer', 'drop_diary_member');
     delete from diary_members m where m.diary_id = diary and m.user_id = member
     returning m.alias_id, m.role into alias, dropped_role;
@@ -2988,8 +2935,7 @@ begin
     if dropped_role is null then
         return null;
     end if;
-    insert into change_log (diary_id, kind, user_id, user_alias) values (diary, 'member.left', member, alias);
-    perform announce('diary_changes');
+    perform log_change(diary, 'member.left', null, member, alias);
     if dropped_role = 'owner' then
         perform hand_on_or_close(diary);
     end if;
@@ -3041,6 +2987,7 @@ begin
     if app_user_id() is null or not (diary = any (app_diary_ids())) then
         return 'not_found';
     end if;
+    perform 1 from diaries d where d.id = diary for no key update;
     select e.user_id into author from entries e where e.diary_id = diary and e.id = entry for update;
     if not found then
         return 'not_found';
@@ -3216,8 +3163,10 @@ declare
     forgotten integer := 0;
 begin
     -- The diary's row first, as post_entry takes it (entry_count) before the members'
-    -- rows (unread_count): the other order deadlocks with a concurrent post.
-    perform 1 from diaries d where d.id = diary for update;
+    -- rows (unread_count): the other order deadlocks with a concurrent post. In the mode
+    -- the callers' verdicts take it (entry_verdict): a stronger one would wait for a post
+    -- that holds the row's key share while that post waits for this.
+    perform 1 from diaries d where d.id = diary for no key update;
     update diary_members m set unread_count = m.unread_count - unread.count
     from (
         select other.user_id, count(*)::integer as count
@@ -3238,15 +3187,12 @@ begin
     for gone in delete from entries e where e.diary_id = diary and e.id = any (ids) returning e.id, e.user_id loop
         forgotten := forgotten + 1;
         if logged then
-            insert into change_log (diary_id, kind, entry_id, user_id) values (diary, 'entry.deleted', gone.id, gone.user_id);
+            perform log_change(diary, 'entry.deleted', gone.id, gone.user_id);
         end if;
     end loop;
     perform set_app_setting('app.writer', '');
     if forgotten > 0 then
         update diaries d set entry_count = d.entry_count - forgotten where d.id = diary;
-        if logged then
-            perform announce('diary_changes');
-        end if;
     end if;
     return forgotten;
 end
@@ -3453,6 +3399,40 @@ CREATE FUNCTION public.live_sessions(ids uuid[]) RETURNS SETOF uuid
 $$;
 
 --
+-- Name: log_change(uuid, text, uuid, uuid, uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.log_change(diary uuid, kind text, entry uuid DEFAULT NULL::uuid, member uuid DEFAULT NULL::uuid, alias uuid DEFAULT NULL::uuid) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    logged bigint;
+begin
+    update diaries d set change_position = d.change_position + 1 where d.id = diary returning d.change_position into logged;
+    if logged is not null then
+        perform log_change_at(diary, logged, kind, entry, member, alias);
+    end if;
+    return logged;
+end
+$$;
+
+--
+-- Name: log_change_at(uuid, bigint, text, uuid, uuid, uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.log_change_at(diary uuid, logged bigint, kind text, entry uuid DEFAULT NULL::uuid, member uuid DEFAULT NULL::uuid, alias uuid DEFAULT NULL::uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    insert into change_log (diary_id, position, kind, entry_id, user_id, user_alias)
+    values (diary, logged, log_change_at.kind, entry, member, alias);
+    perform announce('diary_changes');
+end
+$$;
+
+--
 -- Name: log_edited_entry(uuid, uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3460,12 +3440,16 @@ CREATE FUNCTION public.log_edited_entry(diary uuid, entry uuid) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
+declare
+    author uuid;
+    alias uuid;
 begin
-    insert into change_log (diary_id, kind, entry_id, user_id, user_alias)
-    select e.diary_id, 'entry.updated', e.id, e.user_id, m.alias_id
+    select e.user_id, m.alias_id into author, alias
     from entries e left join diary_members m on m.diary_id = e.diary_id and m.user_id = e.user_id
     where e.diary_id = diary and e.id = entry;
-    perform announce('diary_changes');
+    if found then
+        perform log_change(diary, 'entry.updated', entry, author, alias);
+    end if;
 end
 $$;
 
@@ -3513,8 +3497,9 @@ declare
     marked_at timestamptz;
     first_read boolean;
 begin
-    -- The entry is locked while its receipt is written, so that a read racing the entry's
-    -- deletion answers not found instead of failing the foreign key.
+    -- The diary's row first, as every writer of the diary takes it; then the entry, so that a
+    -- read racing the entry's deletion answers not found instead of failing the foreign key.
+    perform 1 from diaries d where d.id = mark_as_read_as.diary_id for no key update;
     select e.user_id, m.alias_id into author, alias
     from entries e join diary_members m on m.diary_id = e.diary_id and m.user_id = reader
     where e.diary_id = mark_as_read_as.diary_id and e.id = mark_as_read_as.entry_id
@@ -3533,9 +3518,7 @@ begin
             update diary_members m set unread_count = m.unread_count - 1
             where m.diary_id = mark_as_read_as.diary_id and m.user_id = reader;
         end if;
-        insert into change_log (diary_id, kind, entry_id, user_id, user_alias)
-        values (mark_as_read_as.diary_id, 'entry.read', mark_as_read_as.entry_id, reader, alias);
-        perform announce('diary_changes');
+        perform log_change(mark_as_read_as.diary_id, 'entry.read', mark_as_read_as.entry_id, reader, alias);
     end if;
     return marked_at;
 end
@@ -3568,6 +3551,32 @@ COMMENT ON FUNCTION public.my_billing_events() IS 'The caller''s purchase events
 
 REVOKE ALL ON FUNCTION public.my_billing_events() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.my_billing_events() TO diary_app;
+
+--
+-- Name: my_positions_at_join(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.my_positions_at_join() RETURNS TABLE(diary_id uuid, position_at_join bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    return query select u.diary_id, u.position_at_join from user_diaries u where u.user_id = app_user_id();
+end
+$$;
+
+--
+-- Name: FUNCTION my_positions_at_join(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.my_positions_at_join() IS 'The caller''s diaries, each with the position before they joined it.';
+
+--
+-- Name: FUNCTION my_positions_at_join(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.my_positions_at_join() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.my_positions_at_join() TO diary_app;
 
 --
 -- Name: normalize_invite_code(text); Type: FUNCTION; Schema: public; Owner: -
@@ -3717,6 +3726,7 @@ CREATE FUNCTION public.post_entry_as(author uuid, diary_id uuid, id uuid, conten
 declare
     posted_at timestamptz;
     alias uuid;
+    logged bigint;
 begin
     perform set_app_setting('app.writer', 'post_entry');
     insert into entries as e (diary_id, id, user_id, content, question, images, created_at)
@@ -3728,13 +3738,14 @@ begin
     if posted_at is null then
         return false;
     end if;
-    update diaries d set entry_count = d.entry_count + 1 where d.id = post_entry_as.diary_id;
+    -- One update of the diary's row: the count, and the change's position.
+    update diaries d set entry_count = d.entry_count + 1, change_position = d.change_position + 1
+    where d.id = post_entry_as.diary_id
+    returning d.change_position into logged;
     update diary_members m set unread_count = m.unread_count + 1
     where m.diary_id = post_entry_as.diary_id and m.user_id <> author;
     select m.alias_id into alias from diary_members m where m.diary_id = post_entry_as.diary_id and m.user_id = author;
-    insert into change_log (diary_id, kind, entry_id, user_id, user_alias)
-    values (post_entry_as.diary_id, 'entry.created', post_entry_as.id, author, alias);
-    perform announce('diary_changes');
+    perform log_change_at(post_entry_as.diary_id, logged, 'entry.created', post_entry_as.id, author, alias);
     insert into push_outbox (user_id, device_token, kind, diary_id, entry_id, payload)
     select m.user_id, dv.token, 'entry', post_entry_as.diary_id, post_entry_as.id,
         jsonb_build_object(
@@ -3766,25 +3777,24 @@ CREATE FUNCTION public.prune_change_log(older_than interval, max_rows integer) R
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 declare
-    removed integer;
+    cutoff constant timestamptz := now() - greatest(older_than, interval '30 days');
+    aged record;
+    through bigint;
+    deleted integer;
+    removed integer := 0;
 begin
     if not pg_try_advisory_xact_lock(hashtext('prune_change_log')) then
         return 0;
     end if;
-    with gone as (
-        delete from change_log c
-        where (c.diary_id, c.xact, c.seq) in (
-            select o.diary_id, o.xact, o.seq from change_log o
-            where o.at < now() - greatest(older_than, interval '30 days')
-            order by o.at limit greatest(max_rows, 0))
-        returning c.xact, c.seq
-    ), highest as (
-        select g.xact, g.seq from gone g order by g.xact desc, g.seq desc limit 1
-    ), moved as (
-        update change_log_horizon h set xact = highest.xact, seq = highest.seq
-        from highest where (highest.xact, highest.seq) > (h.xact, h.seq)
-    )
-    select count(*) into removed from gone;
+    for aged in select c.diary_id from change_log c where c.at < cutoff group by c.diary_id loop
+        exit when removed >= max_rows;
+        select coalesce(min(c.position) filter (where c.at >= cutoff) - 1, max(c.position)) into through
+        from change_log c where c.diary_id = aged.diary_id;
+        delete from change_log c where c.diary_id = aged.diary_id and c.position <= through;
+        get diagnostics deleted = row_count;
+        update diaries d set pruned_position = through where d.id = aged.diary_id and d.pruned_position < through;
+        removed := removed + deleted;
+    end loop;
     return removed;
 end
 $$;
@@ -4116,8 +4126,7 @@ begin
     update diaries d set name = rename_diary.name where d.id = diary and d.name is distinct from rename_diary.name;
     perform set_app_setting('app.writer', '');
     if found then
-        insert into change_log (diary_id, kind) values (diary, 'diary.updated');
-        perform announce('diary_changes');
+        perform log_change(diary, 'diary.updated');
     end if;
     return 'renamed';
 end
@@ -4334,6 +4343,8 @@ begin
     if caller is null then
         raise exception 'not signed in' using errcode = 'ZN401';
     end if;
+    -- The diary's row before the entry's, in the order every writer of the diary takes them.
+    perform 1 from diaries d where d.id = diary for no key update;
     perform 1 from entries e
     where e.diary_id = diary and e.id = entry and e.user_id = caller
       and exists (select 1 from diary_members m where m.diary_id = diary and m.user_id = caller)
@@ -4617,17 +4628,17 @@ COMMENT ON FUNCTION public.billing_user(ids text[]) IS 'The first of a RevenueCa
 REVOKE ALL ON FUNCTION public.billing_user(ids text[]) FROM PUBLIC;
 
 --
--- Name: FUNCTION change_log_tail(after_xact xid8, after_seq bigint, max_rows integer); Type: COMMENT; Schema: public; Owner: -
+-- Name: FUNCTION change_positions(diaries uuid[]); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint, max_rows integer) IS 'The servers'' tail of the change log after a position: each change with the users it may concern (the diary''s members and the one who left), for waking their sockets, and no content. Only changes older than the snapshot''s xmin are read, so none can later appear below the line; the last row carries that xmin even when no change is returned.';
+COMMENT ON FUNCTION public.change_positions(diaries uuid[]) IS 'For the servers'' realtime feeds: the current position of each of these diaries.';
 
 --
--- Name: FUNCTION change_log_tail(after_xact xid8, after_seq bigint, max_rows integer); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION change_positions(diaries uuid[]); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint, max_rows integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.change_log_tail(after_xact xid8, after_seq bigint, max_rows integer) TO diary_app;
+REVOKE ALL ON FUNCTION public.change_positions(diaries uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.change_positions(diaries uuid[]) TO diary_app;
 
 --
 -- Name: FUNCTION check_one_owner(diary uuid); Type: COMMENT; Schema: public; Owner: -
@@ -4711,6 +4722,19 @@ COMMENT ON FUNCTION public.delete_entry(diary uuid, entry uuid) IS 'DELETE entry
 
 REVOKE ALL ON FUNCTION public.delete_entry(diary uuid, entry uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.delete_entry(diary uuid, entry uuid) TO diary_app;
+
+--
+-- Name: FUNCTION diaries_of_users(users uuid[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.diaries_of_users(users uuid[]) IS 'For the servers'' realtime feeds: the diaries of these users, with who of them is in each.';
+
+--
+-- Name: FUNCTION diaries_of_users(users uuid[]); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.diaries_of_users(users uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.diaries_of_users(users uuid[]) TO diary_app;
 
 --
 -- Name: FUNCTION diary_member_cap(diary_type text); Type: COMMENT; Schema: public; Owner: -
@@ -4927,6 +4951,30 @@ REVOKE ALL ON FUNCTION public.live_sessions(ids uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.live_sessions(ids uuid[]) TO diary_app;
 
 --
+-- Name: FUNCTION log_change(diary uuid, kind text, entry uuid, member uuid, alias uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.log_change(diary uuid, kind text, entry uuid, member uuid, alias uuid) IS 'Takes the diary''s next position under its row lock and appends the change there (log_change_at); null when the diary is gone. The only way a change is logged but for post_entry_as, which takes the position with its count.';
+
+--
+-- Name: FUNCTION log_change(diary uuid, kind text, entry uuid, member uuid, alias uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.log_change(diary uuid, kind text, entry uuid, member uuid, alias uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION log_change_at(diary uuid, logged bigint, kind text, entry uuid, member uuid, alias uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.log_change_at(diary uuid, logged bigint, kind text, entry uuid, member uuid, alias uuid) IS 'Appends a change at a position the caller took on the diary''s row, and announces diary_changes.';
+
+--
+-- Name: FUNCTION log_change_at(diary uuid, logged bigint, kind text, entry uuid, member uuid, alias uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.log_change_at(diary uuid, logged bigint, kind text, entry uuid, member uuid, alias uuid) FROM PUBLIC;
+
+--
 -- Name: FUNCTION log_edited_entry(diary uuid, entry uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
@@ -5080,7 +5128,7 @@ REVOKE ALL ON FUNCTION public.post_entry_as(author uuid, diary_id uuid, id uuid,
 -- Name: FUNCTION prune_change_log(older_than interval, max_rows integer); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.prune_change_log(older_than interval, max_rows integer) IS 'Removes up to max_rows changes older than older_than, never younger than 30 days, unless another server is pruning, and returns how many. The highest position removed goes to change_log_horizon, so that an older cursor is answered with a resync.';
+COMMENT ON FUNCTION public.prune_change_log(older_than interval, max_rows integer) IS 'Removes changes older than older_than, never younger than 30 days, diary by diary up to the first younger one, unless another server is pruning; records pruned_position; stops after about max_rows and returns how many it removed.';
 
 --
 -- Name: FUNCTION prune_change_log(older_than interval, max_rows integer); Type: ACL; Schema: public; Owner: -

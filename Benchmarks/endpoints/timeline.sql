@@ -5,8 +5,7 @@
 \startpipeline
 BEGIN;
 select authenticate(md5('s' || :n)::uuid, md5(:n::text)::uuid);
-select 1 from diaries where diaries.id = md5('d' || :d)::uuid and diaries.id = any ((select app_diary_ids())::uuid[]);
-select pg_snapshot_xmin(pg_current_snapshot())::text as horizon;
+select diaries.change_position from diaries where diaries.id = md5('d' || :d)::uuid and diaries.id = any ((select app_diary_ids())::uuid[]);
 with profiles as (select * from member_profiles where member_profiles.diary_id = md5('d' || :d)::uuid)
 select entries.id, entries.diary_id, entries.content, entries.question,
     entries.created_at, entries.updated_at, entries.user_id = (select app_user_id()) as is_mine,

@@ -15,6 +15,8 @@ package enum AppSQLState: String, Sendable {
     case photoInUse = "ZN005"
     /// `set_entry_photos`, `create_diary`: more than the caller's plan allows.
     case premiumRequired = "ZN006"
+    /// `add_diary_member`: the user is in as many diaries as one may be (`diaries_per_user_cap`).
+    case tooManyDiaries = "ZN007"
     /// `authenticate` and the functions that need a caller: the session is not live.
     case sessionInvalid = "ZN401"
 
@@ -35,6 +37,7 @@ package enum AppSQLState: String, Sendable {
         case .photoInUse: DomainError(.photoInUse, "a photo is already attached to another entry", sqlState: sqlState)
         // The function names the plan's limit that was reached.
         case .premiumRequired: DomainError(.premiumRequired, "this needs premium: \(message)", sqlState: sqlState)
+        case .tooManyDiaries: DomainError(.tooManyDiaries, "\(message): leave one before joining or creating another", sqlState: sqlState)
         case .sessionInvalid: DomainError(.unauthenticated, "the session has ended; sign in again", sqlState: sqlState)
         }
     }

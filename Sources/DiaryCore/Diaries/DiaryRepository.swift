@@ -70,16 +70,16 @@ package struct DiaryRepository: Sendable {
             """).map(Self.diary(from:))
     }
 
-    /// With `changesCursor`: the log's position, read before the diary so that following
+    /// With `changesCursor`: the diary's position, read before the diary so that following
     /// the changes from there misses nothing the diary does not show.
     package func find(_ id: UUID) async throws -> Diary {
         let results = try await scope.read([
-            ChangeLogRepository.positionStatement,
+            ChangeLogRepository.positionStatement(ofDiary: id),
             "\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.select.using)",
         ])
         guard let row = results[1].first else { throw DomainError.notFound("no such diary") }
         var diary = try Self.diary(from: row)
-        diary.changesCursor = try ChangeLogRepository.position(from: results[0]).encoded
+        diary.changesCursor = try ChangeLogRepository.position(ofDiary: id, from: results[0]).encoded
         return diary
     }
 

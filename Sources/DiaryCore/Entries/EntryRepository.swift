@@ -155,9 +155,8 @@ package struct EntryRepository: Sendable {
                 order by entries.created_at desc, entries.id desc limit \(limit + 1)
                 """
         }
-        // The first page also gives the log's position, read before the page (see `Diary`).
-        let statements = cursor == nil ? [Self.diaryVisible(diary), ChangeLogRepository.positionStatement, page] : [Self.diaryVisible(diary), page]
-        let results = try await scope.read(statements)
+        // The diary's position, read before the page, is the first page's changesCursor (see `Diary`).
+        let results = try await scope.read([ChangeLogRepository.positionStatement(ofDiary: diary), page])
         guard !results[0].isEmpty else { throw DomainError.notFound("no such diary") }
         var entries = try results[results.count - 1].map { try Self.entry(from: $0, links: scope.photoLinks) }
         var next: String?
@@ -167,7 +166,7 @@ package struct EntryRepository: Sendable {
                 next = Cursor(createdAt: PostgresTimestamp.format(last.createdAt), id: last.id).encoded
             }
         }
-        let changesCursor = cursor == nil ? try ChangeLogRepository.position(from: results[1]).encoded : nil
+        let changesCursor = cursor == nil ? try ChangeLogRepository.position(ofDiary: diary, from: results[0]).encoded : nil
         return EntryPage(entries: entries, nextCursor: next, changesCursor: changesCursor)
     }
 

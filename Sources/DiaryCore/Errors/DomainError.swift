@@ -32,9 +32,8 @@ package struct DomainError: Error, Sendable, CustomStringConvertible {
         case inconsistent
         /// The photo store did not answer or refused (`PhotoStoreError.unavailable`): try later.
         case storeUnavailable
-        /// What this deployment cannot serve: realtime and delta sync on a Citus cluster,
-        /// whose nodes do not agree on the change log's order (README, Scaling out on Citus).
-        case featureUnavailable
+        /// The user is in as many diaries as one may be: each is a position in their cursor.
+        case tooManyDiaries
     }
 
     package var reason: Reason

@@ -3,8 +3,8 @@ package import Logging
 import NIOConcurrencyHelpers
 package import PostgresClient
 
-/// One per server: learns that the change log has grown and wakes the sockets it may
-/// concern. LISTEN brings the wake-up; the log's tail brings the facts, so a lost
+/// One per server: learns that a diary's change log has grown and wakes the sockets it may
+/// concern. LISTEN brings the wake-up; the diaries' positions bring the facts, so a lost
 /// notification only delays until the next poll. Sockets then read their own changes,
 /// under their own policies (`ChangeLogRepository`), from their own cursors.
 ///
@@ -92,11 +92,11 @@ package final class ChangeFeed: Sendable {
     }
 
     /// Runs until cancelled: listening, polling, checking sessions, pruning. The first round
-    /// runs at once, to take the log's position before sockets can fall behind it.
+    /// runs at once, to take the diaries' positions before sockets can fall behind them.
     package func run() async {
         tailRequests.wake()
         await runWorkerLoops(
-            [{ await self.followTail() }]
+            [{ await self.followPositions() }]
                 + tailRequests.wakers(channel: Announcement.diaryChanges.channel, listen: listenConfiguration, polling: options.pollInterval, logger: logger)
                 + [
                     { await repeating(every: self.options.sessionCheckInterval) { await self.closeEndedSessions() } },
@@ -105,38 +105,49 @@ package final class ChangeFeed: Sendable {
             finishing: tailRequests)
     }
 
-    /// Reads the log's tail after each wake-up and wakes whom it concerns.
-    private func followTail() async {
-        var cursor: ChangeCursor?
+    /// After each wake-up, reads the positions of the diaries of the users it holds sockets
+    /// for, and wakes a user's sockets when one of their diaries moved, or when their set of
+    /// diaries changed (a join from another device, a departure). Each diary orders its own
+    /// changes (migration 0027), so there is no one tail to follow.
+    private func followPositions() async {
+        var positions: [UUID: Int64]?
+        var diariesOfUser: [UUID: Set<UUID>] = [:]
+        var knownUsers = Set<UUID>()
         for await _ in tailRequests.rounds {
+            let users = state.withLockedValue { Array($0.byUser.keys) }
             do {
-                if cursor == nil {
-                    let rows = try await pool.query(ChangeLogRepository.positionStatement)
-                    cursor = try ChangeLogRepository.position(from: rows)
-                    // A socket that opened before this read its own cursor earlier: what
-                    // committed in between is behind the feed, and would never wake it.
+                var members: [UUID: [UUID]] = [:]
+                for chunk in users.inBatches() {
+                    for row in try await pool.query("select diary_id, user_ids from diaries_of_users(\(chunk))") {
+                        members[try row.decode("diary_id")] = try row.decodeAggregate("user_ids", as: UUID.self)
+                    }
+                }
+                var current: [UUID: Int64] = [:]
+                for chunk in Array(members.keys).inBatches() {
+                    for row in try await pool.query("select diary_id, change_position from change_positions(\(chunk))") {
+                        current[try row.decode("diary_id")] = try row.decode("change_position", as: Int64.self)
+                    }
+                }
+                var userDiaries: [UUID: Set<UUID>] = [:]
+                for (diary, ids) in members {
+                    for user in ids { userDiaries[user, default: []].insert(diary) }
+                }
+                if let known = positions {
+                    var woken = Set<UUID>()
+                    for (diary, position) in current where known[diary] != position { woken.formUnion(members[diary] ?? []) }
+                    // A user new since the last round may have changed before it was read.
+                    for user in users where !knownUsers.contains(user) || userDiaries[user] != diariesOfUser[user] { woken.insert(user) }
+                    if !woken.isEmpty { wake(users: woken) }
+                } else {
+                    // A socket that opened before this first read read its own cursor earlier:
+                    // what committed in between would never wake it.
                     wakeEverySubscription()
                 }
-                while let after = cursor {
-                    let batch = 1000
-                    let rows = try await pool.query(
-                        "select xact::text, seq, users, horizon::text from change_log_tail(\(String(after.xact))::xid8, \(after.seq), \(batch)::integer)")
-                    var users = Set<UUID>()
-                    var last: ChangeCursor?
-                    var horizon: UInt64?
-                    for row in rows {
-                        horizon = UInt64(try row.decode("horizon", as: String.self))
-                        guard let xact = try row.decode("xact", as: String?.self).flatMap(UInt64.init) else { continue }
-                        last = ChangeCursor(xact: xact, seq: try row.decode("seq"))
-                        users.formUnion(try row.decodeAggregate("users", as: UUID.self))
-                    }
-                    if !users.isEmpty { wake(users: users) }
-                    let full = rows.count >= batch
-                    cursor = full ? last : max(last ?? after, horizon.map(ChangeCursor.init(horizon:)) ?? after)
-                    if !full { break }
-                }
+                positions = current
+                diariesOfUser = userDiaries
+                knownUsers = Set(users)
             } catch {
-                logger.warning("realtime: reading the change log's tail failed", metadata: ["error": "\(error)"])
+                logger.warning("realtime: reading the diaries' positions failed", metadata: ["error": "\(error)"])
             }
         }
     }
@@ -147,8 +158,7 @@ package final class ChangeFeed: Sendable {
         let sessions = Array(Set(subscriptions.map(\.sessionID)))
         do {
             var live = Set<UUID>()
-            for start in stride(from: 0, to: sessions.count, by: 5000) {
-                let chunk = Array(sessions[start..<min(start + 5000, sessions.count)])
+            for chunk in sessions.inBatches() {
                 for row in try await pool.query("select live_sessions(\(chunk)) as id") {
                     live.insert(try row.decode("id"))
                 }
@@ -224,5 +234,13 @@ package final class ChangeSubscription: Sendable {
     package func cancel() {
         wakeups.finish()
         feed.unsubscribe(self)
+    }
+}
+
+extension Array {
+    /// The ids the feed sends in one statement at most: a bound on its size, whatever the
+    /// number of sockets.
+    fileprivate func inBatches(of size: Int = 5000) -> [[Element]] {
+        stride(from: 0, to: count, by: size).map { Array(self[$0..<Swift.min($0 + size, count)]) }
     }
 }

@@ -2,7 +2,7 @@ package import DiaryModels
 package import Foundation
 import PostgresClient
 
-/// The change log as one member sees it (migration 0008), for the realtime socket and
+/// The change log as one member sees it (migrations 0008, 0027), for the realtime socket and
 /// delta sync alike. Rows come under the caller's row-level policies; each change is then
 /// rendered from its subject's current state, as the REST API would show it to the caller.
 /// A change whose subject is gone since (an entry deleted, a member who left again) is
@@ -27,107 +27,146 @@ package struct ChangeLogRepository: Sendable {
         case resyncRequired
     }
 
-    /// The log's position now: every change of a transaction not yet finished, or not yet
-    /// begun, sorts after it. A statement that runs before a read, in the same transaction or
-    /// an earlier one, gives a cursor at or before what that read sees.
-    static let positionStatement: PostgresQuery = "select pg_snapshot_xmin(pg_current_snapshot())::text as horizon"
-
-    static func position(from rows: PostgresRows) throws -> ChangeCursor {
-        guard let text = try rows.first?.decode("horizon", as: String.self), let horizon = UInt64(text) else {
-            throw DomainError.inconsistent("the change log's position cannot be read")
-        }
-        return ChangeCursor(horizon: horizon)
+    /// The diary's position now, for the caller (no row if they are not a member). Read
+    /// before the diary's rows, it gives a cursor at or before what that read sees.
+    static func positionStatement(ofDiary diary: UUID) -> PostgresQuery {
+        "select diaries.change_position from diaries where diaries.id = \(diary) and \(DiariesPolicy.select.using)"
     }
 
+    static func position(ofDiary diary: UUID, from rows: PostgresRows) throws -> ChangeCursor {
+        var cursor = ChangeCursor()
+        cursor[diary] = try rows.first?.decode("change_position", as: Int64.self)
+        return cursor
+    }
+
+    /// Every diary of the caller at its position now: where a socket without `since` starts.
     package func position() async throws -> ChangeCursor {
-        try Self.position(from: try await scope.read(Self.positionStatement))
+        var cursor = ChangeCursor()
+        for row in try await scope.read("select diaries.id, diaries.change_position from diaries where \(DiariesPolicy.select.using)") {
+            cursor[try row.decode("id")] = try row.decode("change_position", as: Int64.self)
+        }
+        return cursor
     }
 
-    /// Changes after `cursor` that the caller may see, in order: in `diary` (the caller must
-    /// be a member, else 404), or in every diary they belong to, plus their own departures.
+    /// Changes after `cursor` that the caller may see: in `diary` (the caller must be a
+    /// member, else 404), or in every diary they belong to, and their own departures from
+    /// the diaries the cursor names that they have left. Each diary is read from its own
+    /// position, in one statement that on Citus routes to its shard; a page takes the
+    /// oldest changes across them. A diary the cursor does not name starts where the caller
+    /// joined it.
     package func changes(after cursor: ChangeCursor, inDiary diary: UUID? = nil, limit: Int) async throws -> Outcome {
-        var statements: [PostgresQuery] = []
+        var statements: [PostgresQuery] = ["select diary_id, position_at_join from my_positions_at_join()"]
         if let diary {
             statements.append("select 1 from diaries where diaries.id = \(diary) and \(DiariesPolicy.select.using)")
         }
-        statements.append(Self.changesStatement(after: cursor, inDiary: diary, limit: limit))
-        let results = try await scope.read(statements)
-        if diary != nil, results[0].isEmpty { throw DomainError.notFound("no such diary") }
-        let rows = results[results.count - 1]
-        guard let first = rows.first else { throw DomainError.inconsistent("the change log's position cannot be read") }
-        if try first.decode("cursor_ahead", as: Bool.self) || first.decode("cursor_pruned", as: Bool.self) {
-            return .resyncRequired
+        let membership = try await scope.read(statements)
+        if diary != nil, membership[1].isEmpty { throw DomainError.notFound("no such diary") }
+        var starts: [UUID: Int64] = [:]
+        for row in membership[0] {
+            let member: UUID = try row.decode("diary_id")
+            guard diary == nil || member == diary else { continue }
+            let joined = try row.decode("position_at_join", as: Int64.self)
+            starts[member] = max(cursor[member] ?? joined, joined)
         }
-        guard let horizon = UInt64(try first.decode("horizon", as: String.self)) else {
-            throw DomainError.inconsistent("the change log's position cannot be read")
+        let departed = diary != nil ? [] : cursor.positions.filter { starts[$0.key] == nil }
+
+        let reads = starts.sorted { $0.key.uuidString < $1.key.uuidString }.map { (diary: $0.key, after: $0.value, member: true) }
+            + departed.sorted { $0.key.uuidString < $1.key.uuidString }.map { (diary: $0.key, after: $0.value, member: false) }
+        let results = reads.isEmpty ? [] : try await scope.read(reads.map {
+            $0.member ? Self.changesStatement(inDiary: $0.diary, after: $0.after, limit: limit)
+                : Self.departureStatement(fromDiary: $0.diary, after: $0.after, limit: limit)
+        })
+
+        var next = diary == nil ? ChangeCursor() : cursor
+        var queues: [[LoggedChange]] = []
+        for (read, rows) in zip(reads, results) {
+            if read.member {
+                // No row: the caller left since reading their diaries; the next read finds the departure.
+                guard let first = rows.first else { next[read.diary] = read.after; continue }
+                if try read.after > first.decode("change_position", as: Int64.self)
+                    || read.after < first.decode("pruned_position", as: Int64.self) {
+                    return .resyncRequired
+                }
+                next[read.diary] = read.after
+            } else if !rows.isEmpty {
+                // A diary left is dropped from the cursor once its departure has been told.
+                next[read.diary] = read.after
+            }
+            queues.append(try rows.compactMap { try LoggedChange(row: $0, diary: read.diary) })
         }
-        var changes = try rows.compactMap(LoggedChange.init(row:))
-        let hasMore = changes.count > limit
-        if hasMore { changes.removeLast() }
-        let next = hasMore ? changes[changes.count - 1].cursor : max(cursor, ChangeCursor(horizon: horizon))
+
+        // The oldest first across diaries, each diary's own order kept.
+        var changes: [LoggedChange] = []
+        var heads = Array(repeating: 0, count: queues.count)
+        while changes.count < limit {
+            var oldest: Int?
+            for (index, queue) in queues.enumerated() where heads[index] < queue.count {
+                if let best = oldest, queues[best][heads[best]].at <= queue[heads[index]].at { continue }
+                oldest = index
+            }
+            guard let taken = oldest else { break }
+            var change = queues[taken][heads[taken]]
+            heads[taken] += 1
+            next[change.diaryID] = change.position
+            change.cursor = next
+            changes.append(change)
+        }
+        let hasMore = queues.indices.contains { heads[$0] < queues[$0].count }
         return .page(Page(events: try await render(changes), next: next, hasMore: hasMore))
     }
 
-    /// One index range per diary (the log's primary key), so the cost follows the changes
-    /// returned, not the log's size. Only changes of finished transactions are read (see
-    /// migration 0008); the first row carries the snapshot's horizon even when none is.
-    static func changesStatement(after cursor: ChangeCursor, inDiary diary: UUID?, limit: Int) -> PostgresQuery {
-        let after: PostgresQuery = "(\(String(cursor.xact))::xid8, \(cursor.seq)::bigint)"
-        let diaries: PostgresQuery = if let diary {
-            "select \(diary)::uuid as diary_id"
-        } else {
-            """
-            select unnest((select app_diary_ids())) as diary_id
-            union
-            select departure.diary_id from change_log departure
-            where departure.kind = 'member.left' and departure.user_id = (select app_user_id()) and (departure.xact, departure.seq) > \(after)
-            """
-        }
-        return """
-            with snapshot as (
-                select pg_snapshot_xmin(pg_current_snapshot()) as xmin, pg_snapshot_xmax(pg_current_snapshot()) as xmax
-            ), seen as (\(diaries)
-            ), changes as (
-                select c.* from seen cross join lateral (
-                    select c.* from change_log c
-                    where c.diary_id = seen.diary_id and (c.xact, c.seq) > \(after) and c.xact < (select xmin from snapshot)
-                    order by c.xact, c.seq limit \(limit + 1)) c
-                order by c.xact, c.seq limit \(limit + 1)
-            )
-            select snapshot.xmin::text as horizon,
-                \(String(cursor.xact))::xid8 > snapshot.xmax as cursor_ahead,
-                \(after) < (horizon.xact, horizon.seq) as cursor_pruned,
-                c.xact::text as xact, c.seq, c.diary_id, c.kind, c.entry_id, c.user_id, c.at,
-                case when c.user_id = (select app_user_id()) then c.user_id
-                     when diary.type <> 'anonymous' then c.user_id
-                     else c.user_alias end as public_user_id
-            from snapshot cross join change_log_horizon horizon
-            left join changes c on true
-            left join diaries diary on diary.id = c.diary_id
-            order by c.xact, c.seq
-            """
+    /// A diary's changes after `after`, one row beyond `limit`; the first row carries the
+    /// diary's position and pruning line even when no change is returned. Nothing for a
+    /// caller who is not a member.
+    static func changesStatement(inDiary diary: UUID, after: Int64, limit: Int) -> PostgresQuery {
+        """
+        select diaries.change_position, diaries.pruned_position,
+            c.position, c.kind, c.entry_id, c.user_id, c.at,
+            case when c.user_id = app_user_id() then c.user_id
+                 when diaries.type <> 'anonymous' then c.user_id
+                 else c.user_alias end as public_user_id
+        from diaries
+        left join lateral (
+            select c.* from change_log c
+            where c.diary_id = \(diary) and c.position > \(after)
+            order by c.position limit \(limit + 1)) c on true
+        where diaries.id = \(diary) and \(DiariesPolicy.select.using)
+        order by c.position
+        """
+    }
+
+    /// The caller's own departure from a diary they have left, if not told yet.
+    static func departureStatement(fromDiary diary: UUID, after: Int64, limit: Int) -> PostgresQuery {
+        """
+        select c.position, c.kind, c.entry_id, c.user_id, c.at, c.user_id as public_user_id
+        from change_log c
+        where c.diary_id = \(diary) and c.position > \(after) and c.kind = 'member.left' and c.user_id = app_user_id()
+        order by c.position limit \(limit + 1)
+        """
     }
 
     /// A row of the log, as read for the caller. `userID` is the real id and stays here:
     /// what leaves is `publicUserID`, the alias wherever the caller may not see the id.
     struct LoggedChange: Sendable {
-        var cursor: ChangeCursor
-        var type: ChangeType
         var diaryID: UUID
+        var position: Int64
+        /// Resuming after this change: the event's id.
+        var cursor = ChangeCursor()
+        var type: ChangeType
         var entryID: UUID?
         var userID: UUID?
         var publicUserID: UUID?
         var at: Date
 
-        /// Nil for the row that carries only the horizon.
-        init?(row: PostgresRow) throws {
-            guard let xactText = try row.decode("xact", as: String?.self) else { return nil }
-            guard let xact = UInt64(xactText), let type = ChangeType(rawValue: try row.decode("kind")) else {
+        /// Nil for the row that carries only the diary's position.
+        init?(row: PostgresRow, diary: UUID) throws {
+            guard let position = try row.decode("position", as: Int64?.self) else { return nil }
+            guard let type = ChangeType(rawValue: try row.decode("kind")) else {
                 throw PostgresDecodingError(column: "kind", targetType: "ChangeType", failure: .malformed("unknown change"))
             }
-            cursor = ChangeCursor(xact: xact, seq: try row.decode("seq"))
+            diaryID = diary
+            self.position = position
             self.type = type
-            diaryID = try row.decode("diary_id")
             entryID = try row.decode("entry_id")
             userID = try row.decode("user_id")
             publicUserID = try row.decode("public_user_id")

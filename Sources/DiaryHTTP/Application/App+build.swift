@@ -46,7 +46,7 @@ package func buildApplication(
     let feed = feed ?? makeChangeFeed(configuration: configuration, logger: logger)
     let realtime = RealtimeGateway(
         feed: feed, tokens: tokens, pool: pool, readPlacement: readPlacement, photoLinks: photos.links,
-        options: RealtimeSocket.Options(slowConsumerGrace: configuration.slowConsumerGrace), citus: configuration.citus
+        options: RealtimeSocket.Options(slowConsumerGrace: configuration.slowConsumerGrace)
     )
     let push = makePush(configuration: configuration, http: outbound, logger: logger)
     return Application(
@@ -199,7 +199,7 @@ func buildRouter(
     DiaryRoutes(joinLimiter: JoinAttemptLimiter(), freePlanDiaries: billing.freePlanDiaries).register(on: authenticated)
     EntryRoutes(photoSweeper: photos.sweeper).register(on: authenticated)
     photoRoutes.register(authenticated: authenticated)
-    ChangeRoutes(citus: citus).register(on: authenticated)
+    ChangeRoutes().register(on: authenticated)
     DeviceRoutes().register(on: authenticated)
     ExportRoutes(store: photos.store, configuration: export).register(on: authenticated)
     return router

@@ -30,5 +30,5 @@ enum ProblemCode: String, CaseIterable, Sendable {
     case maintenance
     case upgradeRequired = "upgrade_required"
     case tokenExpired = "token_expired"
-    case featureUnavailable = "feature_unavailable"
+    case tooManyDiaries = "too_many_diaries"
 }

@@ -24,7 +24,7 @@ enum ProblemMapping {
         case .urlExpired: Problem(status: .forbidden, code: .urlExpired, detail: error.detail)
         case .inconsistent: Problem.internalError()
         case .storeUnavailable: Problem.serviceUnavailable(error.detail, retryAfterSeconds: 5)
-        case .featureUnavailable: Problem(status: .notImplemented, code: .featureUnavailable, detail: error.detail)
+        case .tooManyDiaries: Problem(status: .conflict, code: .tooManyDiaries, detail: error.detail)
         }
     }
 

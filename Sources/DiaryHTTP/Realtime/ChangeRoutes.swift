@@ -6,17 +6,9 @@ import Hummingbird
 /// a client that was away.
 struct ChangeRoutes {
     static let defaultLimit = 100
-    /// On a Citus cluster (`DB_CITUS=1`) the change log has no order every node agrees on,
-    /// so delta sync answers 501 rather than a page that may miss changes.
-    var citus = false
-
-    static let unavailableOnCitus = DomainError(
-        .featureUnavailable, "realtime and delta sync are not available on this Citus cluster yet: reload the diary instead"
-    )
 
     func register(on router: RouterGroup<AuthenticatedContext>) {
-        router.get("diaries/:diaryId/changes") { [citus] request, context -> ChangeList in
-            if citus { throw Self.unavailableOnCitus }
+        router.get("diaries/:diaryId/changes") { request, context -> ChangeList in
             let diary = try Validation.id(context, "diaryId")
             var limit = Self.defaultLimit
             if let text = request.uri.queryParameters.get("limit") {

@@ -20,8 +20,6 @@ struct RealtimeGateway: Sendable {
     let readPlacement: PostgresPool.Placement
     let photoLinks: PhotoLinks
     let options: RealtimeSocket.Options
-    /// Refuses every socket on a Citus cluster (`ChangeRoutes.citus`).
-    var citus = false
 
     func shouldUpgrade(
         _ head: HTTPRequest, channel: any Channel, logger: Logger
@@ -37,9 +35,6 @@ struct RealtimeGateway: Sendable {
         }
         guard let token else {
             return try await refuse(Problem.unauthorized("an access token is required"), channel: channel)
-        }
-        if citus {
-            return try await refuse(ProblemMapping.problem(for: ChangeRoutes.unavailableOnCitus), channel: channel)
         }
         guard let identity = try? await tokens.verifyAccessToken(token), try await isLive(identity) else {
             return try await refuse(Problem.unauthorized("the access token is not valid"), channel: channel)

@@ -138,6 +138,12 @@ struct RealtimeSocket: Sendable {
         ChangeLogRepository(scope: RequestScope(identity: subscription.identity, pool: pool, photoLinks: photoLinks, readPlacement: readPlacement))
     }
 
+    /// After a resync the socket goes on from the diaries' positions now, which the frame
+    /// carries: the client reloads its diaries and resumes from there.
+    static func resyncFrame(_ cursor: ChangeCursor) -> String {
+        #"{"type":"resync","cursor":"\#(cursor.encoded)"}"#
+    }
+
     /// `ready`, an optional `resync`, then pages of changes whenever the feed wakes us.
     private func deliver(_ outbound: WebSocketOutboundWriter, logger: Logger) async -> Closing? {
         var wakes = subscription.wakes.makeAsyncIterator()
@@ -151,7 +157,7 @@ struct RealtimeSocket: Sendable {
                 cursor = now
             }
             try await outbound.write(.text(#"{"type":"ready","cursor":"\#(cursor.encoded)"}"#))
-            if resync { try await outbound.write(.text(#"{"type":"resync"}"#)) }
+            if resync { try await outbound.write(.text(Self.resyncFrame(cursor))) }
         } catch let error as DomainError where error.reason == .unauthenticated {
             return Closing(.sessionEnded)
         } catch {
@@ -163,8 +169,8 @@ struct RealtimeSocket: Sendable {
             do {
                 switch try await repository().changes(after: cursor, limit: options.pageSize) {
                 case .resyncRequired:
-                    try await outbound.write(.text(#"{"type":"resync"}"#))
                     cursor = try await repository().position()
+                    try await outbound.write(.text(Self.resyncFrame(cursor)))
                     continue
                 case .page(let page):
                     for event in page.events {
@@ -182,6 +188,7 @@ struct RealtimeSocket: Sendable {
                 try? await Task.sleep(for: Self.databaseRetry.delay(attempt: 1))
                 continue
             } catch {
+                logger.warning("realtime socket closes: its changes cannot be read", metadata: ["error": "\(error)"])
                 return nil
             }
             guard await wakes.next() != nil else { return nil }

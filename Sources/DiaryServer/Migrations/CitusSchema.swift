@@ -51,7 +51,6 @@ struct CitusSchema {
         ("apple_notifications", .coordinator),
         ("apple_revocations", .coordinator),
         ("backup_runs", .coordinator),
-        ("change_log_horizon", .coordinator),
         ("user_diaries", .coordinator),
     ]
 

@@ -45,7 +45,7 @@ struct CitusClusterTests {
         try coordinator().as(TestDatabase.ownerRole)
     }
 
-    @Test("every route answers through the coordinator: a member reads and writes their diary, a stranger gets 404 and empty lists, never a member's empty answer; delta sync refuses with 501")
+    @Test("every route answers through the coordinator: a member reads and writes their diary, a stranger gets 404 and empty lists, never a member's empty answer; delta sync tells every change in the diary's order")
     func routesThroughTheCoordinator() async throws {
         try await APIHarness.run(on: try Self.owner(), citus: true) { api in
             let tag = UUID().uuidString.prefix(8)
@@ -53,6 +53,7 @@ struct CitusClusterTests {
             let mallory = try await api.signIn("citus-mallory-\(tag)")
             let diary = try await api.createDiary("分散", type: .family, token: alice.accessToken)
             #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
+            let since = try await ChangeLogTests.cursor(api, diary.id, token: bob.accessToken)
             let photo = try await EntryPhotoTests.upload(api, alice)
             let posted = try await api.call(.post, "/v1/diaries/\(diary.id)/entries", token: alice.accessToken,
                                             body: CreateEntryRequest(content: "シャードの上で", photoIds: [photo.id]))
@@ -70,10 +71,6 @@ struct CitusClusterTests {
             #expect(diaries.status == .ok && diaries.text.lowercased().contains(diary.id.uuidString.lowercased()))
             #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/members", token: bob.accessToken).text.contains("citus-alice"))
             #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/calendar?month=\(Self.month())", token: bob.accessToken).status == .ok)
-            // Delta sync says it cannot serve here, rather than a page that may miss changes.
-            let since = try await ChangeLogTests.cursor(api, diary.id, token: bob.accessToken)
-            let changes = try await api.call(.get, "/v1/diaries/\(diary.id)/changes?since=\(since)", token: bob.accessToken)
-            #expect(changes.status == .notImplemented && changes.code == "feature_unavailable", "\(changes.text)")
             #expect(try await api.fetch(entry.photos[0].url).status == .ok)
             #expect(try await api.call(.get, "/v1/me", token: bob.accessToken).status == .ok)
             #expect(try await api.call(.get, "/v1/questions/today", token: bob.accessToken).status == .ok)
@@ -85,6 +82,13 @@ struct CitusClusterTests {
             #expect(try await api.call(.patch, "/v1/diaries/\(diary.id)/entries/\(entry.id)", token: bob.accessToken, json: #"{"content":"x"}"#).status == .forbidden)
             #expect(try await api.call(.patch, "/v1/me", token: bob.accessToken, json: #"{"timeZone":"Asia/Tokyo","settings":{"notificationReminder":false}}"#).status == .ok)
             #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/export", token: alice.accessToken).status == .ok)
+
+            // Delta sync: each change once, in the order the diary took them.
+            let changes = try await ChangeLogTests.changes(api, diary.id, since: since, token: bob.accessToken, expecting: 4)
+            // The photo is attached after the post, in its transaction: an entry.updated.
+            #expect(changes.changes.map(\.type) == [.entryCreated, .entryUpdated, .entryRead, .diaryUpdated, .entryUpdated], "\(changes.changes)")
+            #expect(try await ChangeLogTests.changes(api, diary.id, since: changes.nextCursor, token: bob.accessToken).changes.isEmpty)
+            #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/changes?since=\(since)", token: mallory.accessToken).status == .notFound)
 
             // The stranger: 404 for the diary's rows, empty lists.
             for path in ["/v1/diaries/\(diary.id)", "/v1/diaries/\(diary.id)/entries", "/v1/diaries/\(diary.id)/entries/\(entry.id)",
@@ -105,6 +109,13 @@ struct CitusClusterTests {
                 try await CounterReconciliation(pool: pool).differences()
             }
             #expect(differences.isEmpty)
+        }
+    }
+
+    @Test("realtime through the coordinator: a socket learns of its user's join from elsewhere, the other member's post, and its own departure")
+    func realtimeThroughTheCoordinator() async throws {
+        try await APIHarness.run(on: try Self.owner(), testing: .live, citus: true) { api in
+            try await RealtimeTests.ownJoinPostAndDeparture(api, port: try #require(api.client.port))
         }
     }
 

@@ -71,6 +71,34 @@ struct CitusSchemaTests {
         }
     }
 
+    /// The change log's order holds on every node only because each change takes its
+    /// position on the diary's row (migration 0027): a function that appended to the log
+    /// itself could write a position out of turn.
+    @Test("only log_change_at appends to the change log, and only log_change and post_entry_as call it, after taking the diary's position")
+    func changesTakeTheirDiarysPosition() async throws {
+        try await MigratedTemplate.withDatabase { database in
+            let rows = try await TestDatabase.withPool(database, size: 1) { pool in
+                try await pool.query("""
+                    select p.proname::text as name,
+                        p.prosrc ~* 'insert\\s+into\\s+change_log' as appends,
+                        p.prosrc ~* 'log_change_at\\s*\\(' as calls,
+                        p.prosrc ~* 'change_position\\s*=\\s*d\\.change_position\\s*\\+\\s*1' as takes_position
+                    from pg_proc p where p.pronamespace = 'public'::regnamespace
+                    """)
+            }
+            var appenders: [String] = [], callers: [String] = [], takers: [String] = []
+            for row in rows {
+                let name = try row.decode("name", as: String.self)
+                if try row.decode("appends", as: Bool.self) { appenders.append(name) }
+                if try row.decode("calls", as: Bool.self), name != "log_change_at" { callers.append(name) }
+                if try row.decode("takes_position", as: Bool.self) { takers.append(name) }
+            }
+            #expect(appenders == ["log_change_at"])
+            #expect(callers.sorted() == ["log_change", "post_entry_as"])
+            #expect(takers.sorted() == ["log_change", "post_entry_as"])
+        }
+    }
+
     @Test("every writer a guard lets through is set, with set_app_setting, by a function")
     func guardsNameRealWriters() async throws {
         try await MigratedTemplate.withDatabase { database in

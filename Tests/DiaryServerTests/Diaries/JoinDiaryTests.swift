@@ -136,6 +136,24 @@ struct JoinDiaryTests {
         }
     }
 
+    @Test("a user in 100 diaries can join or create no other: 409 too_many_diaries; after leaving one, they can")
+    func diariesPerUserCap() async throws {
+        try await APIHarness.run { api in
+            let alice = try await api.signIn("many"), bob = try await api.signIn("inviter")
+            try await api.asSuperuser("select create_diary_as(\(alice.user.id), gen_random_uuid(), 'd' || n, 'friends') from generate_series(1, 100) n")
+            let open = try await api.createDiary("101番目", type: .friends, token: bob.accessToken)
+            let joined = try await api.join(open.inviteCode, token: alice.accessToken)
+            #expect(joined.status == .conflict && joined.code == "too_many_diaries", "\(joined.text)")
+            try await api.asSuperuser("update users set premium_expires_at = now() + interval '1 day' where id = \(alice.user.id)")
+            let created = try await api.call(.post, "/v1/diaries", token: alice.accessToken, body: CreateDiaryRequest(name: "もう一つ", type: .couple))
+            #expect(created.status == .conflict && created.code == "too_many_diaries", "\(created.text)")
+
+            let one = try #require(try await api.asSuperuser("select diary_id from user_diaries where user_id = \(alice.user.id) limit 1").first?.decode("diary_id", as: UUID.self))
+            #expect(try await api.call(.delete, "/v1/diaries/\(one)/members/\(alice.user.id)", token: alice.accessToken).status == .noContent)
+            #expect(try await api.join(open.inviteCode, token: alice.accessToken).status == .ok)
+        }
+    }
+
     @Test("joining twice is a no-op returning the diary; codes match in any case and with hyphens; unknown codes are their own error")
     func joinSemantics() async throws {
         try await MigratedTemplate.withDatabase { configuration in

@@ -6,13 +6,12 @@ import PostgresClient
 import Testing
 import TestSupport
 
-/// The change log (migration 0008) through delta sync: what is logged, in what order, seen
-/// from whose side, and what a cursor promises.
+/// The change log (migrations 0008, 0027) through delta sync: what is logged, in what order,
+/// seen from whose side, and what a cursor promises.
 @Suite("Change log and delta sync", .serialized)
 struct ChangeLogTests {
-    /// Changes are shown once every transaction older than them has ended, in the whole
-    /// cluster (migration 0008); other tests' transactions may hold them back for a moment,
-    /// so this waits (up to 30 s: a pg_dump in SchemaFileTests holds one for its whole run) for `expecting` of them.
+    /// Waits (up to 30 s) for `expecting` changes, and for `done`: a change shows once its
+    /// transaction has committed, and the server's answer may race the commit.
     static func changes(
         _ api: APIHarness, _ diary: UUID, since: String, token: String, limit: Int = 500, expecting: Int = 0,
         until done: @Sendable (ChangeList) -> Bool = { _ in true }
@@ -113,11 +112,11 @@ struct ChangeLogTests {
         }
     }
 
-    /// The pitfall: T1 takes the lower sequence number, T2 the higher, and T2 commits first.
-    /// They post in two diaries, since posts in one diary queue on its row. A cursor handed
-    /// out between the two commits must not pass over T1's change.
-    @Test("two changes committed in the reverse order of their ids both arrive, once each")
-    func reverseCommitOrder() async throws {
+    /// Each diary orders its own changes (migration 0027): a transaction still open in one
+    /// diary holds back no other, and a second write to its diary waits for it and takes
+    /// the next position, so a cursor handed out in between skips neither.
+    @Test("an open transaction holds back only its own diary; a write that waits on it comes after it, and both arrive once")
+    func positionsPerDiary() async throws {
         try await APIHarness.run { api in
             let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
             let one = try await api.createDiary("一", type: .friends, token: alice.accessToken)
@@ -126,34 +125,31 @@ struct ChangeLogTests {
             #expect(try await api.join(two.inviteCode, token: bob.accessToken).status == .ok)
             let start = try await Self.cursor(api, one.id, token: bob.accessToken)
             let first = UUID(), second = UUID()
-            try await TestDatabase.withPool(api.database, size: 2) { pool in
+            try await TestDatabase.withPool(api.database, size: 1) { pool in
                 try await pool.withConnection { t1 in
-                    try await pool.withConnection { t2 in
-                        _ = try await t1.query("begin")
-                        _ = try await t1.query("select post_entry_as(\(alice.user.id), \(one.id), \(first), 'first')")
-                        _ = try await t2.query("begin")
-                        _ = try await t2.query("select post_entry_as(\(alice.user.id), \(two.id), \(second), 'second')")
-                        let order = try await t2.query("""
-                            select (select seq from change_log where entry_id = \(second)) > (select max(seq) from change_log where kind = 'member.joined') as later
-                            """)
-                        #expect(try order.first?.decode("later", as: Bool.self) == true)
-                        _ = try await t2.query("commit")
+                    _ = try await t1.query("begin")
+                    _ = try await t1.query("select post_entry_as(\(alice.user.id), \(one.id), \(first), 'first')")
 
-                        // T2, with the higher id, has committed; T1, with the lower, has not.
-                        let during = try await Self.changes(api, two.id, since: start, token: bob.accessToken)
-                        #expect(!during.changes.contains { $0.type == .entryCreated }, "a change is shown while an earlier one may still commit")
-                        _ = try await t1.query("commit")
+                    // Diary two is not held back by diary one's open transaction.
+                    let other = try await api.post("other", in: two.id, token: alice.accessToken).decode(Entry.self)
+                    let inTwo = try await Self.changes(api, two.id, since: try await Self.cursor(api, two.id, token: bob.accessToken), token: bob.accessToken)
+                    #expect(inTwo.changes.isEmpty, "a cursor read after the post starts past it")
+                    let seenInTwo = try await api.call(.get, "/v1/diaries/\(two.id)/changes?since=\(start)", token: bob.accessToken).decode(ChangeList.self)
+                    #expect(seenInTwo.changes.contains { if case .entry(let seen) = $0.data { seen.id == other.id } else { false } },
+                            "diary one's open transaction held back diary two")
 
-                        // (A cursor may replay earlier changes, such as the joins, but never skips one.)
-                        for (diary, entry) in [(one.id, first), (two.id, second)] {
-                            let after = try await Self.changes(api, diary, since: during.nextCursor, token: bob.accessToken) {
-                                $0.changes.contains { $0.type == .entryCreated }
-                            }
-                            let posted = after.changes.compactMap { if case .entry(let posted) = $0.data { posted.id } else { nil } }
-                            #expect(posted == [entry])
-                            #expect(try await Self.changes(api, diary, since: after.nextCursor, token: bob.accessToken).changes.isEmpty)
-                        }
-                    }
+                    // A post to diary one waits for T1, then takes the next position.
+                    let waiting = Task { try await api.post("second", in: one.id, token: alice.accessToken, id: second) }
+                    try await CounterTests.waitForLockWait("the second post to wait on the diary's row", api, statement: "%post_entry%")
+                    let during = try await Self.changes(api, one.id, since: start, token: bob.accessToken)
+                    #expect(!during.changes.contains { $0.type == .entryCreated }, "a change is shown before its transaction committed")
+                    _ = try await t1.query("commit")
+                    #expect(try await waiting.value.status == .created)
+
+                    let after = try await Self.changes(api, one.id, since: during.nextCursor, token: bob.accessToken, expecting: 2)
+                    let posted = after.changes.compactMap { if case .entry(let posted) = $0.data { posted.id } else { nil } }
+                    #expect(posted == [first, second])
+                    #expect(try await Self.changes(api, one.id, since: after.nextCursor, token: bob.accessToken).changes.isEmpty)
                 }
             }
         }
@@ -217,12 +213,12 @@ struct ChangeLogTests {
             let alice = try await api.signIn("alice"), carol = try await api.signIn("carol")
             let diary = try await api.createDiary("一人", type: .friends, token: alice.accessToken)
             let start = try await Self.cursor(api, diary.id, token: alice.accessToken)
-            for since in ["", "garbage", "Yz", ChangeCursor(xact: 1 << 60, seq: 1).encoded, String(repeating: "A", count: 64)] {
+            for since in ["", "garbage", "Yz", ChangeCursor(positions: [diary.id: 1 << 60]).encoded, String(repeating: "A", count: 64)] {
                 let reply = try await api.call(.get, "/v1/diaries/\(diary.id)/changes?since=\(since)", token: alice.accessToken)
                 #expect(reply.status == .gone && reply.code == "resync_required", "\(since)")
             }
             #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/changes", token: alice.accessToken).code == "validation_failed")
-            #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/changes?since=\(String(repeating: "A", count: 65))", token: alice.accessToken).code == "validation_failed")
+            #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/changes?since=\(String(repeating: "A", count: ChangeCursor.maximumLength + 1))", token: alice.accessToken).code == "validation_failed")
             #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/changes?since=\(start)&limit=501", token: alice.accessToken).code == "validation_failed")
             #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/changes?since=\(start)", token: carol.accessToken).status == .notFound)
 
@@ -231,11 +227,12 @@ struct ChangeLogTests {
                 $0.changes.contains { $0.type == .entryCreated }
             }.nextCursor
             _ = try await api.post("new", in: diary.id, token: alice.accessToken)
-            // 29 days old stays; 31 days old goes, even when asked to prune younger ones.
-            try await api.asSuperuser("update change_log set at = now() - interval '31 days' where diary_id = \(diary.id) and kind = 'entry.created' and seq = (select min(seq) from change_log where diary_id = \(diary.id) and kind = 'entry.created')")
-            try await api.asSuperuser("update change_log set at = now() - interval '29 days' where diary_id = \(diary.id) and kind = 'entry.created' and at > now() - interval '1 day'")
+            // 29 days old stays; 31 days old goes, even when asked to prune younger ones: the
+            // owner's joining and the first post, but not the second.
+            try await api.asSuperuser("update change_log set at = now() - interval '31 days' where diary_id = \(diary.id) and position <= 2")
+            try await api.asSuperuser("update change_log set at = now() - interval '29 days' where diary_id = \(diary.id) and position = 3")
             let removed = try await api.asSuperuser("select prune_change_log(interval '1 day', 1000) as removed")
-            #expect(try removed.first?.decode("removed", as: Int.self) == 1)
+            #expect(try removed.first?.decode("removed", as: Int.self) == 2)
             #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/changes?since=\(start)", token: alice.accessToken).code == "resync_required")
             #expect(try await Self.changes(api, diary.id, since: middle, token: alice.accessToken, expecting: 1).changes.filter { $0.type == .entryCreated }.count == 1)
         }

@@ -57,8 +57,8 @@ public enum ProblemCode: Sendable, Hashable, CustomStringConvertible {
     case maintenance
     /// This app version is below the service's minimum: the app must update.
     case upgradeRequired
-    /// The feature is not available on this deployment.
-    case featureUnavailable
+    /// The user is in as many diaries as one may be: leave one before joining or creating another.
+    case tooManyDiaries
     /// A code this version of DiaryKit does not know.
     case unknown(String)
 
@@ -72,7 +72,7 @@ public enum ProblemCode: Sendable, Hashable, CustomStringConvertible {
         "bad_request": .badRequest, "resync_required": .resyncRequired, "unsupported_media_type": .unsupportedMediaType,
         "invalid_image": .invalidImage, "photo_in_use": .photoInUse, "premium_required": .premiumRequired,
         "url_expired": .urlExpired, "overloaded": .overloaded, "maintenance": .maintenance,
-        "upgrade_required": .upgradeRequired, "feature_unavailable": .featureUnavailable,
+        "upgrade_required": .upgradeRequired, "too_many_diaries": .tooManyDiaries,
     ]
 
     /// The code for the text the server sent.

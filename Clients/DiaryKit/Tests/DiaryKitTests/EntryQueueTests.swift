@@ -15,7 +15,7 @@ struct EntryQueueTests {
         for verdict: ProblemCode in [.validationFailed, .readOnlyField, .forbidden, .notFound, .entryIDConflict, .premiumRequired, .payloadTooLarge, .photoInUse] {
             #expect(verdict.refusesTheDraft, "\(verdict)")
         }
-        for kept: ProblemCode in [.unknown(""), .unknown("added_later"), .unauthorized, .tokenExpired, .upgradeRequired, .maintenance, .serviceUnavailable, .rateLimited, .internal, .featureUnavailable] {
+        for kept: ProblemCode in [.unknown(""), .unknown("added_later"), .unauthorized, .tokenExpired, .upgradeRequired, .maintenance, .serviceUnavailable, .rateLimited, .internal, .tooManyDiaries] {
             #expect(!kept.refusesTheDraft, "\(kept)")
         }
     }
