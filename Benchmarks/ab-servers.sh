@@ -38,18 +38,7 @@ if [ -n "${A_TREE:-}" ]; then
     (cd "$A_TREE" && Benchmarks/endpoints/seed-database.sh "${database[a]}")
 fi
 single_env="PGHOST=$PGHOST PGPORT=$PGPORT"
-if [ "${B_CITUS:-0}" = 1 ]; then
-    (unset PGHOST PGPORT; scripts/citus.sh start >&2)
-    citus_env=$(unset PGHOST PGPORT; scripts/citus.sh env)
-    eval "$citus_env"
-    scripts/citus.sh fresh "$db" >&2
-    url="postgres://diary_owner@localhost:$PGPORT/$db?host=$PGHOST"
-    echo "seeding $db on the cluster" >&2
-    "$binary_b" migrate --database-url "$url" >/dev/null
-    psql -X -q -v ON_ERROR_STOP=1 -U diary_owner -d "$db" -f Benchmarks/endpoints/seed.sql >/dev/null 2>&1
-    "$binary_b" migrate --citus --database-url "$url" >/dev/null
-    eval "export $single_env"
-fi
+if [ "${B_CITUS:-0}" = 1 ]; then seed_on_citus "$db" "$binary_b"; fi
 for side in a b; do
     binary=$binary_a; [ "$side" = b ] && binary=$binary_b
     port[$side]=$(free_port)

@@ -2390,6 +2390,19 @@ end
 $$;
 
 --
+-- Name: announce(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.announce(channel text, payload text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    perform announce(channel || ':' || payload);
+end
+$$;
+
+--
 -- Name: announce_pending(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2398,10 +2411,16 @@ CREATE FUNCTION public.announce_pending() RETURNS void
     SET search_path TO 'pg_catalog'
     AS $$
 declare
-    channel text;
+    pending text;
+    split integer;
 begin
-    foreach channel in array coalesce(string_to_array(nullif(current_setting('app.announce', true), ''), ','), '{}') loop
-        perform pg_notify(channel, '');
+    foreach pending in array coalesce(string_to_array(nullif(current_setting('app.announce', true), ''), ','), '{}') loop
+        split := position(':' in pending);
+        if split = 0 then
+            perform pg_notify(pending, '');
+        else
+            perform pg_notify(left(pending, split - 1), substr(pending, split + 1));
+        end if;
     end loop;
     perform set_config('app.announce', '', false);
 end
@@ -3428,7 +3447,8 @@ CREATE FUNCTION public.log_change_at(diary uuid, logged bigint, kind text, entry
 begin
     insert into change_log (diary_id, position, kind, entry_id, user_id, user_alias)
     values (diary, logged, log_change_at.kind, entry, member, alias);
-    perform announce('diary_changes');
+    -- Who is in the diary changed: the feed reads its members too.
+    perform announce('diary_changes', case when kind in ('member.joined', 'member.left') then 'members ' else '' end || diary::text);
 end
 $$;
 
@@ -3521,6 +3541,20 @@ begin
         perform log_change(mark_as_read_as.diary_id, 'entry.read', mark_as_read_as.entry_id, reader, alias);
     end if;
     return marked_at;
+end
+$$;
+
+--
+-- Name: members_of_diaries(uuid[], uuid[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.members_of_diaries(diaries uuid[], users uuid[]) RETURNS TABLE(diary_id uuid, user_ids uuid[])
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    return query select u.diary_id, array_agg(u.user_id) from user_diaries u
+        where u.diary_id = any (diaries) and u.user_id = any (users) group by u.diary_id;
 end
 $$;
 
@@ -4578,6 +4612,12 @@ REVOKE ALL ON FUNCTION public.add_user(id uuid, display_name text) FROM PUBLIC;
 COMMENT ON FUNCTION public.announce(channel text) IS 'Names a channel to NOTIFY once the transaction has committed (a session setting, which a rollback undoes); announce_pending sends it.';
 
 --
+-- Name: FUNCTION announce(channel text, payload text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.announce(channel text, payload text) IS 'Like announce(channel): the NOTIFY sent after the COMMIT carries payload; identical ones fold.';
+
+--
 -- Name: FUNCTION apply_apple_notification(notification_id text, event_type text, subject text, new_email text); Type: COMMENT; Schema: public; Owner: -
 --
 
@@ -5023,6 +5063,19 @@ COMMENT ON FUNCTION public.mark_as_read_as(reader uuid, diary_id uuid, entry_id 
 --
 
 REVOKE ALL ON FUNCTION public.mark_as_read_as(reader uuid, diary_id uuid, entry_id uuid, read_at timestamp with time zone) FROM PUBLIC;
+
+--
+-- Name: FUNCTION members_of_diaries(diaries uuid[], users uuid[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.members_of_diaries(diaries uuid[], users uuid[]) IS 'For the servers'' realtime feeds: who of these users is in each of these diaries.';
+
+--
+-- Name: FUNCTION members_of_diaries(diaries uuid[], users uuid[]); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.members_of_diaries(diaries uuid[], users uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.members_of_diaries(diaries uuid[], users uuid[]) TO diary_app;
 
 --
 -- Name: FUNCTION normalize_invite_code(raw text); Type: COMMENT; Schema: public; Owner: -

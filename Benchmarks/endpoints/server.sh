@@ -1,4 +1,4 @@
-# Shared by Benchmarks/endpoints.sh and Benchmarks/ab-servers.sh (sourced, from the
+# Shared by Benchmarks/endpoints.sh, ab-servers.sh and realtime.sh (sourced, from the
 # repository root): a seeded database with its users' tokens, and release servers on it.
 
 # wrk, installed from Debian's packages if missing.
@@ -13,6 +13,23 @@ seed_with_users() {
     Benchmarks/endpoints/seed-database.sh "$1"
     head -c 32 /dev/urandom > "$2/jwt.key"
     python3 Benchmarks/endpoints/tokens.py "$2/jwt.key" "$2/users.tsv"
+}
+
+# The same data set in database $1 on the Citus cluster of scripts/citus.sh (started if it is
+# not), laid out by `$2 migrate --citus`. Sets citus_env to the coordinator's variables and
+# leaves the caller's PGHOST and PGPORT as they were.
+seed_on_citus() {
+    local db=$1 binary=$2 single_env="PGHOST=$PGHOST PGPORT=$PGPORT" url
+    (unset PGHOST PGPORT; scripts/citus.sh start >&2)
+    citus_env=$(unset PGHOST PGPORT; scripts/citus.sh env)
+    eval "$citus_env"
+    scripts/citus.sh fresh "$db" >&2
+    url="postgres://diary_owner@localhost:$PGPORT/$db?host=$PGHOST"
+    echo "seeding $db on the cluster" >&2
+    "$binary" migrate --database-url "$url" >/dev/null
+    psql -X -q -v ON_ERROR_STOP=1 -U diary_owner -d "$db" -f Benchmarks/endpoints/seed.sql >/dev/null 2>&1
+    "$binary" migrate --citus --database-url "$url" >/dev/null
+    eval "export $single_env"
 }
 
 # Starts server binary $1 on database $2 with the key in $3, on port $4, logging to $5;

@@ -38,6 +38,41 @@ alter table diaries
     add column pruned_position bigint not null default 0;
 alter table user_diaries add column position_at_join bigint not null default 0;
 
+-- A NOTIFY names what it announces: announce(channel, payload) keeps 'channel:payload' in
+-- the pending list, and announce_pending sends each with its payload. PostgreSQL folds
+-- only identical notifications, so a transaction's changes in one diary wake once, and
+-- each diary is named. A server's feed then reads the positions of the diaries named
+-- (ChangeFeed), not of every diary it follows; an empty payload (0023's announce, or an
+-- older server's) asks it to read them all.
+create function announce(channel text, payload text) returns void
+    language plpgsql
+    set search_path = pg_catalog, public
+as $$
+begin
+    perform announce(channel || ':' || payload);
+end
+$$;
+
+create or replace function announce_pending() returns void
+    language plpgsql
+    set search_path = pg_catalog
+as $$
+declare
+    pending text;
+    split integer;
+begin
+    foreach pending in array coalesce(string_to_array(nullif(current_setting('app.announce', true), ''), ','), '{}') loop
+        split := position(':' in pending);
+        if split = 0 then
+            perform pg_notify(pending, '');
+        else
+            perform pg_notify(left(pending, split - 1), substr(pending, split + 1));
+        end if;
+    end loop;
+    perform set_config('app.announce', '', false);
+end
+$$;
+
 -- A user belongs to at most this many diaries: each is a position in their cursor.
 create function diaries_per_user_cap() returns integer
     language sql immutable
@@ -52,7 +87,8 @@ as $$
 begin
     insert into change_log (diary_id, position, kind, entry_id, user_id, user_alias)
     values (diary, logged, log_change_at.kind, entry, member, alias);
-    perform announce('diary_changes');
+    -- Who is in the diary changed: the feed reads its members too.
+    perform announce('diary_changes', case when kind in ('member.joined', 'member.left') then 'members ' else '' end || diary::text);
 end
 $$;
 revoke all on function log_change_at(uuid, bigint, text, uuid, uuid, uuid) from public;
@@ -424,6 +460,20 @@ $$;
 revoke all on function diaries_of_users(uuid[]) from public;
 grant execute on function diaries_of_users(uuid[]) to diary_app;
 
+-- For the servers' feeds: who of these users is in each of these diaries, after a NOTIFY
+-- that named a change of members.
+create function members_of_diaries(diaries uuid[], users uuid[]) returns table (diary_id uuid, user_ids uuid[])
+    language plpgsql stable security definer
+    set search_path = pg_catalog, public
+as $$
+begin
+    return query select u.diary_id, array_agg(u.user_id) from user_diaries u
+        where u.diary_id = any (diaries) and u.user_id = any (users) group by u.diary_id;
+end
+$$;
+revoke all on function members_of_diaries(uuid[], uuid[]) from public;
+grant execute on function members_of_diaries(uuid[], uuid[]) to diary_app;
+
 -- For the servers' feeds: each diary's position now. No content: each socket then reads
 -- its own changes under its own policies.
 create function change_positions(diaries uuid[]) returns table (diary_id uuid, change_position bigint)
@@ -487,6 +537,10 @@ comment on function my_positions_at_join() is
     'The caller''s diaries, each with the position before they joined it.';
 comment on function diaries_of_users(uuid[]) is
     'For the servers'' realtime feeds: the diaries of these users, with who of them is in each.';
+comment on function members_of_diaries(uuid[], uuid[]) is
+    'For the servers'' realtime feeds: who of these users is in each of these diaries.';
+comment on function announce(text, text) is
+    'Like announce(channel): the NOTIFY sent after the COMMIT carries payload; identical ones fold.';
 comment on function change_positions(uuid[]) is
     'For the servers'' realtime feeds: the current position of each of these diaries.';
 comment on function prune_change_log(interval, integer) is

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 package import Logging
 import NIOConcurrencyHelpers
 package import PostgresClient
@@ -28,16 +28,22 @@ package final class ChangeFeed: Sendable {
     package static let applicationName = "diary-server realtime"
     /// The feed's own connections; run it as a service beside the feed.
     package let pool: PostgresPool
-    private let listenConfiguration: PostgresConfiguration
-    private let logger: Logger
-    private let state = NIOLockedValueBox(State())
-    /// Requests to read the log's tail: NOTIFY, the poll.
-    private let tailRequests = Wakeups()
+    let listenConfiguration: PostgresConfiguration
+    let logger: Logger
+    let state = NIOLockedValueBox(State())
+    /// Requests to read the diaries' positions: NOTIFY, the poll.
+    let tailRequests = Wakeups()
 
-    private struct State {
+    struct State {
         var subscriptions: [Int: ChangeSubscription] = [:]
         var byUser: [UUID: Set<Int>] = [:]
         var nextID = 0
+        /// What the last round read.
+        var latest: Positions?
+        /// What NOTIFYs named since the last round began.
+        var named = Named()
+        /// A poll, an unnamed NOTIFY, or a failed round: the next round reads everything.
+        var everythingDue = true
     }
 
     package init(pool: PostgresPool, listenConfiguration: PostgresConfiguration, options: Options = Options(), logger: Logger) {
@@ -80,77 +86,22 @@ package final class ChangeFeed: Sendable {
         }
     }
 
-    private func wakeEverySubscription() {
-        for subscription in state.withLockedValue({ Array($0.subscriptions.values) }) { subscription.wake() }
-    }
-
-    private func wake(users: Set<UUID>) {
-        let woken = state.withLockedValue { state in
-            users.flatMap { state.byUser[$0] ?? [] }.compactMap { state.subscriptions[$0] }
-        }
-        for subscription in woken { subscription.wake() }
-    }
 
     /// Runs until cancelled: listening, polling, checking sessions, pruning. The first round
-    /// runs at once, to take the diaries' positions before sockets can fall behind them.
+    /// runs at once, for the sockets that read before it.
     package func run() async {
         tailRequests.wake()
         await runWorkerLoops(
-            [{ await self.followPositions() }]
-                + tailRequests.wakers(channel: Announcement.diaryChanges.channel, listen: listenConfiguration, polling: options.pollInterval, logger: logger)
-                + [
-                    { await repeating(every: self.options.sessionCheckInterval) { await self.closeEndedSessions() } },
-                    { await repeating(every: self.options.pruneInterval) { await self.prune() } },
-                ],
+            [
+                { await self.followPositions() },
+                { await self.listenForChanges() },
+                { await repeating(every: self.options.pollInterval) { self.askForEverything() } },
+                { await repeating(every: self.options.sessionCheckInterval) { await self.closeEndedSessions() } },
+                { await repeating(every: self.options.pruneInterval) { await self.prune() } },
+            ],
             finishing: tailRequests)
     }
 
-    /// After each wake-up, reads the positions of the diaries of the users it holds sockets
-    /// for, and wakes a user's sockets when one of their diaries moved, or when their set of
-    /// diaries changed (a join from another device, a departure). Each diary orders its own
-    /// changes (migration 0027), so there is no one tail to follow.
-    private func followPositions() async {
-        var positions: [UUID: Int64]?
-        var diariesOfUser: [UUID: Set<UUID>] = [:]
-        var knownUsers = Set<UUID>()
-        for await _ in tailRequests.rounds {
-            let users = state.withLockedValue { Array($0.byUser.keys) }
-            do {
-                var members: [UUID: [UUID]] = [:]
-                for chunk in users.inBatches() {
-                    for row in try await pool.query("select diary_id, user_ids from diaries_of_users(\(chunk))") {
-                        members[try row.decode("diary_id")] = try row.decodeAggregate("user_ids", as: UUID.self)
-                    }
-                }
-                var current: [UUID: Int64] = [:]
-                for chunk in Array(members.keys).inBatches() {
-                    for row in try await pool.query("select diary_id, change_position from change_positions(\(chunk))") {
-                        current[try row.decode("diary_id")] = try row.decode("change_position", as: Int64.self)
-                    }
-                }
-                var userDiaries: [UUID: Set<UUID>] = [:]
-                for (diary, ids) in members {
-                    for user in ids { userDiaries[user, default: []].insert(diary) }
-                }
-                if let known = positions {
-                    var woken = Set<UUID>()
-                    for (diary, position) in current where known[diary] != position { woken.formUnion(members[diary] ?? []) }
-                    // A user new since the last round may have changed before it was read.
-                    for user in users where !knownUsers.contains(user) || userDiaries[user] != diariesOfUser[user] { woken.insert(user) }
-                    if !woken.isEmpty { wake(users: woken) }
-                } else {
-                    // A socket that opened before this first read read its own cursor earlier:
-                    // what committed in between would never wake it.
-                    wakeEverySubscription()
-                }
-                positions = current
-                diariesOfUser = userDiaries
-                knownUsers = Set(users)
-            } catch {
-                logger.warning("realtime: reading the diaries' positions failed", metadata: ["error": "\(error)"])
-            }
-        }
-    }
 
     private func closeEndedSessions() async {
         let subscriptions = state.withLockedValue { Array($0.subscriptions.values) }
@@ -193,7 +144,7 @@ package final class ChangeSubscription: Sendable {
     let id: Int
     let userID: UUID
     private let feed: ChangeFeed
-    private let current: NIOLockedValueBox<(identity: TokenService.Identity, ending: Ending?)>
+    private let current: NIOLockedValueBox<(identity: TokenService.Identity, ending: Ending?, seen: Seen?)>
     /// Wake-ups fold into one: the socket reads everything after its cursor anyway.
     private let wakeups = Wakeups()
     package var wakes: AsyncStream<Void> { wakeups.rounds }
@@ -202,7 +153,7 @@ package final class ChangeSubscription: Sendable {
         self.id = id
         self.userID = identity.userID
         self.feed = feed
-        self.current = NIOLockedValueBox((identity, nil))
+        self.current = NIOLockedValueBox((identity, nil, nil))
     }
 
     /// Why the socket must close, once it must.
@@ -211,6 +162,25 @@ package final class ChangeSubscription: Sendable {
         case sessionEnded
         /// The server is stopping.
         case shutdown
+    }
+
+    /// What the socket has read: its position in each diary, and which diaries it read as
+    /// the user's.
+    package struct Seen: Sendable, Equatable {
+        var positions: [UUID: Int64]
+        var diaries: Set<UUID>
+    }
+
+    /// After each read: what the socket has read. Wakes it at once if the feed's last round
+    /// read more, since no later round may come until the next change or poll.
+    package func record(_ cursor: ChangeCursor, diaries: Set<UUID>) {
+        current.withLockedValue { $0.seen = Seen(positions: cursor.positions, diaries: diaries) }
+        if let latest = feed.latest, hasMore(in: latest) { wake() }
+    }
+
+    func hasMore(in positions: ChangeFeed.Positions) -> Bool {
+        guard let seen = current.withLockedValue({ $0.seen }) else { return false }
+        return positions.hasMore(than: seen, user: userID)
     }
 
     package var identity: TokenService.Identity { current.withLockedValue { $0.identity } }
@@ -240,7 +210,7 @@ package final class ChangeSubscription: Sendable {
 extension Array {
     /// The ids the feed sends in one statement at most: a bound on its size, whatever the
     /// number of sockets.
-    fileprivate func inBatches(of size: Int = 5000) -> [[Element]] {
+    func inBatches(of size: Int = 5000) -> [[Element]] {
         stride(from: 0, to: count, by: size).map { Array(self[$0..<Swift.min($0 + size, count)]) }
     }
 }

@@ -19,6 +19,8 @@ package struct ChangeLogRepository: Sendable {
         /// Resuming after it continues with the next change.
         package var next: ChangeCursor
         package var hasMore: Bool
+        /// The diaries read as the caller's.
+        package var diaries: Set<UUID>
     }
 
     package enum Outcome: Sendable {
@@ -54,32 +56,46 @@ package struct ChangeLogRepository: Sendable {
     /// position, in one statement that on Citus routes to its shard; a page takes the
     /// oldest changes across them. A diary the cursor does not name starts where the caller
     /// joined it.
+    ///
+    /// The diaries the cursor names are read as the caller's in the round trip that reads
+    /// the caller's diaries, which is all it takes while those stay the same; a diary joined
+    /// since, or left, takes a second.
     package func changes(after cursor: ChangeCursor, inDiary diary: UUID? = nil, limit: Int) async throws -> Outcome {
-        var statements: [PostgresQuery] = ["select diary_id, position_at_join from my_positions_at_join()"]
-        if let diary {
-            statements.append("select 1 from diaries where diaries.id = \(diary) and \(DiariesPolicy.select.using)")
-        }
-        let membership = try await scope.read(statements)
-        if diary != nil, membership[1].isEmpty { throw DomainError.notFound("no such diary") }
+        let named = cursor.positions.filter { diary == nil || $0.key == diary }.sorted { $0.key.uuidString < $1.key.uuidString }
+        let first = try await scope.read(
+            ["select diary_id, position_at_join from my_positions_at_join()"]
+                + named.map { Self.changesStatement(inDiary: $0.key, after: $0.value, limit: limit) })
         var starts: [UUID: Int64] = [:]
-        for row in membership[0] {
+        for row in first[0] {
             let member: UUID = try row.decode("diary_id")
             guard diary == nil || member == diary else { continue }
             let joined = try row.decode("position_at_join", as: Int64.self)
             starts[member] = max(cursor[member] ?? joined, joined)
         }
-        let departed = diary != nil ? [] : cursor.positions.filter { starts[$0.key] == nil }
+        if let diary, starts[diary] == nil { throw DomainError.notFound("no such diary") }
 
-        let reads = starts.sorted { $0.key.uuidString < $1.key.uuidString }.map { (diary: $0.key, after: $0.value, member: true) }
-            + departed.sorted { $0.key.uuidString < $1.key.uuidString }.map { (diary: $0.key, after: $0.value, member: false) }
-        let results = reads.isEmpty ? [] : try await scope.read(reads.map {
-            $0.member ? Self.changesStatement(inDiary: $0.diary, after: $0.after, limit: limit)
-                : Self.departureStatement(fromDiary: $0.diary, after: $0.after, limit: limit)
-        })
+        typealias Read = (diary: UUID, after: Int64, member: Bool)
+        var reads: [(read: Read, rows: PostgresRows)] = []
+        var second: [Read] = []
+        for (index, (named, after)) in named.enumerated() {
+            if let start = starts[named] {
+                if start == after { reads.append(((named, after, true), first[index + 1])) } else { second.append((named, start, true)) }
+            } else if diary == nil {
+                second.append((named, after, false))
+            }
+        }
+        for (member, start) in starts where cursor[member] == nil { second.append((member, start, true)) }
+        if !second.isEmpty {
+            let results = try await scope.read(second.map {
+                $0.member ? Self.changesStatement(inDiary: $0.diary, after: $0.after, limit: limit)
+                    : Self.departureStatement(fromDiary: $0.diary, after: $0.after, limit: limit)
+            })
+            reads += zip(second, results).map { ($0, $1) }
+        }
 
         var next = diary == nil ? ChangeCursor() : cursor
         var queues: [[LoggedChange]] = []
-        for (read, rows) in zip(reads, results) {
+        for (read, rows) in reads {
             if read.member {
                 // No row: the caller left since reading their diaries; the next read finds the departure.
                 guard let first = rows.first else { next[read.diary] = read.after; continue }
@@ -112,7 +128,7 @@ package struct ChangeLogRepository: Sendable {
             changes.append(change)
         }
         let hasMore = queues.indices.contains { heads[$0] < queues[$0].count }
-        return .page(Page(events: try await render(changes), next: next, hasMore: hasMore))
+        return .page(Page(events: try await render(changes), next: next, hasMore: hasMore, diaries: Set(starts.keys)))
     }
 
     /// A diary's changes after `after`, one row beyond `limit`; the first row carries the

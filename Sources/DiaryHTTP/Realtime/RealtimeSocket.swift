@@ -171,6 +171,7 @@ struct RealtimeSocket: Sendable {
                 case .resyncRequired:
                     cursor = try await repository().position()
                     try await outbound.write(.text(Self.resyncFrame(cursor)))
+                    subscription.record(cursor, diaries: Set(cursor.positions.keys))
                     continue
                 case .page(let page):
                     for event in page.events {
@@ -179,6 +180,7 @@ struct RealtimeSocket: Sendable {
                     AppMetrics.recordRealtimeEvents(page.events.count)
                     cursor = page.next
                     if page.hasMore { continue }
+                    subscription.record(cursor, diaries: page.diaries)
                 }
             } catch let error as DomainError where error.reason == .unauthenticated {
                 return Closing(.sessionEnded)

@@ -158,32 +158,41 @@ struct RealtimeTests {
         }
     }
 
-    @Test("a socket that subscribed before its server's feed first read the log is woken for what committed in between")
-    func subscriptionOlderThanTheFeed() async throws {
+    @Test("a socket that read before its server's feed first read the positions is woken by that round; one that records an older read later, at once")
+    func readsOlderThanTheFeed() async throws {
         try await APIHarness.run { api in
             let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
             let diary = try await api.createDiary("二人", type: .couple, token: alice.accessToken)
             #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
-            // A new server's feed, not running yet. It listens on another database, so only its
-            // own first round can tell it of the entry below; nothing else wakes it.
+            // A new server's feed, not running yet. It listens on another database and polls
+            // hourly, so only its own first round can tell it of the entry below.
             var options = ChangeFeed.Options()
             options.pollInterval = .seconds(3600)
             options.sessionCheckInterval = .seconds(3600)
             let pool = PostgresPool(configuration: api.database.as(TestDatabase.appRole), options: .init(size: 2), logger: TestDatabase.logger)
             let feed = ChangeFeed(pool: pool, listenConfiguration: try TestDatabase.adminConfiguration(), options: options, logger: TestDatabase.logger)
-            // Bob's socket subscribes and reads its cursor; then Alice posts.
-            let subscription = try #require(feed.subscribe(TokenService.Identity(userID: bob.user.id, sessionID: UUID())))
+            let bobIdentity = TokenService.Identity(userID: bob.user.id, sessionID: UUID())
+            func woken(_ subscription: ChangeSubscription) async -> Bool {
+                (try? await withTimeLimit("a wake-up", within: .seconds(30)) {
+                    var wakes = subscription.wakes.makeAsyncIterator()
+                    return await wakes.next() != nil
+                }) ?? false
+            }
+            // Bob's socket reads; then Alice posts; then the feed starts.
+            let read = try #require(ChangeCursor(try await ChangeLogTests.cursor(api, diary.id, token: bob.accessToken)))
+            let first = try #require(feed.subscribe(bobIdentity))
+            first.record(read, diaries: [diary.id])
             _ = try await api.post("届いた?", in: diary.id, token: alice.accessToken)
-            // The feed's first round reads the diary's position past the entry.
             let running = Task { await feed.run() }
-            let woken = (try? await withTimeLimit("a wake-up", within: .seconds(30)) {
-                var wakes = subscription.wakes.makeAsyncIterator()
-                return await wakes.next() != nil
-            }) ?? false
+            #expect(await woken(first), "the socket was never woken: the entry stays unread until the diary's next change")
+
+            // The round has been; a second socket records the same read only now.
+            let second = try #require(feed.subscribe(bobIdentity))
+            second.record(read, diaries: [diary.id])
+            #expect(await woken(second), "a socket that recorded after the round read more waits for the next change")
             running.cancel()
             await running.value
             try? await pool.close()
-            #expect(woken, "the socket was never woken: the entry stays unread until the diary's next change")
         }
     }
 
@@ -251,6 +260,30 @@ struct RealtimeTests {
             await #expect(throws: (any Error).self) { _ = try await renewed.next(within: .seconds(4)) }
             renewed.send(.text(#"{"type":"auth","accessToken":"\#(bob.accessToken)"}"#))
             #expect(try await renewed.closeCode() == .unknown(4401))
+        }
+    }
+
+    @Test("a resync frame carries the cursor the socket goes on from: resuming there misses nothing after it and asks no resync")
+    func resyncCarriesItsCursor() async throws {
+        try await Self.live { api, port in
+            let alice = try await api.signIn("alice")
+            let diary = try await api.createDiary("一人", type: .couple, token: alice.accessToken)
+            let first = TestSocket(port: port, query: "?since=not-a-cursor", token: alice.accessToken)
+            #expect(try await first.nextType() == "ready")
+            let frame = try #require(try await first.next())
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(frame.utf8)) as? [String: Any])
+            #expect(object["type"] as? String == "resync")
+            let cursor = try #require(object["cursor"] as? String, "\(frame)")
+            let before = try await api.post("after the resync", in: diary.id, token: alice.accessToken).decode(Entry.self)
+            #expect(try Self.entry(try await first.event(.entryCreated)).id == before.id)
+            first.close()
+            let away = try await api.post("while away", in: diary.id, token: alice.accessToken).decode(Entry.self)
+
+            let resumed = TestSocket(port: port, query: "?since=\(cursor)", token: alice.accessToken)
+            defer { resumed.close() }
+            #expect(try await resumed.nextType() == "ready")
+            #expect(try await resumed.nextType() == ChangeType.entryCreated.rawValue)
+            #expect(try Self.entry(try await resumed.event(.entryCreated)).id == away.id)
         }
     }
 

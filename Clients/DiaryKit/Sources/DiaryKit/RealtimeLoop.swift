@@ -132,6 +132,9 @@ actor RealtimeLoop {
                 continuation.yield(.connected(cursor: ready))
             }
         case "resync":
+            // The socket goes on from the position the frame carries: a reconnection resumes
+            // there, not from the cursor the server no longer knows.
+            if let next = frame?.cursor { cursor = next }
             try await resync()
         default:
             guard let event = try? JSONDecoder.diary.decode(ChangeEvent.self, from: data),

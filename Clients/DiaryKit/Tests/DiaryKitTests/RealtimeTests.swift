@@ -121,8 +121,7 @@ struct RealtimeTests {
                 return
             }
             _ = try await ren.post(EntryDraft(diaryID: followed.id, content: "later"))
-            // The change log shows a change once every older transaction on the cluster has
-            // ended (README, "Realtime"): other tests' transactions can hold it back a moment.
+            // The server answers the post before every reader sees its commit.
             try await waitUntil("delta sync returns the new entry", within: .seconds(10)) {
                 guard case .changes(let changes, _) = try await aiko.catchUp(diaryID: followed.id, from: fresh) else {
                     throw LiveServerError("a fresh cursor reloaded")
