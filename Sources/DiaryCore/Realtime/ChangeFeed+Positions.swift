@@ -46,7 +46,7 @@ extension ChangeFeed {
 
     func askForEverything() {
         state.withLockedValue { $0.everythingDue = true }
-        tailRequests.wake()
+        positionRequests.wake()
     }
 
     /// Every NOTIFY on diary_changes wakes a round, with the diary it names noted; the
@@ -58,7 +58,7 @@ extension ChangeFeed {
             state.withLockedValue { state in
                 if !state.named.note(notification.payload) { state.everythingDue = true }
             }
-            tailRequests.wake()
+            positionRequests.wake()
         }
     }
 
@@ -67,7 +67,7 @@ extension ChangeFeed {
     /// one that records after a round read more is woken then, so a change that commits
     /// between a socket's read and its record waits for no round.
     func followPositions() async {
-        for await _ in tailRequests.rounds {
+        for await _ in positionRequests.rounds {
             let (users, named, everything, latest) = state.withLockedValue { state in
                 defer { state.named = Named(); state.everythingDue = false }
                 return (Array(state.byUser.keys), state.named, state.everythingDue, state.latest)

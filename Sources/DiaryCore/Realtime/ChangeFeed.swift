@@ -13,8 +13,8 @@ package import PostgresClient
 package final class ChangeFeed: Sendable {
     package struct Options: Sendable {
         package var maxSocketsPerUser = 10
-        /// The fallback when notifications are lost, and the wait for changes held back by
-        /// a transaction that logs nothing.
+        /// The fallback when notifications are lost: each poll reads the position of every
+        /// diary followed.
         package var pollInterval: Duration = .seconds(1)
         /// Sockets close within this (plus one query) after their session ends.
         package var sessionCheckInterval: Duration = .seconds(2)
@@ -32,7 +32,7 @@ package final class ChangeFeed: Sendable {
     let logger: Logger
     let state = NIOLockedValueBox(State())
     /// Requests to read the diaries' positions: NOTIFY, the poll.
-    let tailRequests = Wakeups()
+    let positionRequests = Wakeups()
 
     struct State {
         var subscriptions: [Int: ChangeSubscription] = [:]
@@ -90,7 +90,7 @@ package final class ChangeFeed: Sendable {
     /// Runs until cancelled: listening, polling, checking sessions, pruning. The first round
     /// runs at once, for the sockets that read before it.
     package func run() async {
-        tailRequests.wake()
+        positionRequests.wake()
         await runWorkerLoops(
             [
                 { await self.followPositions() },
@@ -99,7 +99,7 @@ package final class ChangeFeed: Sendable {
                 { await repeating(every: self.options.sessionCheckInterval) { await self.closeEndedSessions() } },
                 { await repeating(every: self.options.pruneInterval) { await self.prune() } },
             ],
-            finishing: tailRequests)
+            finishing: positionRequests)
     }
 
 
