@@ -42,10 +42,14 @@ package struct ChangeLogRepository: Sendable {
     }
 
     /// Every diary of the caller at its position now: where a socket without `since` starts.
+    /// One statement a diary, each of which routes to the diary's shard on Citus; one over
+    /// all the caller's diaries would ask every shard.
     package func position() async throws -> ChangeCursor {
+        let diaries = try await scope.read("select diary_id from my_positions_at_join()").map { try $0.decode("diary_id", as: UUID.self) }
+        guard !diaries.isEmpty else { return ChangeCursor() }
         var cursor = ChangeCursor()
-        for row in try await scope.read("select diaries.id, diaries.change_position from diaries where \(DiariesPolicy.select.using)") {
-            cursor[try row.decode("id")] = try row.decode("change_position", as: Int64.self)
+        for (diary, rows) in zip(diaries, try await scope.read(diaries.map(Self.positionStatement(ofDiary:)))) {
+            cursor[diary] = try rows.first?.decode("change_position", as: Int64.self)
         }
         return cursor
     }
