@@ -26,4 +26,17 @@ second=$("$bin" migrate --citus --database-url "$url")
 echo "$second"
 grep -q "database is up to date" <<< "$second" && grep -q "layout is up to date" <<< "$second" \
     || { echo "test-citus: a second migrate --citus changed something" >&2; exit 1; }
+# A later migration on a cluster laid out already: everything but the newest file first,
+# then the newest, as an operator's upgrade would run it.
+upgrade=diary_citus_upgrade
+scripts/citus.sh fresh "$upgrade"
+upgrade_url="postgres://diary_owner@localhost:$PGPORT/$upgrade?host=$PGHOST"
+earlier=$(mktemp -d); trap 'rm -rf "$earlier"' EXIT
+newest=$(ls sql/migrations/*.sql | sort | tail -1)
+for file in sql/migrations/*.sql; do [ "$file" = "$newest" ] || cp "$file" "$earlier/"; done
+"$bin" migrate --citus --migrations "$earlier" --database-url "$upgrade_url" >/dev/null
+"$bin" migrate --citus --database-url "$upgrade_url" | grep -q "applied $(basename "$newest")" \
+    || { echo "test-citus: the newest migration did not apply to a cluster laid out already" >&2; exit 1; }
+echo "test-citus: $(basename "$newest") applies to a cluster laid out already"
+
 CITUS_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$database?host=$PGHOST" swift test --filter CitusClusterTests

@@ -39,7 +39,7 @@ struct MigrateCommand: AsyncParsableCommand {
             throw ExitCode.failure
         }
         try await database.withOwnerPool(command: "migrate", logger: logger) { pool in
-            let migrator = Migrator(pool: pool, files: files, logger: logger, settings: citus ? [CitusSchema.rowGuardsAllowed] : [])
+            let migrator = Migrator(pool: pool, files: files, logger: logger, settings: citus ? CitusSchema.migrationSettings : [], statementByStatement: citus)
             if status || dryRun {
                 let statuses = try await migrator.status()
                 for entry in statuses {

@@ -59,6 +59,11 @@ struct CitusSchema {
     /// fails on any other), which a shard can do.
     static let rowGuardsAllowed: PostgresQuery = "set local citus.enable_unsafe_triggers = on"
 
+    /// What each later migration's transaction runs with on a cluster: row guards allowed,
+    /// and one connection a node, without which Citus refuses a transaction that changes a
+    /// distributed function and then a distributed table (0027 did both).
+    static let migrationSettings: [PostgresQuery] = [rowGuardsAllowed, "set local citus.multi_shard_modify_mode = 'sequential'"]
+
     enum Failure: Error, CustomStringConvertible {
         case noExtension
         case noWorkers

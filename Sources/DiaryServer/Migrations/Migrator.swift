@@ -12,9 +12,11 @@ struct Migrator {
     let pool: PostgresPool
     let files: [MigrationFile]
     let logger: Logger
-    /// Set at the start of each file's transaction: on a Citus cluster, what lets a later
-    /// migration add a row guard to a distributed table (`CitusSchema.rowGuardsAllowed`).
+    /// Set at the start of each file's transaction: on a Citus cluster, what a later
+    /// migration needs there (`CitusSchema.migrationSettings`).
     var settings: [PostgresQuery] = []
+    /// On Citus: each statement of a file sent alone (`MigrationFile.statements`).
+    var statementByStatement = false
 
     /// Arbitrary, fixed, and shared by every migrator of this schema.
     static let advisoryLockKey = 7_340_425_118_001
@@ -70,7 +72,9 @@ struct Migrator {
             do {
                 try await connection.query("BEGIN")
                 for setting in settings { try await connection.query(setting) }
-                try await connection.runScript(unsafeSQL: file.sql)
+                for statement in statementByStatement ? file.statements : [file.sql] {
+                    try await connection.runScript(unsafeSQL: statement)
+                }
                 try await connection.query("""
                     insert into schema_migrations (version, name, checksum) values (\(file.version), \(file.name), \(file.checksum))
                     """)
