@@ -119,8 +119,8 @@ package struct FolderPhotoStore: PhotoStore {
             let names = try await threadPool.runIfActive {
                 Self.names(in: "\(root)/\(directory)", modifiedBefore: date).filter { Self.isHash($0) }
             }
-            for start in stride(from: 0, to: names.count, by: 500) {
-                try await page(Array(names[start..<min(start + 500, names.count)]))
+            for batch in names.inBatches(of: 500) {
+                try await page(batch)
             }
         }
     }

@@ -206,11 +206,3 @@ package final class ChangeSubscription: Sendable {
         feed.unsubscribe(self)
     }
 }
-
-extension Array {
-    /// The ids the feed sends in one statement at most: a bound on its size, whatever the
-    /// number of sockets.
-    func inBatches(of size: Int = 5000) -> [[Element]] {
-        stride(from: 0, to: count, by: size).map { Array(self[$0..<Swift.min($0 + size, count)]) }
-    }
-}

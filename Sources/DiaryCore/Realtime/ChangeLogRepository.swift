@@ -49,7 +49,7 @@ package struct ChangeLogRepository: Sendable {
         guard !diaries.isEmpty else { return ChangeCursor() }
         var cursor = ChangeCursor()
         for (diary, rows) in zip(diaries, try await scope.read(diaries.map(Self.positionStatement(ofDiary:)))) {
-            cursor[diary] = try rows.first?.decode("change_position", as: Int64.self)
+            cursor[diary] = try Self.position(ofDiary: diary, from: rows)[diary]
         }
         return cursor
     }
