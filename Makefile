@@ -108,7 +108,7 @@ db-stop:
 psql: db
 	eval "$$($(PG) env)"; psql -X "$$DATABASE_URL"
 
-# sql/schema.sql, the schema sql/migrations build, for reading; SchemaFileTests fails when it is stale.
+# sql/schema.sql, the schema sql/migrations and sql/definitions build, for reading; SchemaFileTests fails when it is stale.
 schema: db
 	eval "$$($(PG) env)"; scripts/schema.sh write
 

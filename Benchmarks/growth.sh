@@ -6,7 +6,7 @@
 # Environment:
 #   DIARY_SERVER_BIN  the server binary to measure (default: this checkout's release build,
 #                     built here with `swift build -c release --product diary-server`)
-#   MIGRATIONS_DIR    the migrations that build the schema (default sql/migrations)
+#   MIGRATIONS_DIR    the migrations that build the schema, with sql/definitions beside them (default sql/migrations)
 #   ROUNDS            rounds per endpoint (default 2)
 #
 # Seeds one database (diary_bench_growth: each file of MIGRATIONS_DIR in order as diary_owner,
@@ -83,9 +83,7 @@ held=$(old_transactions)
 echo "seeding $db" >&2
 seed_started=$SECONDS
 psql -X -q -v ON_ERROR_STOP=1 -U postgres -d postgres -c "drop database if exists $db with (force)" -c "create database $db owner diary_owner"
-for migration in "$migrations"/*.sql; do
-    psql -X -q -v ON_ERROR_STOP=1 -1 -U diary_owner -d "$db" -f "$migration" >/dev/null
-done
+SQL_DIR="$migrations/.." scripts/schema.sh apply -U diary_owner -d "$db"
 psql -X -q -v ON_ERROR_STOP=1 -U diary_owner -d "$db" -f Benchmarks/growth/seed.sql
 # A superuser's database-wide VACUUM ANALYZE: statistics, and visibility maps set now rather
 # than by an autovacuum in the middle of a run (any table a new migration adds included).

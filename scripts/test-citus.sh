@@ -26,17 +26,25 @@ second=$("$bin" migrate --citus --database-url "$url")
 echo "$second"
 grep -q "database is up to date" <<< "$second" && grep -q "layout is up to date" <<< "$second" \
     || { echo "test-citus: a second migrate --citus changed something" >&2; exit 1; }
-# A later migration on a cluster laid out already: everything but the newest file first,
-# then the newest, as an operator's upgrade would run it.
+# A later migration on a cluster laid out already, as an operator's upgrade would run it: the
+# release before the newest migration first (every other migration, and sql/definitions as they
+# were before the newest migration was committed), then this checkout's files, whose definitions
+# then apply again on the laid-out cluster.
 upgrade=diary_citus_upgrade
 scripts/citus.sh fresh "$upgrade"
 upgrade_url="postgres://diary_owner@localhost:$PGPORT/$upgrade?host=$PGHOST"
 earlier=$(mktemp -d); trap 'rm -rf "$earlier"' EXIT
+mkdir "$earlier/migrations" "$earlier/definitions"
 newest=$(ls sql/migrations/*.sql | sort | tail -1)
-for file in sql/migrations/*.sql; do [ "$file" = "$newest" ] || cp "$file" "$earlier/"; done
-"$bin" migrate --citus --migrations "$earlier" --database-url "$upgrade_url" >/dev/null
-"$bin" migrate --citus --database-url "$upgrade_url" | grep -q "applied $(basename "$newest")" \
-    || { echo "test-citus: the newest migration did not apply to a cluster laid out already" >&2; exit 1; }
-echo "test-citus: $(basename "$newest") applies to a cluster laid out already"
+for file in sql/migrations/*.sql; do [ "$file" = "$newest" ] || cp "$file" "$earlier/migrations/"; done
+before=$(git log -1 --format=%H -- "$newest")^
+if git cat-file -e "$before:sql/definitions" 2>/dev/null; then
+    git archive "$before" sql/definitions | tar -x -C "$earlier/definitions" --strip-components=2
+fi
+"$bin" migrate --citus --migrations "$earlier/migrations" --database-url "$upgrade_url" >/dev/null
+upgraded=$("$bin" migrate --citus --database-url "$upgrade_url")
+grep -q "applied $(basename "$newest")" <<< "$upgraded" && grep -q "applied definitions" <<< "$upgraded" \
+    || { echo "test-citus: the newest migration and the definitions did not apply to a cluster laid out already: $upgraded" >&2; exit 1; }
+echo "test-citus: $(basename "$newest") and sql/definitions apply to a cluster laid out already"
 
 CITUS_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$database?host=$PGHOST" swift test --filter CitusClusterTests

@@ -35,7 +35,7 @@ insert into photo_uploads (id, uploader_id, content_hash, content_type, bytes, w
 -- Structure: every table enabled and forced, a policy per command, safe functions and views.
 select is(
     (select string_agg(relname, ', ' order by relname) from pg_class
-     where relnamespace = 'public'::regnamespace and relkind = 'r' and relname <> 'schema_migrations'
+     where relnamespace = 'public'::regnamespace and relkind = 'r' and relname not in ('schema_migrations', 'schema_definitions')
        and not (relrowsecurity and relforcerowsecurity)),
     null, 'row-level security is enabled and forced on every table');
 select policies_are('public', 'users', array['users_select', 'users_insert', 'users_update', 'users_delete']);

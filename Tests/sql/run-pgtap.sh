@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The pgTAP suites in Tests/sql, on a database migrated the way an admin with psql
-# would do it: each file of sql/migrations, in order, as diary_owner.
+# would do it (scripts/schema.sh apply): sql/migrations, then sql/definitions, as diary_owner.
 # Needs the project's Postgres and its environment (`make test` provides both).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -8,9 +8,7 @@ db="pgtap_$$_$(date +%s)"
 admin=(psql -X -q -v ON_ERROR_STOP=1 -U postgres)
 "${admin[@]}" -d postgres -c "create database $db owner diary_owner"
 trap '"${admin[@]}" -d postgres -c "drop database if exists $db with (force)" >/dev/null' EXIT
-for migration in sql/migrations/*.sql; do
-    psql -X -q -v ON_ERROR_STOP=1 -1 -U diary_owner -d "$db" -f "$migration" >/dev/null
-done
+scripts/schema.sh apply -U diary_owner -d "$db"
 "${admin[@]}" -d "$db" -c "create schema tap" -c "create extension pgtap schema tap" -c "grant usage on schema tap to diary_app"
 failed=0
 for suite in Tests/sql/*.sql; do

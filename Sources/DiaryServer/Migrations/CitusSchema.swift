@@ -21,7 +21,7 @@ struct CitusSchema {
         case coordinator
     }
 
-    /// Every table of the schema but `schema_migrations`, in the order they are laid out.
+    /// Every table of the schema but the migrator's (`schema_migrations`, `schema_definitions`), in the order they are laid out.
     /// `user_diaries`, read by every request for the caller's diaries, is on the coordinator
     /// so that the read asks no worker. In order:
     /// reference tables before the distributed tables whose foreign keys point at them, and
@@ -109,6 +109,25 @@ struct CitusSchema {
         }
         if !rows.isEmpty { logger.info("migrate --citus: policies respelled without subqueries", metadata: ["count": "\(rows.count)"]) }
         return rows.count
+    }
+
+    /// A definition file's statement as the cluster takes it, or nil to skip it. Citus refuses
+    /// a subquery in the policy of a distributed table, so a policy selects its identity
+    /// function plainly (`CitusSpelling`); and its CREATE POLICY on a laid-out table cannot
+    /// send every expression on to the shards (`IS TRUE` fails as "unrecognized node type"),
+    /// where ALTER POLICY can: a policy that exists is altered in place, its DROP skipped.
+    /// A policy's command, roles or kind therefore change on a cluster only by a migration.
+    static func definitionStatement(_ statement: String, policyExists: (_ name: String, _ table: String) async throws -> Bool) async throws -> String? {
+        let statement = String(MigrationFile.command(of: statement))
+        let words = statement.split(whereSeparator: \.isWhitespace).prefix(7).map { $0.lowercased() }
+        if words.starts(with: ["drop", "policy", "if", "exists"]) { return nil }
+        guard words.starts(with: ["create", "policy"]), words.count >= 5, words[3] == "on" else { return statement }
+        let spelled = CitusSpelling.respelled(statement)
+        let name = words[2], table = words[4].hasPrefix("public.") ? String(words[4].dropFirst(7)) : words[4]
+        guard isPlainIdentifier(name), isPlainIdentifier(table), try await policyExists(name, table) else { return spelled }
+        // What follows the name and table, less AS, FOR and TO, which ALTER POLICY does not take.
+        guard let clauses = spelled.firstRange(of: /(?i)\s(USING|WITH\s+CHECK)\s*\(/) else { return spelled }
+        return "ALTER POLICY \(name) ON public.\(table)" + spelled[clauses.lowerBound...]
     }
 
     static func isPlainIdentifier(_ text: String) -> Bool {

@@ -54,6 +54,17 @@ extension MigrationFile {
         return statements
     }
 
+    /// `statement` from its first line that is not a `--` comment or blank: what a reader of
+    /// the statement's kind looks at.
+    static func command(of statement: String) -> Substring {
+        var lines = statement.split(separator: "\n", omittingEmptySubsequences: false)[...]
+        while let first = lines.first, first.trimmingCharacters(in: .whitespaces).isEmpty || first.trimmingCharacters(in: .whitespaces).hasPrefix("--") {
+            lines = lines.dropFirst()
+        }
+        guard let start = lines.first?.startIndex else { return statement[statement.endIndex...] }
+        return statement[start...]
+    }
+
     private static func isOnlyComments(_ text: String) -> Bool {
         text.split(separator: "\n").allSatisfy { $0.trimmingCharacters(in: .whitespaces).isEmpty || $0.trimmingCharacters(in: .whitespaces).hasPrefix("--") }
     }

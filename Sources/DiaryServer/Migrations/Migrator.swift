@@ -3,20 +3,25 @@ import Logging
 import PostgresClient
 
 /// Applies sql/migrations in order, each file in its own transaction, and records
-/// them in `schema_migrations`.
+/// them in `schema_migrations`; then sql/definitions, each file whose text changed since it
+/// was last applied, or every one after any migration ran, recorded in `schema_definitions`.
 ///
 /// A session-level advisory lock, held on one connection for the whole run, makes
-/// concurrent migrators take turns: the second finds the work done. An applied file
-/// whose checksum changed stops everything before any new file runs.
+/// concurrent migrators take turns: the second finds the work done. An applied migration
+/// whose checksum changed stops everything before any new file runs; a definition file is
+/// written to be applied again, so its changes are what it is for.
 struct Migrator {
     let pool: PostgresPool
     let files: [MigrationFile]
+    /// sql/definitions: functions, views, triggers and policies, each written once.
+    var definitions: [MigrationFile] = []
     let logger: Logger
     /// Set at the start of each file's transaction: on a Citus cluster, what a later
     /// migration needs there (`CitusSchema.migrationSettings`).
     var settings: [PostgresQuery] = []
-    /// On Citus: each statement of a file sent alone (`MigrationFile.statements`).
-    var statementByStatement = false
+    /// On Citus: each statement of a file sent alone (`MigrationFile.statements`), and a
+    /// definition file's policies as the cluster takes them (`CitusSchema.definitionStatement`).
+    var onCitus = false
 
     /// Arbitrary, fixed, and shared by every migrator of this schema.
     static let advisoryLockKey = 7_340_425_118_001
@@ -29,6 +34,13 @@ struct Migrator {
     struct Status: Equatable {
         var file: MigrationFile
         var state: State
+    }
+
+    /// What one run applied.
+    struct Run: Equatable {
+        var migrations: [MigrationFile] = []
+        var definitions: [MigrationFile] = []
+        var isEmpty: Bool { migrations.isEmpty && definitions.isEmpty }
     }
 
     struct AppliedMigration {
@@ -46,9 +58,19 @@ struct Migrator {
         }
     }
 
-    /// Applies every pending file and returns the ones it applied.
+    /// The definition files that the next run applies: those whose text changed since they
+    /// were applied, or all of them when a migration is pending.
+    func pendingDefinitions() async throws -> [MigrationFile] {
+        try await pool.withConnection { connection in
+            try await ensureTable(connection)
+            let migrationsPending = try await plan(connection).contains { $0.state == .pending }
+            return try await changedDefinitions(connection, all: migrationsPending)
+        }
+    }
+
+    /// Applies every pending file, then the definitions, and returns what it applied.
     @discardableResult
-    func migrate() async throws -> [MigrationFile] {
+    func migrate() async throws -> Run {
         try await pool.withConnection { connection in
             try await connection.query("select pg_advisory_lock(\(Self.advisoryLockKey))")
             do {
@@ -62,30 +84,66 @@ struct Migrator {
         }
     }
 
-    private func applyPending(_ connection: PostgresConnection) async throws -> [MigrationFile] {
+    private func applyPending(_ connection: PostgresConnection) async throws -> Run {
         try await ensureTable(connection)
-        let pending = try await plan(connection).filter { $0.state == .pending }.map(\.file)
-        if pending.isEmpty { logger.info("database is up to date", metadata: ["migrations": "\(files.count)"]) }
-        for file in pending {
-            let clock = ContinuousClock()
-            let started = clock.now
-            do {
-                try await connection.query("BEGIN")
-                for setting in settings { try await connection.query(setting) }
-                for statement in statementByStatement ? file.statements : [file.sql] {
-                    try await connection.runScript(unsafeSQL: statement)
-                }
-                try await connection.query("""
-                    insert into schema_migrations (version, name, checksum) values (\(file.version), \(file.name), \(file.checksum))
-                    """)
-                try await connection.query("COMMIT")
-            } catch {
-                _ = try? await connection.query("ROLLBACK")
-                throw MigrationError(description: Self.describeFailure(of: file, error))
-            }
-            logger.info("applied migration", metadata: ["file": "\(file.fileName)", "duration": "\(clock.now - started)"])
+        var run = Run()
+        run.migrations = try await plan(connection).filter { $0.state == .pending }.map(\.file)
+        for file in run.migrations {
+            try await apply(file, on: connection, statements: onCitus ? file.statements : [file.sql], record: """
+                insert into schema_migrations (version, name, checksum) values (\(file.version), \(file.name), \(file.checksum))
+                """)
+            logger.info("applied migration", metadata: ["file": "\(file.fileName)"])
         }
-        return pending
+        // A migration may have dropped a view or a policy in its way, to be created again
+        // from its file: so after any migration, every definition applies again.
+        run.definitions = try await changedDefinitions(connection, all: !run.migrations.isEmpty)
+        for file in run.definitions {
+            var statements = [file.sql]
+            if onCitus {
+                statements = []
+                for statement in file.statements {
+                    if let spelled = try await CitusSchema.definitionStatement(statement, policyExists: { name, table in
+                        try await connection.query("select exists (select from pg_policies where schemaname = 'public' and policyname = \(name) and tablename = \(table)) as found")
+                            .first?.decode("found", as: Bool.self) == true
+                    }) {
+                        statements.append(spelled)
+                    }
+                }
+            }
+            try await apply(file, on: connection, statements: ["set local check_function_bodies = off"] + statements, record: """
+                insert into schema_definitions (file_name, checksum) values (\(file.fileName), \(file.checksum))
+                on conflict (file_name) do update set checksum = excluded.checksum, applied_at = now()
+                """)
+            logger.info("applied definitions", metadata: ["file": "\(file.fileName)"])
+        }
+        if run.isEmpty { logger.info("database is up to date", metadata: ["migrations": "\(files.count)", "definitions": "\(definitions.count)"]) }
+        return run
+    }
+
+    /// One file in one transaction, recorded in the same transaction.
+    private func apply(_ file: MigrationFile, on connection: PostgresConnection, statements: [String], record: PostgresQuery) async throws {
+        do {
+            try await connection.query("BEGIN")
+            for setting in settings { try await connection.query(setting) }
+            for statement in statements {
+                try await connection.runScript(unsafeSQL: statement)
+            }
+            try await connection.query(record)
+            try await connection.query("COMMIT")
+        } catch {
+            _ = try? await connection.query("ROLLBACK")
+            throw MigrationError(description: Self.describeFailure(of: file, error))
+        }
+    }
+
+    private func changedDefinitions(_ connection: PostgresConnection, all: Bool) async throws -> [MigrationFile] {
+        if all { return definitions }
+        var applied: [String: String] = [:]
+        for row in try await connection.query("select file_name, checksum from schema_definitions") {
+            let (name, checksum) = try row.decode((String, String).self)
+            applied[name] = checksum
+        }
+        return definitions.filter { applied[$0.fileName] != $0.checksum }
     }
 
     private func ensureTable(_ connection: PostgresConnection) async throws {
@@ -93,6 +151,13 @@ struct Migrator {
             create table if not exists schema_migrations (
                 version    integer primary key,
                 name       text not null,
+                checksum   text not null,
+                applied_at timestamptz not null default now()
+            )
+            """)
+        try await connection.query("""
+            create table if not exists schema_definitions (
+                file_name  text primary key,
                 checksum   text not null,
                 applied_at timestamptz not null default now()
             )

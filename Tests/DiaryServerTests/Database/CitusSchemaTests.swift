@@ -17,7 +17,7 @@ struct CitusSchemaTests {
                     select c.relname as name,
                         array(select pg_get_constraintdef(k.oid) from pg_constraint k where k.conrelid = c.oid and k.contype in ('p', 'u', 'x')
                               order by 1) as keys
-                    from pg_class c where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p') and c.relname <> 'schema_migrations'
+                    from pg_class c where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p') and c.relname not in ('schema_migrations', 'schema_definitions')
                     """)
             }
             let tables = try Dictionary(uniqueKeysWithValues: rows.map { (try $0.decode("name", as: String.self), try $0.decodeAggregate("keys", as: String.self)) })
@@ -148,5 +148,20 @@ struct CitusSchemaTests {
             }
             #expect(migrated == false, "nothing is applied")
         }
+    }
+
+    @Test("a definition file's policies reach the cluster as it takes them: an existing one altered, its DROP skipped, a new one created, each respelled")
+    func definitionPoliciesOnCitus() async throws {
+        let drop = "-- Policies\n\nDROP POLICY IF EXISTS users_select ON public.users"
+        let create = "CREATE POLICY users_select ON public.users FOR SELECT USING (((id = ANY (( SELECT public.app_visible_user_ids() AS app_visible_user_ids)::uuid[])) IS TRUE))"
+        let skipped = try await CitusSchema.definitionStatement(drop) { _, _ in true }
+        #expect(skipped == nil)
+        let altered = try await CitusSchema.definitionStatement(create) { name, table in name == "users_select" && table == "users" }
+        #expect(altered == "ALTER POLICY users_select ON public.users USING (((id = ANY (public.app_visible_user_ids()::uuid[])) IS TRUE))")
+        let created = try await CitusSchema.definitionStatement(create) { _, _ in false }
+        #expect(created == "CREATE POLICY users_select ON public.users FOR SELECT USING (((id = ANY (public.app_visible_user_ids()::uuid[])) IS TRUE))")
+        let function = "-- Functions\nCREATE OR REPLACE FUNCTION public.f() RETURNS int LANGUAGE sql AS $$ select (select app_user_id()) $$"
+        let untouched = try await CitusSchema.definitionStatement(function) { _, _ in true }
+        #expect(untouched == String(MigrationFile.command(of: function)))
     }
 }

@@ -3,15 +3,15 @@ import PostgresClient
 import Testing
 import TestSupport
 
-/// sql/schema.sql is the schema sql/migrations build, printed by `scripts/schema.sh dump` for
-/// reading; `make schema` writes it. This holds it to the migrations: a migration added or
-/// changed without `make schema` fails here.
+/// sql/schema.sql is the schema sql/migrations and sql/definitions build, printed by
+/// `scripts/schema.sh dump` for reading; `make schema` writes it. This holds it to them: a
+/// migration or definition added or changed without `make schema` fails here.
 @Suite("sql/schema.sql")
 struct SchemaFileTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    @Test("is the dump of a freshly migrated database: after changing sql/migrations, run `make schema`")
+    @Test("is the dump of a freshly migrated database: after changing sql/migrations or sql/definitions, run `make schema`")
     func schemaFileIsCurrent() async throws {
         let file = Self.root.appendingPathComponent("sql/schema.sql")
         let expected = try #require(try? String(contentsOf: file, encoding: .utf8), "sql/schema.sql is missing: run `make schema`")
@@ -19,7 +19,7 @@ struct SchemaFileTests {
             try await Self.dump(database)
         }
         let difference = Self.firstDifference(expected, dumped)
-        #expect(difference == nil, "sql/schema.sql is not the schema sql/migrations build: run `make schema` (\(difference ?? ""))")
+        #expect(difference == nil, "sql/schema.sql is not the schema sql/migrations and sql/definitions build: run `make schema` (\(difference ?? ""))")
     }
 
     /// `scripts/schema.sh dump` of `database`, reached through the PG* variables: the

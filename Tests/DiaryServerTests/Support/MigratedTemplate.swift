@@ -12,6 +12,12 @@ enum MigratedTemplate {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("sql/migrations")
 
+    static let definitionsDirectory = MigrationFile.definitionsDirectory(besideMigrations: migrationsDirectory)
+
+    static func definitions() throws -> [MigrationFile] {
+        try MigrationFile.load(from: definitionsDirectory, versionDigits: 2)
+    }
+
     private static let shared = Task<String, any Error> { try await build() }
 
     /// The template's name; builds it on first use in this process.
@@ -25,16 +31,18 @@ enum MigratedTemplate {
     }
 
     /// Migrates as in production: by the owner role, so the owner owns every object.
-    static func migrate(_ database: PostgresConfiguration, files: [MigrationFile]? = nil) async throws {
+    static func migrate(_ database: PostgresConfiguration, files: [MigrationFile]? = nil, definitions: [MigrationFile]? = nil) async throws {
         let files = try files ?? MigrationFile.load(from: migrationsDirectory)
+        let definitions = try definitions ?? Self.definitions()
         _ = try await TestDatabase.withPool(database.as(TestDatabase.ownerRole), size: 1) { pool in
-            try await Migrator(pool: pool, files: files, logger: TestDatabase.logger).migrate()
+            try await Migrator(pool: pool, files: files, definitions: definitions, logger: TestDatabase.logger).migrate()
         }
     }
 
     private static func build() async throws -> String {
         let files = try MigrationFile.load(from: migrationsDirectory)
-        let fingerprint = files.map(\.checksum).joined().utf8.reduce(into: UInt64(14_695_981_039_346_656_037)) { hash, byte in
+        let definitions = try Self.definitions()
+        let fingerprint = (files + definitions).map(\.checksum).joined().utf8.reduce(into: UInt64(14_695_981_039_346_656_037)) { hash, byte in
             hash = (hash ^ UInt64(byte)) &* 1_099_511_628_211
         }
         let name = "diary_template_" + String(fingerprint, radix: 16)
@@ -47,7 +55,7 @@ enum MigratedTemplate {
                 guard exists.isEmpty else { return }
                 let building = try await TestDatabase.create()
                 try await connection.query(PostgresQuery(unsafeSQL: "alter database \(building.database!) owner to \(TestDatabase.ownerRole)"))
-                try await migrate(building, files: files)
+                try await migrate(building, files: files, definitions: definitions)
                 try await connection.query(PostgresQuery(unsafeSQL: "alter database \(building.database!) rename to \(name)"))
             }
         }

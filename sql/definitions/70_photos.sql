@@ -1,0 +1,302 @@
+-- Definitions: photos. Applied by `migrate` after the versioned migrations whenever this
+-- file's text changes, so every statement here runs again: see sql/definitions/README.md.
+
+-- Functions
+
+CREATE OR REPLACE FUNCTION public.claim_photo_garbage(max_hashes integer) RETURNS TABLE(content_hash text, unnamed boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    claimed text[];
+    hash text;
+begin
+    with taken as (
+        delete from photo_garbage g
+        where g.content_hash in (select q.content_hash from photo_garbage q order by q.queued_at limit max_hashes for update skip locked)
+        returning g.content_hash
+    )
+    select coalesce(array_agg(taken.content_hash order by taken.content_hash), '{}') into claimed from taken;
+    -- In hash order, as unnamed_photo_files takes them, so two collectors never deadlock.
+    foreach hash in array claimed loop
+        content_hash := hash;
+        unnamed := photo_hash_unnamed(hash);
+        return next;
+    end loop;
+    delete from photo_upload_days d where d.day < (now() at time zone 'UTC')::date - 2;
+end
+$$;
+
+CREATE OR REPLACE FUNCTION public.expire_photo_uploads(max_age interval) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    expired integer;
+begin
+    insert into photo_garbage (content_hash)
+    select distinct u.content_hash from photo_uploads u where u.created_at < now() - max_age
+    on conflict (content_hash) do nothing;
+    perform set_app_setting('app.writer', 'expire_photo_uploads');
+    delete from photo_uploads u where u.created_at < now() - max_age;
+    get diagnostics expired = row_count;
+    perform set_app_setting('app.writer', '');
+    return expired;
+end
+$$;
+
+CREATE OR REPLACE FUNCTION public.photo_file(photo_id uuid) RETURNS TABLE(content_hash text, content_type text, bytes integer)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    return query select p.content_hash, p.content_type, p.bytes from entry_photos p where p.id = photo_id limit 1;
+    if not found then
+        return query select u.content_hash, u.content_type, u.bytes from photo_uploads u where u.id = photo_id limit 1;
+    end if;
+end
+$$;
+
+CREATE OR REPLACE FUNCTION public.photo_garbage_backlog() RETURNS bigint
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$ select count(*) from photo_garbage $$;
+
+COMMENT ON FUNCTION public.photo_garbage_backlog() IS 'The collection queue''s length, for a gauge: it grows only while files are not being removed.';
+
+REVOKE ALL ON FUNCTION public.photo_garbage_backlog() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.photo_garbage_backlog() TO diary_app;
+
+CREATE OR REPLACE FUNCTION public.photo_hash_lock(hash text) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$ select pg_advisory_xact_lock(hashtext('photo:' || hash)) $$;
+
+CREATE OR REPLACE FUNCTION public.photo_hash_unnamed(hash text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    perform photo_hash_lock(hash);
+    return not exists (select 1 from photo_uploads u where u.content_hash = hash)
+       and not exists (select 1 from entry_photos p where p.content_hash = hash);
+end
+$$;
+
+CREATE OR REPLACE FUNCTION public.photos_per_entry(user_id uuid) RETURNS integer
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$ select case when user_plan(photos_per_entry.user_id) = 'free' then 1 else 4 end $$;
+
+CREATE OR REPLACE FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+    select record_photo_upload(photo_id, hash, media_type, byte_count, pixel_width, pixel_height, daily_limit, null::bigint)
+$$;
+
+CREATE OR REPLACE FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    caller constant uuid := app_user_id();
+begin
+    if caller is null then
+        raise exception 'not signed in' using errcode = 'ZN401';
+    end if;
+    perform photo_hash_lock(hash);
+    insert into photo_upload_days as d (user_id, day, uploads)
+    values (caller, (now() at time zone 'UTC')::date, 1)
+    on conflict (user_id, day) do update set uploads = d.uploads + 1 where d.uploads < daily_limit;
+    if not found then
+        insert into photo_garbage (content_hash) values (hash) on conflict (content_hash) do nothing;
+        return false;
+    end if;
+    insert into photo_uploads (id, uploader_id, content_hash, content_type, bytes, width, height, content_crc32)
+    values (photo_id, caller, hash, media_type, byte_count, pixel_width, pixel_height, checksum);
+    return true;
+end
+$$;
+
+CREATE OR REPLACE FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    caller constant uuid := app_user_id();
+    current_photos uuid[];
+    allowed integer;
+    photo uuid;
+begin
+    if caller is null then
+        raise exception 'not signed in' using errcode = 'ZN401';
+    end if;
+    -- The diary's row before the entry's, in the order every writer of the diary takes them.
+    perform 1 from diaries d where d.id = diary for no key update;
+    perform 1 from entries e
+    where e.diary_id = diary and e.id = entry and e.user_id = caller
+      and exists (select 1 from diary_members m where m.diary_id = diary and m.user_id = caller)
+    for update;
+    if not found then
+        return;
+    end if;
+    current_photos := array(select p.id from entry_photos p where p.diary_id = diary and p.entry_id = entry order by p.position);
+    if current_photos = photos then
+        return;
+    end if;
+    allowed := photos_per_entry(caller);
+    if cardinality(photos) > allowed then
+        raise exception 'the plan allows % photos an entry', allowed using errcode = 'ZN006';
+    end if;
+    foreach photo in array photos loop
+        continue when photo = any (current_photos);
+        continue when exists (select 1 from photo_uploads u where u.id = photo and u.uploader_id = caller);
+        if exists (select 1 from entry_photos p where p.id = photo and p.uploader_id = caller) then
+            raise exception 'photo % is attached to another entry', photo using errcode = 'ZN005';
+        end if;
+        raise exception 'no such photo' using errcode = 'ZN004';
+    end loop;
+    -- The dropped photos' files, and the uploads' (now the entry's), are garbage unless
+    -- something still names their hash; the sweeper checks.
+    insert into photo_garbage (content_hash)
+    select p.content_hash from entry_photos p where p.diary_id = diary and p.entry_id = entry and p.id <> all (photos)
+    union
+    select u.content_hash from photo_uploads u where u.id = any (photos) and u.uploader_id = caller
+    on conflict (content_hash) do nothing;
+    perform set_app_setting('app.writer', 'set_entry_photos');
+    delete from entry_photos p where p.diary_id = diary and p.entry_id = entry and p.id <> all (photos);
+    update entry_photos p set position = o.position - 1
+    from unnest(photos) with ordinality as o (id, position)
+    where p.diary_id = diary and p.entry_id = entry and p.id = o.id and p.position <> o.position - 1;
+    insert into entry_photos (diary_id, id, entry_id, position, uploader_id, content_hash, content_type, bytes, width, height, created_at, content_crc32)
+    select diary, u.id, entry, o.position - 1, u.uploader_id, u.content_hash, u.content_type, u.bytes, u.width, u.height, u.created_at, u.content_crc32
+    from unnest(photos) with ordinality as o (id, position)
+    join photo_uploads u on u.id = o.id and u.uploader_id = caller;
+    delete from photo_uploads u where u.id = any (photos) and u.uploader_id = caller;
+    update entries e set images = array(select x::text from unnest(photos) x)
+    where e.diary_id = diary and e.id = entry and e.images is distinct from array(select x::text from unnest(photos) x);
+    perform set_app_setting('app.writer', '');
+    if found then
+        perform log_edited_entry(diary, entry);
+    end if;
+end
+$$;
+
+CREATE OR REPLACE FUNCTION public.unnamed_photo_files(hashes text[]) RETURNS SETOF text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    hash text;
+begin
+    foreach hash in array array(select distinct h from unnest(hashes) h order by h) loop
+        if photo_hash_unnamed(hash) then
+            return next hash;
+        end if;
+    end loop;
+end
+$$;
+
+COMMENT ON FUNCTION public.claim_photo_garbage(max_hashes integer) IS 'Takes up to max_hashes queued hashes, locked against other collectors (SKIP LOCKED) and against uploads of the same bytes (photo_hash_lock), each with whether a row still names it; the photo sweeper removes the unnamed ones'' files before it commits. Also forgets upload counts older than two days.';
+
+REVOKE ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer) TO diary_app;
+
+COMMENT ON FUNCTION public.expire_photo_uploads(max_age interval) IS 'Deletes uploads never attached within max_age, whose hashes then queue themselves for collection, and returns how many; the photo sweeper calls it.';
+
+REVOKE ALL ON FUNCTION public.expire_photo_uploads(max_age interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.expire_photo_uploads(max_age interval) TO diary_app;
+
+COMMENT ON FUNCTION public.photo_file(photo_id uuid) IS 'The file, type and size behind a signed photo URL, attached or not. The URL''s signature is already checked and no caller is signed in, so it reads as the owner.';
+
+REVOKE ALL ON FUNCTION public.photo_file(photo_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.photo_file(photo_id uuid) TO diary_app;
+
+COMMENT ON FUNCTION public.photo_hash_lock(hash text) IS 'The advisory lock per content hash that orders a file''s removal against a row that names it: an upload inserts its row under it and a collector checks for rows under it, so a file is never removed while a row naming it commits.';
+
+REVOKE ALL ON FUNCTION public.photo_hash_lock(hash text) FROM PUBLIC;
+
+COMMENT ON FUNCTION public.photo_hash_unnamed(hash text) IS 'Whether no upload and no entry photo names the hash, asked under its lock, which the caller''s transaction keeps until it has removed the file.';
+
+REVOKE ALL ON FUNCTION public.photo_hash_unnamed(hash text) FROM PUBLIC;
+
+COMMENT ON FUNCTION public.photos_per_entry(user_id uuid) IS 'Photos an entry may carry on the user''s plan: 1 on free, 4 on premium or couple (a partner''s couple plan included). set_entry_photos enforces it (ZN006).';
+
+REVOKE ALL ON FUNCTION public.photos_per_entry(user_id uuid) FROM PUBLIC;
+
+COMMENT ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) IS 'The signature without a checksum, for servers of the previous release while a deploy rolls: records the upload as the eight-argument form does, with no CRC-32.';
+
+REVOKE ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) TO diary_app;
+
+COMMENT ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) IS 'Records the caller''s upload, whose file is already stored, with its CRC-32 (so that an export can stream each photo into a ZIP reading it once), unless the day''s limit is reached: then false, and the file is queued for removal. The row is inserted under the hash''s lock, so that no collector removes the file meanwhile.';
+
+REVOKE ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) TO diary_app;
+
+COMMENT ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) IS 'Makes the caller''s entry''s photos exactly photos, in order: kept ones stay, new ones move from the caller''s uploads with their checksum, dropped ones are deleted and their files follow. ZN004 for a photo that is not the caller''s upload, ZN005 for one attached to another entry, ZN006 for more than the plan allows; an entry that is not the caller''s own is left alone for the edit to refuse.';
+
+REVOKE ALL ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) TO diary_app;
+
+COMMENT ON FUNCTION public.unnamed_photo_files(hashes text[]) IS 'Of the hashes of files found in the photo store, those that no row names (left by a crash between writing a file and its row), locked in hash order for the caller''s transaction, which removes their files before it commits.';
+
+REVOKE ALL ON FUNCTION public.unnamed_photo_files(hashes text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.unnamed_photo_files(hashes text[]) TO diary_app;
+
+-- Policies
+
+DROP POLICY IF EXISTS entry_photos_delete ON public.entry_photos;
+CREATE POLICY entry_photos_delete ON public.entry_photos FOR DELETE USING (false);
+
+DROP POLICY IF EXISTS entry_photos_insert ON public.entry_photos;
+CREATE POLICY entry_photos_insert ON public.entry_photos FOR INSERT WITH CHECK (false);
+
+DROP POLICY IF EXISTS entry_photos_select ON public.entry_photos;
+CREATE POLICY entry_photos_select ON public.entry_photos FOR SELECT USING (((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])) IS TRUE));
+
+DROP POLICY IF EXISTS entry_photos_update ON public.entry_photos;
+CREATE POLICY entry_photos_update ON public.entry_photos FOR UPDATE USING (false) WITH CHECK (false);
+
+DROP POLICY IF EXISTS photo_garbage_delete ON public.photo_garbage;
+CREATE POLICY photo_garbage_delete ON public.photo_garbage FOR DELETE USING (false);
+
+DROP POLICY IF EXISTS photo_garbage_insert ON public.photo_garbage;
+CREATE POLICY photo_garbage_insert ON public.photo_garbage FOR INSERT WITH CHECK (false);
+
+DROP POLICY IF EXISTS photo_garbage_select ON public.photo_garbage;
+CREATE POLICY photo_garbage_select ON public.photo_garbage FOR SELECT USING (false);
+
+DROP POLICY IF EXISTS photo_garbage_update ON public.photo_garbage;
+CREATE POLICY photo_garbage_update ON public.photo_garbage FOR UPDATE USING (false) WITH CHECK (false);
+
+DROP POLICY IF EXISTS photo_upload_days_delete ON public.photo_upload_days;
+CREATE POLICY photo_upload_days_delete ON public.photo_upload_days FOR DELETE USING (false);
+
+DROP POLICY IF EXISTS photo_upload_days_insert ON public.photo_upload_days;
+CREATE POLICY photo_upload_days_insert ON public.photo_upload_days FOR INSERT WITH CHECK (false);
+
+DROP POLICY IF EXISTS photo_upload_days_select ON public.photo_upload_days;
+CREATE POLICY photo_upload_days_select ON public.photo_upload_days FOR SELECT USING ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
+
+DROP POLICY IF EXISTS photo_upload_days_update ON public.photo_upload_days;
+CREATE POLICY photo_upload_days_update ON public.photo_upload_days FOR UPDATE USING (false) WITH CHECK (false);
+
+DROP POLICY IF EXISTS photo_uploads_delete ON public.photo_uploads;
+CREATE POLICY photo_uploads_delete ON public.photo_uploads FOR DELETE USING (false);
+
+DROP POLICY IF EXISTS photo_uploads_insert ON public.photo_uploads;
+CREATE POLICY photo_uploads_insert ON public.photo_uploads FOR INSERT WITH CHECK (false);
+
+DROP POLICY IF EXISTS photo_uploads_select ON public.photo_uploads;
+CREATE POLICY photo_uploads_select ON public.photo_uploads FOR SELECT USING ((uploader_id = ( SELECT public.app_user_id() AS app_user_id)));
+
+DROP POLICY IF EXISTS photo_uploads_update ON public.photo_uploads;
+CREATE POLICY photo_uploads_update ON public.photo_uploads FOR UPDATE USING (false) WITH CHECK (false);
+
+-- Triggers
+
+CREATE OR REPLACE TRIGGER entry_photos_deleted_by_forget_entries BEFORE DELETE ON public.entry_photos FOR EACH ROW EXECUTE FUNCTION public.refuse_direct_write('forget_entries', 'forget_diary', 'set_entry_photos', 'forget_user');
+
+CREATE OR REPLACE TRIGGER photo_uploads_deleted_by_their_functions BEFORE DELETE ON public.photo_uploads FOR EACH ROW EXECUTE FUNCTION public.refuse_direct_write('set_entry_photos', 'expire_photo_uploads', 'forget_user');
