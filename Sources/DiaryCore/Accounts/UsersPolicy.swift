@@ -1,6 +1,6 @@
 import PostgresClient
 
-/// Twins of the RLS policies on `users` that statements splice in.
+/// The twin of the RLS policy on `users` that statements splice in, among the table's policies.
 ///
 /// | policy        | command | USING (who sees or affects a row)                  | WITH CHECK                    |
 /// |---------------|---------|----------------------------------------------------|-------------------------------|
@@ -11,12 +11,10 @@ import PostgresClient
 /// | users_delete  | DELETE  | the caller's own row                               |                               |
 ///
 /// Policies are row rules. Which columns of a co-member leave the server is up to the
-/// queries: only `member_profiles` (with its anonymous aliases) reads another user.
+/// queries: only `member_profiles` (with its anonymous aliases) reads another user. The
+/// caller changes their own row through `update_me`, which writes that row alone.
 package enum UsersPolicy {
     package static let select = PolicyTwin(
-        "users_select", on: "users", key: ["id"], using: PolicyTwin.isTrue("users.id = any ((select app_visible_user_ids())::uuid[])")
-    )
-    package static let update = PolicyTwin(
-        "users_update", on: "users", key: ["id"], using: "users.id = (select app_user_id())", check: "users.id = (select app_user_id())"
+        "users_select", on: "users", using: PolicyTwin.isTrue("users.id = any ((select app_visible_user_ids())::uuid[])")
     )
 }

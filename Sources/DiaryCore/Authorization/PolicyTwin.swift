@@ -1,58 +1,41 @@
 package import PostgresClient
 
-/// The Swift twin of one row-level security policy (sql/schema.sql).
+/// The Swift twin of one row-level security policy (sql/definitions).
 ///
-/// Statements splice the twin's predicates in, so the server refuses what PostgreSQL's
-/// policy would, and can tell a row the caller cannot see (404) from one they see but may
-/// not change (403). `PolicyTwinTests` holds every twin in `all` to its policy as
-/// PostgreSQL itself deparses both.
+/// Statements splice the twin's USING in, so they reach the rows PostgreSQL's policy lets
+/// the caller reach, and the planner can use the predicate as its access path.
+/// `PolicyTwinTests` holds every twin in `all` to its policy as PostgreSQL itself deparses
+/// both. A write that must tell "not there" (404) from "not allowed" (403) goes through a
+/// SQL function that makes its policy's rule itself, whose answer `requireDone` reads.
 package struct PolicyTwin: Sendable {
-    /// How the policy in the schema spells the twin's predicates.
+    /// How the policy in the schema spells the twin's USING.
     package enum Spelling: Sendable {
-        /// USING is `using`, WITH CHECK is `check`.
+        /// USING as the twin spells it.
         case asWritten
-        /// USING is `(using) is true`. The same rows pass, but PostgreSQL checks it as a
-        /// filter on the row it found instead of as an index key. The twin keeps the plain
-        /// spelling, which statements may use as their access path.
+        /// `(using) is true`. The same rows pass, but PostgreSQL checks it as a filter on
+        /// the row it found instead of as an index key. The twin keeps the plain spelling,
+        /// which statements may use as their access path.
         case isTrue
-        /// A DELETE policy has no WITH CHECK, so its USING is `using and check`. The twin
-        /// keeps the halves apart: a row the caller sees but may not delete is a 403.
-        case usingAndCheck
     }
 
     package let name: String
     package let table: PostgresFragment
-    /// The columns that name one row, diary_id first where the table has it.
-    package let key: [PostgresFragment]
     package let spelling: Spelling
-    package let usingPredicate: PostgresFragment?
-    package let checkPredicate: PostgresFragment?
+    package let usingPredicate: PostgresFragment
 
-    package init(
-        _ name: String, on table: PostgresFragment, key: [PostgresFragment], using: PostgresFragment? = nil, check: PostgresFragment? = nil,
-        spelling: Spelling = .asWritten
-    ) {
+    package init(_ name: String, on table: PostgresFragment, using: PostgresFragment, spelling: Spelling = .asWritten) {
         self.name = name
         self.table = table
-        self.key = key
         self.usingPredicate = using
-        self.checkPredicate = check
         self.spelling = spelling
     }
 
     /// USING, for splicing into a statement (see `PolicyRule`).
     package var using: PostgresFragment {
-        guard let usingPredicate else { preconditionFailure("policy \(name) has no USING") }
-        return PolicyRule.rule(usingPredicate)
+        PolicyRule.rule(usingPredicate)
     }
 
-    /// WITH CHECK (for a DELETE policy, the half of USING that only the permitted pass).
-    package var check: PostgresFragment {
-        guard let checkPredicate else { preconditionFailure("policy \(name) has no WITH CHECK") }
-        return PolicyRule.rule(checkPredicate)
-    }
-
-    /// `select`, `insert`, `update` or `delete`, from the name's last word as the schema spells every policy.
+    /// `select` or `delete`, from the name's last word as the schema spells every policy.
     package var command: String {
         String(name[name.index(after: name.lastIndex(of: "_") ?? name.startIndex)...])
     }
@@ -66,16 +49,29 @@ package struct PolicyTwin: Sendable {
         "(" + predicate + ") is true"
     }
 
-    /// Every twin, for `PolicyTwinTests`.
+    /// Every twin, for `PolicyTwinTests`: each one a statement splices in.
     package static var all: [PolicyTwin] {
         [
-            UsersPolicy.select, UsersPolicy.update,
-            DiariesPolicy.select, DiariesPolicy.update,
+            UsersPolicy.select,
+            DiariesPolicy.select,
             DiaryMembersPolicy.select,
-            EntriesPolicy.select, EntriesPolicy.update, EntriesPolicy.delete,
+            EntriesPolicy.select,
             EntryReadsPolicy.select,
             EntryPhotosPolicy.select,
             DevicesPolicy.select, DevicesPolicy.delete,
         ]
+    }
+
+    /// Reads the answer of a function that writes and makes its policy's rule itself
+    /// (`edit_entry`, `delete_entry`, `rename_diary`, `rotate_invite_code`,
+    /// `remove_diary_member`) in the column `outcome`: `not_found` (or no answer) is
+    /// `missing` (404), `forbidden` is `forbidden` (403). A function tells the two apart
+    /// because PostgreSQL's own policies would hide the one and silently skip the other.
+    package static func requireDone(_ rows: PostgresRows, missing: String, forbidden: String) throws {
+        switch try rows.first?.decode("outcome", as: String?.self) {
+        case "forbidden": throw DomainError.forbidden(forbidden)
+        case "not_found", nil: throw DomainError.notFound(missing)
+        default: return
+        }
     }
 }

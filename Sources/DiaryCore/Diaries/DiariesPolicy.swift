@@ -1,6 +1,6 @@
 import PostgresClient
 
-/// Twins of the RLS policies on `diaries` that statements splice in.
+/// The twin of the RLS policy on `diaries` that statements splice in, among the table's policies.
 ///
 /// | policy          | command | USING                        | WITH CHECK                         |
 /// |-----------------|---------|------------------------------|------------------------------------|
@@ -11,13 +11,11 @@ import PostgresClient
 ///
 /// diaries_select's twin keeps the plain spelling (see `PolicyTwin.Spelling.isTrue`)
 /// because GET /v1/diaries finds the caller's diaries through it. Renaming and rotating
-/// the invite code are updates, so only the owner may do them. A new diary and its
-/// owner's membership are made together by `create_diary`.
+/// the invite code go through `rename_diary` and `rotate_invite_code`, whose
+/// `diary_verdict` makes diaries_update's rule itself and tells a 404 from a 403. A new
+/// diary and its owner's membership are made together by `create_diary`.
 package enum DiariesPolicy {
     package static let select = PolicyTwin(
-        "diaries_select", on: "diaries", key: ["id"], using: "diaries.id" + PolicyTwin.isCallersDiary, spelling: .isTrue
-    )
-    package static let update = PolicyTwin(
-        "diaries_update", on: "diaries", key: ["id"], using: "diaries.id" + PolicyTwin.isCallersDiary, check: "is_diary_owner(diaries.id)"
+        "diaries_select", on: "diaries", using: "diaries.id" + PolicyTwin.isCallersDiary, spelling: .isTrue
     )
 }

@@ -1,6 +1,6 @@
 import PostgresClient
 
-/// Twins of the RLS policies on `diary_members` that statements splice in.
+/// The twin of the RLS policy on `diary_members` that statements splice in, among the table's policies.
 ///
 /// | policy                | command | USING                                  | WITH CHECK                           |
 /// |-----------------------|---------|----------------------------------------|--------------------------------------|
@@ -16,6 +16,6 @@ import PostgresClient
 /// itself and hands ownership on.
 package enum DiaryMembersPolicy {
     package static let select = PolicyTwin(
-        "diary_members_select", on: "diary_members", key: ["diary_id", "user_id"], using: "diary_members.diary_id" + PolicyTwin.isCallersDiary
+        "diary_members_select", on: "diary_members", using: "diary_members.diary_id" + PolicyTwin.isCallersDiary
     )
 }

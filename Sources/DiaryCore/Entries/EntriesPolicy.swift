@@ -1,7 +1,7 @@
 package import Foundation
 package import PostgresClient
 
-/// Twins of the RLS policies on `entries` that statements splice in.
+/// The twin of the RLS policy on `entries` that statements splice in, among the table's policies.
 ///
 /// | policy          | command | USING                                   | WITH CHECK                             |
 /// |-----------------|---------|-----------------------------------------|----------------------------------------|
@@ -14,18 +14,12 @@ package import PostgresClient
 ///
 /// Entries are posted only by `post_entry`, which checks that the caller posts as
 /// themselves in one of their diaries, and makes the post's counters, change log and push
-/// notifications in the same transaction.
+/// notifications in the same transaction. `edit_entry` and `delete_entry` make
+/// entries_update's and entries_delete's rule themselves (`entry_verdict`), and tell a 404
+/// from a 403.
 package enum EntriesPolicy {
     package static let select = PolicyTwin(
-        "entries_select", on: "entries", key: ["diary_id", "id"], using: "entries.diary_id" + PolicyTwin.isCallersDiary
-    )
-    package static let update = PolicyTwin(
-        "entries_update", on: "entries", key: ["diary_id", "id"], using: "entries.diary_id" + PolicyTwin.isCallersDiary,
-        check: "(entries.user_id = (select app_user_id()) and entries.diary_id" + PolicyTwin.isCallersDiary + ")"
-    )
-    package static let delete = PolicyTwin(
-        "entries_delete", on: "entries", key: ["diary_id", "id"], using: "entries.diary_id" + PolicyTwin.isCallersDiary,
-        check: "entries.user_id = (select app_user_id())", spelling: .usingAndCheck
+        "entries_select", on: "entries", using: "entries.diary_id" + PolicyTwin.isCallersDiary
     )
 
     /// entries_select for the entries of one diary: `entries.diary_id = diary`, with the

@@ -1,6 +1,6 @@
 import PostgresClient
 
-/// Twins of the RLS policies on `entry_reads` that statements splice in.
+/// The twin of the RLS policy on `entry_reads` that statements splice in, among the table's policies.
 ///
 /// | policy              | command | USING                          | WITH CHECK                          |
 /// |---------------------|---------|--------------------------------|-------------------------------------|
@@ -12,7 +12,7 @@ import PostgresClient
 /// Reads are written only by `mark_as_read`, which runs as the caller under these policies.
 package enum EntryReadsPolicy {
     package static let select = PolicyTwin(
-        "entry_reads_select", on: "entry_reads", key: ["diary_id", "entry_id", "user_id"],
+        "entry_reads_select", on: "entry_reads",
         using: PolicyTwin.isTrue("entry_reads.diary_id" + PolicyTwin.isCallersDiary)
     )
 }

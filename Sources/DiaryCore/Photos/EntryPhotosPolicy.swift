@@ -1,6 +1,6 @@
 import PostgresClient
 
-/// Twins of the RLS policies on `entry_photos` that statements splice in.
+/// The twin of the RLS policy on `entry_photos` that statements splice in, among the table's policies.
 ///
 /// | policy               | command | USING                        | WITH CHECK |
 /// |----------------------|---------|------------------------------|------------|
@@ -13,7 +13,7 @@ import PostgresClient
 /// that the caller is the entry's author, and deleted with their entry.
 package enum EntryPhotosPolicy {
     package static let select = PolicyTwin(
-        "entry_photos_select", on: "entry_photos", key: ["diary_id", "id"],
+        "entry_photos_select", on: "entry_photos",
         using: PolicyTwin.isTrue("entry_photos.diary_id" + PolicyTwin.isCallersDiary)
     )
 }

@@ -4,7 +4,7 @@ package import PostgresClient
 /// goes through `register_device`, since a token may move from another account.
 package enum DevicesPolicy {
     package static let select = PolicyTwin(
-        "devices_select", on: "devices", key: ["token"], using: "devices.user_id = (select app_user_id())")
+        "devices_select", on: "devices", using: "devices.user_id = (select app_user_id())")
     package static let delete = PolicyTwin(
-        "devices_delete", on: "devices", key: ["token"], using: "devices.user_id = (select app_user_id())")
+        "devices_delete", on: "devices", using: "devices.user_id = (select app_user_id())")
 }

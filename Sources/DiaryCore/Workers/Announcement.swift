@@ -5,7 +5,7 @@ package import PostgresClient
 ///
 /// The SQL that logs a change or queues a notification names the channel with
 /// `announce()`; the server's statement after the COMMIT, in the same round trip,
-/// `announce_pending()`, sends those NOTIFYs (migration 0023). Never inside the
+/// `announce_pending()`, sends those NOTIFYs (sql/definitions/50_realtime.sql). Never inside the
 /// transaction: PostgreSQL serialises every commit that notifies behind one lock, held
 /// through the commit's WAL flush. A write that changed nothing wakes no worker. What
 /// nobody announces (an operator's psql, a server that died after its COMMIT) the worker's

@@ -3,7 +3,7 @@ import PostgresClient
 
 /// A background worker's loops (its work, its wake-ups, its checks and gauges), run together
 /// until the task is cancelled or one of them ends; then the others are cancelled and
-/// `wakeups` finished, so that a loop over its rounds returns. Every worker's `run()` is one.
+/// `wakeups` finished, so that a loop over its rounds returns. A worker with more than one loop runs them here.
 func runWorkerLoops(_ loops: [@Sendable () async -> Void], finishing wakeups: Wakeups) async {
     await withTaskGroup(of: Void.self) { group in
         for loop in loops { group.addTask { await loop() } }

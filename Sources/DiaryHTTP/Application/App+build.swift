@@ -147,7 +147,9 @@ private func backgroundConnections(
     return (pool, listen)
 }
 
-/// request → metrics → problem mapping → admission → auth → route (plan and query in a repository) → response.
+/// request → metrics → request log → request id → problem mapping → declared length → admission
+/// → service status (under /v1) → bearer auth (the authenticated routes) → route (plan and query
+/// in a repository) → response. docs/ARCHITECTURE.md, "A request's walk", lists the same order.
 func buildRouter(
     pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenService, apple: AppleAccounts, devSignIn: Bool, photos: Photos,
     billing: BillingConfiguration = BillingConfiguration(), serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),

@@ -8,7 +8,9 @@ import TestSupport
 ///
 /// PostgreSQL deparses both: the real policy as pg_policies shows it, and the twin's text
 /// as a policy of the same command created beside it in a transaction that is rolled back.
-/// Spelling, parentheses and table prefixes drop out; any difference in meaning shows.
+/// Spelling, parentheses and table prefixes drop out; any difference in meaning shows. A
+/// twin is USING alone, so a policy with a WITH CHECK differs from it here: a statement
+/// that spliced in only USING would let through what the check refuses.
 @Suite("Policy twins")
 struct PolicyTwinTests {
     struct Deparsed: Equatable, CustomStringConvertible {
@@ -44,7 +46,7 @@ struct PolicyTwinTests {
     @Test("entries_select narrowed to one diary is the twin's membership test, made on that diary")
     func narrowedEntriesSelect() throws {
         let narrowed = EntriesPolicy.select(inDiary: UUID())
-        let twin = try #require(EntriesPolicy.select.usingPredicate).sql
+        let twin = EntriesPolicy.select.usingPredicate.sql
         // The twin's text with its column in place of the diary's second bind.
         let membership = twin.replacingOccurrences(of: "entries.diary_id", with: "$2")
         #expect(narrowed.sql == "entries.diary_id = $1 and \(membership)")
@@ -57,23 +59,14 @@ struct PolicyTwinTests {
         #expect(Set(names).count == names.count)
     }
 
-    /// `create policy twin_under_test` with the twin's predicates as the schema spells them.
+    /// `create policy twin_under_test` with the twin's USING as the schema spells it.
     static func createPolicy(from twin: PolicyTwin) -> PostgresQuery {
-        var using = twin.usingPredicate?.sql
-        let check = twin.checkPredicate?.sql
-        var withCheck = check
-        switch twin.spelling {
-        case .asWritten: break
-        case .isTrue: using = twin.usingPredicate.map { PolicyTwin.isTrue($0).sql }
-        case .usingAndCheck:
-            using = using.map { "(\($0)) and (\(check ?? "true"))" }
-            withCheck = nil
+        let using = switch twin.spelling {
+        case .asWritten: twin.usingPredicate.sql
+        case .isTrue: PolicyTwin.isTrue(twin.usingPredicate).sql
         }
-        var sql = "create policy twin_under_test on \(twin.table.sql) for \(twin.command)"
-        if let using { sql += " using (\(using))" }
-        if let withCheck { sql += " with check (\(withCheck))" }
         // The text is the twin's source code, never a value from outside.
-        return PostgresQuery(unsafeSQL: sql)
+        return PostgresQuery(unsafeSQL: "create policy twin_under_test on \(twin.table.sql) for \(twin.command) using (\(using))")
     }
 
     static func deparsed(_ connection: PostgresConnection, table: String, policy: String) async throws -> Deparsed? {
