@@ -32,7 +32,8 @@ extension ChangeFeed {
         var diaries: Set<UUID> = []
         var membersChanged: Set<UUID> = []
 
-        /// `<diary>`, or `members <diary>` (migration 0027); nil for anything else.
+        /// `<diary>`, or `members <diary>`, as `log_change` announces them (sql/definitions/50_realtime.sql;
+        /// AnnouncementTests holds the two to each other); false for anything else.
         mutating func note(_ payload: String) -> Bool {
             let members = payload.hasPrefix("members ")
             guard let diary = UUID(uuidString: String(payload.dropFirst(members ? 8 : 0))) else { return false }

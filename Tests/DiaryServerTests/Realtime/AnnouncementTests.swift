@@ -54,4 +54,37 @@ struct AnnouncementTests {
             #expect(heard == Set(channels))
         }
     }
+
+    @Test("what the SQL announces on diary_changes is what the feed reads: a new member as the diary's members, a post as the diary")
+    func diaryChangesPayloadIsTheFeeds() async throws {
+        try await APIHarness.run { api in
+            let alice = try await api.signIn("alice")
+            let notifications = PostgresListener.notifications(configuration: api.database, channels: [Announcement.diaryChanges.channel], logger: TestDatabase.logger)
+            // LISTEN runs on the listener's own thread: write until both kinds have been heard.
+            // Each round's diary announces its owner joining, then the post.
+            let writer = Task {
+                for index in 0..<40 {
+                    let diary = try await api.createDiary("日記 \(index)", type: .family, token: alice.accessToken)
+                    _ = try await api.post("お知らせ \(index)", in: diary.id, token: alice.accessToken)
+                    try await pace(.milliseconds(200))
+                }
+            }
+            let heard = try await withTimeLimit("a new member and a post announced", within: .seconds(60)) {
+                var iterator = notifications.makeAsyncIterator()
+                var members = false, post = false
+                while !(members && post), let notification = await iterator.next() {
+                    var named = ChangeFeed.Named()
+                    let read = named.note(notification.payload)
+                    #expect(read, "the feed cannot read \"\(notification.payload)\"")
+                    // The test's database is its own: every announcement is one of this test's diaries.
+                    #expect(named.diaries.count == 1, "\(notification.payload)")
+                    if named.membersChanged.isEmpty { post = true } else { members = named.membersChanged == named.diaries }
+                }
+                return members && post
+            }
+            writer.cancel()
+            _ = await writer.result
+            #expect(heard)
+        }
+    }
 }
