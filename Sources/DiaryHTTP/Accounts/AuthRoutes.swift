@@ -10,16 +10,13 @@ struct AuthRoutes {
     let appleTokens: AppleTokenExchanger
     let devSignInEnabled: Bool
 
-    /// Apple's authorization codes are short; anything longer is not one.
-    static let maximumAuthorizationCodeLength = 1024
-
     func register(public router: RouterGroup<AppRequestContext>) {
         router.post("auth/apple") { request, context -> Session in
             let body = try await request.decode(as: AppleSignInRequest.self, context: context)
-            let token = try Validation.text(body.identityToken, field: "identityToken", length: 1...TokenService.maximumTokenLength)
-            let nonce = try Validation.optionalText(body.nonce, field: "nonce", length: 1...256)
+            let token = try Validation.text(body.identityToken, field: "identityToken", limit: .identityToken)
+            let nonce = try Validation.optionalText(body.nonce, field: "nonce", limit: .nonce)
             let displayName = try body.displayName.map { try Validation.displayName($0) } ?? "ユーザー"
-            let code = try Validation.optionalText(body.authorizationCode, field: "authorizationCode", length: 1...Self.maximumAuthorizationCodeLength)
+            let code = try Validation.optionalText(body.authorizationCode, field: "authorizationCode", limit: .authorizationCode)
             let identity: AppleIdentityVerifier.Identity
             do {
                 identity = try await apple.verify(token, rawNonce: nonce)

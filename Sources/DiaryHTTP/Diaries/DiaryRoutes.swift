@@ -10,7 +10,7 @@ struct DiaryRoutes {
     func register(on router: RouterGroup<AuthenticatedContext>) {
         router.post("diaries") { request, context -> EditedResponse<Diary> in
             let body = try await request.decode(as: CreateDiaryRequest.self, context: context)
-            let name = try Validation.text(body.name, field: "name", length: 1...50)
+            let name = try Validation.text(body.name, field: "name", limit: .diaryName)
             let diary = try await DiaryRepository(scope: context.scope).create(name: name, type: body.type, freePlanDiaries: freePlanDiaries)
             return EditedResponse(status: .created, response: diary)
         }
@@ -21,7 +21,7 @@ struct DiaryRoutes {
 
         router.post("diaries/join") { request, context -> Diary in
             let body = try await request.decode(as: JoinDiaryRequest.self, context: context)
-            let code = try Validation.text(body.inviteCode, field: "inviteCode", length: 1...32)
+            let code = try Validation.text(body.inviteCode, field: "inviteCode", limit: .inviteCode)
             if let wait = joinLimiter.retryAfter(for: context.userID) {
                 AppMetrics.recordRateLimitRejection("join_attempts")
                 throw Problem(status: .tooManyRequests, code: .rateLimited, detail: "too many wrong invite codes; try again later", headers: [.retryAfter: String(wait)])
@@ -41,7 +41,7 @@ struct DiaryRoutes {
         router.patch("diaries/:diaryId") { request, context -> Diary in
             let id = try Validation.id(context, "diaryId")
             let body = try await request.decode(as: UpdateDiaryRequest.self, context: context)
-            let name = try Validation.text(body.name, field: "name", length: 1...50)
+            let name = try Validation.text(body.name, field: "name", limit: .diaryName)
             return try await DiaryRepository(scope: context.scope).rename(id, to: name)
         }
 

@@ -1,19 +1,23 @@
+import DiaryCore
 import Foundation
 import Hummingbird
 import PostgresClient
 
 /// Limits on every input, each failure a 400 `validation_failed` naming the field.
 enum Validation {
-    static func text(_ value: String, field: String, length: ClosedRange<Int>) throws -> String {
+    /// The value trimmed, if it fits `limit`. Routes name a `TextLimit` rather than a range, so
+    /// each limit is written once and the tests can hold its other copies to it.
+    static func text(_ value: String, field: String, limit: TextLimit) throws -> String {
         let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
         // Counted as a person counts: user-perceived characters (extended grapheme clusters),
         // as Swift's String.count does on the phone. "👨‍👩‍👧" is one, so is "é" however encoded.
+        let length = limit.characters
         guard length.contains(trimmed.count) else {
             throw Problem.validation(field: field, "must be \(length.lowerBound) to \(length.upperBound) characters")
         }
-        // The database's backstop: at most ten code points a character (0014), said here as a 400.
-        guard trimmed.unicodeScalars.count <= length.upperBound * Self.codePointsPerCharacter else {
-            throw Problem.validation(field: field, "has characters too long to store (over \(Self.codePointsPerCharacter) code points each)")
+        // The database's backstop (TextLimit.maximumCodePoints), said here as a 400.
+        guard trimmed.unicodeScalars.count <= limit.maximumCodePoints else {
+            throw Problem.validation(field: field, "has characters too long to store (over \(TextLimit.codePointsPerCharacter) code points each)")
         }
         guard !trimmed.unicodeScalars.contains(where: { $0.value == 0 }) else {
             throw Problem.validation(field: field, "must not contain NUL characters")
@@ -21,17 +25,14 @@ enum Validation {
         return trimmed
     }
 
-    static func optionalText(_ value: String?, field: String, length: ClosedRange<Int>) throws -> String? {
-        try value.map { try text($0, field: field, length: length) }
+    static func optionalText(_ value: String?, field: String, limit: TextLimit) throws -> String? {
+        try value.map { try text($0, field: field, limit: limit) }
     }
-
-    /// The database's CHECKs allow this many code points per character of a limit.
-    static let codePointsPerCharacter = 10
 
     /// A name shown to others: no control characters (C0, C1) and no bidirectional overrides
     /// or isolates, which could make a name read as something else.
     static func displayName(_ value: String, field: String = "displayName") throws -> String {
-        let name = try text(value, field: field, length: 1...50)
+        let name = try text(value, field: field, limit: .displayName)
         if let bad = name.unicodeScalars.first(where: Self.isForbiddenInNames) {
             throw Problem.validation(field: field, "must not contain control or text-direction characters (U+\(String(bad.value, radix: 16, uppercase: true)))")
         }

@@ -14,8 +14,8 @@ struct EntryRoutes {
         router.post("diaries/:diaryId/entries") { request, context -> EditedResponse<Entry> in
             let diary = try Validation.id(context, "diaryId")
             let body = try await request.decode(as: CreateEntryRequest.self, context: context)
-            let content = try Validation.text(body.content, field: "content", length: 1...10_000)
-            let question = try Validation.optionalText(body.question, field: "question", length: 1...500)
+            let content = try Validation.text(body.content, field: "content", limit: .entryContent)
+            let question = try Validation.optionalText(body.question, field: "question", limit: .entryQuestion)
             let photoIDs = try Self.photoIDs(body.photoIds) ?? []
             switch try await EntryRepository(scope: context.scope).create(in: diary, id: body.id, content: content, question: question, photoIDs: photoIDs) {
             case .created(let entry): return EditedResponse(status: .created, response: entry)
@@ -56,8 +56,8 @@ struct EntryRoutes {
             let diary = try Validation.id(context, "diaryId")
             let entry = try Validation.id(context, "entryId")
             let body = try await request.decode(as: UpdateEntryRequest.self, context: context)
-            let content = try Validation.optionalText(body.content, field: "content", length: 1...10_000)
-            let question = try Validation.optionalText(body.question, field: "question", length: 1...500)
+            let content = try Validation.optionalText(body.content, field: "content", limit: .entryContent)
+            let question = try Validation.optionalText(body.question, field: "question", limit: .entryQuestion)
             let photoIDs = try Self.photoIDs(body.photoIds)
             let updated = try await EntryRepository(scope: context.scope).update(entry, in: diary, content: content, question: question, photoIDs: photoIDs)
             if photoIDs != nil { photoSweeper.collectSoon() }
