@@ -155,6 +155,60 @@ struct RowLevelSecurityTests {
         }
     }
 
+    /// What `entry_verdict` answers, derived from the entries policies themselves: hidden by
+    /// entries_update's USING is not_found; visible, but refused by its WITH CHECK or by
+    /// entries_delete's USING, is forbidden; else permitted.
+    static func verdictByPolicies(usingUpdate: Bool?, checkUpdate: Bool?, usingDelete: Bool?) -> String {
+        guard usingUpdate == true else { return "not_found" }
+        return checkUpdate == true && usingDelete == true ? "permitted" : "forbidden"
+    }
+
+    @Test("entry_verdict, which edit_entry and delete_entry ask, answers what the entries_update and entries_delete policies say, for every role and a missing entry")
+    func entryVerdictIsThePolicies() async throws {
+        try await APIHarness.run { api in
+            let world = try await AuthorizationMatrixTests.makeWorld(api)
+            // The policies as the catalog has them, evaluated on the row beneath every policy.
+            let policies = try await api.asSuperuser("""
+                select policyname, coalesce(qual, 'true') as qual, coalesce(with_check, 'true') as checked from pg_policies
+                where schemaname = 'public' and tablename = 'entries' and policyname in ('entries_update', 'entries_delete')
+                """)
+            var expression: [String: (qual: String, checked: String)] = [:]
+            for row in policies {
+                expression[try row.decode("policyname", as: String.self)] = (try row.decode("qual"), try row.decode("checked"))
+            }
+            let update = try #require(expression["entries_update"]), delete = try #require(expression["entries_delete"])
+            var compared: [String: Int] = [:]
+            for role in Role.allCases {
+                let caller = world.ids[role]!
+                for entry in [world.ownersEntry, UUID()] {
+                    // As edit_entry and delete_entry call it: as the owner, beneath every policy,
+                    // with the caller's identity.
+                    let answers = try await TestDatabase.withPool(api.database, size: 1) { pool in
+                        try await pool.transaction([
+                            Seed.identity(caller), "select refresh_app_diary_ids()",
+                            "select entry_verdict(\(world.diary.id), \(entry)) as verdict",
+                            """
+                            select (\(unsafeRaw: update.qual)) as using_update, (\(unsafeRaw: update.checked)) as check_update,
+                                (\(unsafeRaw: delete.qual)) as using_delete
+                            from entries where diary_id = \(world.diary.id) and id = \(entry)
+                            """,
+                        ])
+                    }
+                    let verdict = try answers[2].first?.decode("verdict", as: String.self)
+                    let policed = answers[3].first
+                    let expected = Self.verdictByPolicies(
+                        usingUpdate: try policed?.decode("using_update", as: Bool?.self),
+                        checkUpdate: try policed?.decode("check_update", as: Bool?.self),
+                        usingDelete: try policed?.decode("using_delete", as: Bool?.self))
+                    #expect(verdict == expected, "\(role) on \(entry == world.ownersEntry ? "the owner's entry" : "a missing entry"): entry_verdict \(verdict ?? "nil"), the policies \(expected)")
+                    compared[expected, default: 0] += 1
+                }
+            }
+            // Each answer is reached, so the comparison can tell them apart.
+            #expect(compared["permitted"] == 1 && (compared["forbidden"] ?? 0) >= 1 && (compared["not_found"] ?? 0) >= 2, "\(compared)")
+        }
+    }
+
     /// Through PgBouncer, the one server connection serves every client connection in turn.
     @Test("1,000 alternating requests from two users over one pooled connection: neither sees the other's rows", arguments: DatabaseRoute.allCases)
     func poolIdentity(route: DatabaseRoute) async throws {

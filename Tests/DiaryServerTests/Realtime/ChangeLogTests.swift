@@ -204,6 +204,35 @@ struct ChangeLogTests {
             #expect(!reply.text.contains(bob.user.id.uuidString.lowercased()) && !reply.text.localizedCaseInsensitiveContains(bob.user.id.uuidString))
             #expect(!reply.text.contains("bob-real-name"))
             if case .memberLeft(let departed) = events.last?.data { #expect(departed.userId == bobAlias) }
+            // The log names readers as member_profiles names them to the caller: herself by her
+            // id, the other member by his alias.
+            let members = try await api.call(.get, "/v1/diaries/\(diary.id)/members", token: alice.accessToken).decode(MemberList.self).members
+            #expect(members.map(\.userId) == [alice.user.id])
+            let readers = events.compactMap { event -> UUID? in if case .entryRead(let read) = event.data { read.userId } else { nil } }
+            #expect(readers == [alice.user.id, bobAlias].compactMap { $0 })
+        }
+    }
+
+    @Test("one who left reads of the diary exactly what change_log_select lets them see: their own departure")
+    func departureIsThePolicys() async throws {
+        try await APIHarness.run { api in
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
+            let diary = try await api.createDiary("家族", type: .family, token: alice.accessToken)
+            #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
+            _ = try await api.post("before", in: diary.id, token: bob.accessToken)
+            #expect(try await api.call(.delete, "/v1/diaries/\(diary.id)/members/\(bob.user.id)", token: bob.accessToken).status == .noContent)
+            _ = try await api.post("after", in: diary.id, token: alice.accessToken)
+            // As diary_app with bob's identity: the repository's statement, and the table under its policy alone.
+            let results = try await api.pool.transaction([
+                Seed.identity(bob.user.id), "select refresh_app_diary_ids()",
+                ChangeLogRepository.departureStatement(fromDiary: diary.id, after: 0, limit: 100),
+                "select position from change_log where diary_id = \(diary.id) order by position",
+            ])
+            let told = try results[2].map { try $0.decode("position", as: Int64.self) }
+            let visible = try results[3].map { try $0.decode("position", as: Int64.self) }
+            #expect(told.count == 1 && told == visible, "the repository tells \(told), the policy shows \(visible)")
+            let all = try await api.asSuperuser("select count(*)::int8 as n from change_log where diary_id = \(diary.id)")
+            #expect(try all[0].decode("n", as: Int.self) > visible.count, "the diary has changes the policy hides from him")
         }
     }
 
