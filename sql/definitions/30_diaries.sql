@@ -16,6 +16,10 @@ declare
 begin
     -- Posts, which update this row first, wait until the member is in.
     select d.entry_count, d.type into entries_in_diary, kind from diaries d where d.id = diary for no key update;
+    -- The member's joins and creates take turns on the member's row (create_diary holds it
+    -- already), so that two never count the same memberships; no key update, so that the
+    -- member's posts, whose foreign keys share the row, pass.
+    perform 1 from users u where u.id = member for no key update;
     if (select count(*) from user_diaries u where u.user_id = member) >= diaries_per_user_cap() then
         raise exception 'a user belongs to at most % diaries', diaries_per_user_cap() using errcode = 'ZN007';
     end if;
