@@ -36,7 +36,9 @@ $(TEST_TARGETS): export DIARY_PG_MAX_CONNECTIONS = 3000
 RAISE_OPEN_FILES := { ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; }
 # What the suites need: the tests' cluster, a PgBouncer, the ZIP readers and browser, moto.
 # PGPORT names make run's cluster; the tests' takes the next free port.
+# Citus first (scripts/citus.sh install): installing it may upgrade PostgreSQL under a running server.
 test-services:
+	scripts/citus.sh install
 	$(RAISE_OPEN_FILES); unset PGPORT; $(PG) start; $(BOUNCER) start test
 	scripts/test-tools.sh install
 	scripts/moto.sh start
@@ -47,14 +49,17 @@ TEST_SHELL = $(RAISE_OPEN_FILES); \
 
 # `swift test` includes FuzzCorpusReplayTests: every Fuzz/Corpus file once through its fuzz
 # target's properties, and Python's zipfile reading back the ZIP corpus's archives (under a second).
-# Last, DiaryKit (Clients/DiaryKit, a package of its own): built, then tested against the
+# Then DiaryKit (Clients/DiaryKit, a package of its own): built, then tested against the
 # diary-server binary built above, each test with its own server and database on this cluster.
+# Last, the cluster suite on a Citus coordinator and two workers (scripts/test-citus.sh), which
+# says when it skipped, and under CI fails instead.
 test: test-services
 	$(TEST_SHELL); \
 	swift test --skip "FaultTests|PushProcessTests"; \
 	swift test --skip-build --filter "FaultTests|PushProcessTests" --no-parallel; \
 	Tests/sql/run-pgtap.sh; Tests/contract/schemathesis.sh; \
-	DIARYKIT_SERVER_BINARY="$$(swift build --show-bin-path)/diary-server" swift test --package-path Clients/DiaryKit
+	DIARYKIT_SERVER_BINARY="$$(swift build --show-bin-path)/diary-server" swift test --package-path Clients/DiaryKit; \
+	scripts/test-citus.sh
 
 # The Swift suites under AddressSanitizer (in .build-asan) and ThreadSanitizer (in .build-tsan);
 # not in CI: each is a build of its own and a slower run (Benchmarks/results/sanitizers-*.txt).
@@ -88,8 +93,8 @@ fuzz:
 fuzz-merge:
 	Fuzz/fuzz.sh merge $(FUZZ_TARGETS)
 
-# The schema on a Citus cluster, which CI cannot run (scripts/test-citus.sh): a coordinator and two
-# workers, migrate --citus twice, and CitusClusterTests. Without Citus installed it runs nothing.
+# The schema on a Citus cluster alone (scripts/test-citus.sh), as make test ends: a coordinator and
+# two workers, migrate --citus twice, an upgrade of a laid-out cluster, and CitusClusterTests.
 test-citus:
 	scripts/test-citus.sh
 
@@ -104,6 +109,7 @@ db-stop:
 	$(PG) stop
 	DIARY_PG_CLUSTER=$(TEST_CLUSTER) $(PG) stop
 	scripts/moto.sh stop
+	scripts/citus.sh stop
 
 psql: db
 	eval "$$($(PG) env)"; psql -X "$$DATABASE_URL"

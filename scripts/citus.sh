@@ -3,6 +3,9 @@
 # cluster of scripts/postgres.sh (.data/postgres-citus-*) with citus preloaded.
 #
 #   scripts/citus.sh available   exit 0 if the citus extension is installed for PostgreSQL 15
+#   scripts/citus.sh install     install it from ../shared/citus (install.sh, root) unless it is
+#                                there; exit 0 if it is there after. Under CI (CI=true) a failure
+#                                fails; elsewhere it says the cluster suite will be skipped
 #   scripts/citus.sh start       start the three, create the extension in each one's database,
 #                                and register the coordinator and the workers
 #   scripts/citus.sh fresh NAME  the database NAME made afresh on every node, as start prepares
@@ -57,6 +60,27 @@ prepare() {
     done
 }
 
+# Before any cluster starts: install.sh may bring Debian's PostgreSQL 15 to the release Citus was
+# built against, and a server that kept running on the old binary then cannot load plpgsql.so
+# ("undefined symbol"). So the project's running clusters are stopped once it installed anything.
+install() {
+    available && return 0
+    local installer="$root/../shared/citus/install.sh"
+    if [ -f "$installer" ] && bash "$installer" && available; then
+        local cluster
+        for cluster in "$root"/.data/postgres*/; do
+            [ -f "$cluster/data/postmaster.pid" ] && DIARY_PG_CLUSTER="${cluster%/}" "$root/scripts/postgres.sh" stop
+        done
+        return 0
+    fi
+    if [ "${CI:-}" = true ]; then
+        log "Citus could not be installed from $installer, and CI runs the cluster suite: failing"
+        return 1
+    fi
+    log "Citus is not installed and could not be from $installer: make test will skip the cluster suite (scripts/test-citus.sh)"
+    return 0
+}
+
 start() {
     if ! available; then
         log "the citus extension is not installed for PostgreSQL 15; install Citus Data's packages"
@@ -80,9 +104,10 @@ stop() {
 
 case "${1:-}" in
     available) available ;;
+    install) install ;;
     start) start ;;
     fresh) prepare "${2:?usage: $0 fresh DATABASE}" fresh ;;
     stop) stop ;;
     env) node coordinator env ;;
-    *) echo "usage: $0 available|start|fresh DATABASE|stop|env" >&2; exit 2 ;;
+    *) echo "usage: $0 available|install|start|fresh DATABASE|stop|env" >&2; exit 2 ;;
 esac
