@@ -2593,6 +2593,9 @@ declare
     target uuid;
     source uuid;
     result text;
+    -- Worked out here and bound as a value: Citus refuses a function that is not IMMUTABLE
+    -- inside a COALESCE of an UPDATE of one of its tables.
+    expired timestamptz;
 begin
     select * into e from billing_events where event_id = id for update;
     if e.event_type = 'TRANSFER' then
@@ -2624,8 +2627,8 @@ begin
         -- A receiver we know, from a giver we do not: the entitlement is theirs from now.
         update users u set premium_event_at = e.event_at where u.id = target and source is null;
     elsif e.event_type = 'EXPIRATION' then
-        update users u set premium_expires_at = least(coalesce(e.expiration_at, now()), now()), premium_event_at = e.event_at
-        where u.id = target;
+        expired := least(coalesce(e.expiration_at, now()), now());
+        update users u set premium_expires_at = expired, premium_event_at = e.event_at where u.id = target;
     elsif e.event_type = 'CANCELLATION' then
         -- Access lasts until the period ends.
         update users u set premium_expires_at = coalesce(e.expiration_at, u.premium_expires_at), premium_event_at = e.event_at
@@ -2756,33 +2759,55 @@ $$;
 --
 
 CREATE FUNCTION public.claim_push_batch(max_rows integer, lease interval) RETURNS TABLE(id bigint, device_token text, environment text, payload jsonb, created_at timestamp with time zone, attempts integer)
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
-    with due as (
-        select o.id, o.user_id, o.device_token, o.kind, o.diary_id, o.entry_id from push_outbox o
+-- PL/pgSQL, and a statement for each table: Citus plans neither a SQL function's statement with
+-- its parameters in it, nor a statement that joins the outbox, on the coordinator, to the
+-- entries and members of diaries on other nodes. Each diary table is read by the diaries'
+-- values, so that it routes to their shards.
+declare
+    due_ids bigint[];
+    due_users uuid[];
+    due_tokens text[];
+    due_kinds text[];
+    due_diaries uuid[];
+    due_entries uuid[];
+    live_entries uuid[];
+    members text[];
+    wanted bigint[];
+    claimed_until constant timestamptz := now() + lease;
+begin
+    select array_agg(o.id order by o.available_at, o.id), array_agg(o.user_id order by o.available_at, o.id),
+        array_agg(o.device_token order by o.available_at, o.id), array_agg(o.kind order by o.available_at, o.id),
+        array_agg(o.diary_id order by o.available_at, o.id), array_agg(o.entry_id order by o.available_at, o.id)
+    into due_ids, due_users, due_tokens, due_kinds, due_diaries, due_entries
+    from (
+        select o.id, o.user_id, o.device_token, o.kind, o.diary_id, o.entry_id, o.available_at from push_outbox o
         where o.dead_at is null and o.available_at <= now()
         order by o.available_at, o.id
         limit least(max_rows, 1000)
         for update skip locked
-    ), checked as (
-        select due.id,
-            exists (select 1 from devices d where d.token = due.device_token and d.user_id = due.user_id)
-            and (due.kind <> 'entry' or (
-                exists (select 1 from entries e where e.diary_id = due.diary_id and e.id = due.entry_id)
-                and exists (select 1 from diary_members m where m.diary_id = due.diary_id and m.user_id = due.user_id)
-            )) as wanted
-        from due
-    ), dropped as (
-        delete from push_outbox o using checked where o.id = checked.id and not checked.wanted
-    ), claimed as (
-        update push_outbox o set available_at = now() + lease, attempts = o.attempts + 1
-        from checked where o.id = checked.id and checked.wanted
-        returning o.id, o.device_token, o.payload, o.created_at, o.attempts
-    )
-    select c.id, c.device_token, d.environment, c.payload, c.created_at, c.attempts
-    from claimed c join devices d on d.token = c.device_token
-    order by c.id
+    ) o;
+    if due_ids is null then
+        return;
+    end if;
+    select coalesce(array_agg(e.id), '{}') into live_entries from entries e
+    where e.diary_id = any (due_diaries) and e.id = any (due_entries);
+    select coalesce(array_agg(m.diary_id::text || ' ' || m.user_id::text), '{}') into members from diary_members m
+    where m.diary_id = any (due_diaries) and m.user_id = any (due_users);
+    select coalesce(array_agg(d.id), '{}') into wanted
+    from unnest(due_ids, due_users, due_tokens, due_kinds, due_diaries, due_entries) d(id, user_id, token, kind, diary_id, entry_id)
+    where exists (select 1 from devices v where v.token = d.token and v.user_id = d.user_id)
+      and (d.kind <> 'entry' or (d.entry_id = any (live_entries) and d.diary_id::text || ' ' || d.user_id::text = any (members)));
+    delete from push_outbox o where o.id = any (due_ids) and not o.id = any (wanted);
+    update push_outbox o set available_at = claimed_until, attempts = o.attempts + 1 where o.id = any (wanted);
+    return query
+    select o.id, o.device_token, v.environment, o.payload, o.created_at, o.attempts
+    from push_outbox o join devices v on v.token = o.device_token
+    where o.id = any (wanted)
+    order by o.id;
+end
 $$;
 
 --
@@ -4051,6 +4076,8 @@ CREATE FUNCTION public.register_device(device_token text, device_environment tex
     AS $$
 declare
     caller uuid := app_user_id();
+    -- Bound as a value: Citus refuses a function that is not IMMUTABLE in DO UPDATE SET.
+    registered timestamptz := now();
 begin
     if caller is null then
         raise exception 'not signed in' using errcode = '42501';
@@ -4063,8 +4090,8 @@ begin
     on conflict (token) do update set
         user_id = excluded.user_id,
         environment = excluded.environment,
-        created_at = case when d.user_id = excluded.user_id then d.created_at else now() end,
-        registered_at = now();
+        created_at = case when d.user_id = excluded.user_id then d.created_at else registered end,
+        registered_at = registered;
     delete from devices d where d.token in (
         select token from devices where user_id = caller order by registered_at desc, token offset 20);
 end
@@ -4206,11 +4233,15 @@ CREATE FUNCTION public.rotate_invite_code(diary uuid) RETURNS text
     AS $$
 declare
     verdict constant text := diary_verdict(diary);
+    -- Drawn first and bound as a value: Citus refuses a volatile function in an UPDATE of a
+    -- distributed table.
+    code text;
 begin
     if verdict <> 'permitted' then
         return verdict;
     end if;
-    update diaries d set invite_code = generate_invite_code() where d.id = diary;
+    code := generate_invite_code();
+    update diaries d set invite_code = code where d.id = diary;
     perform register_invite_code(diary);
     return 'rotated';
 end
@@ -4274,6 +4305,9 @@ declare
     todays timestamptz;
     queued integer;
     sent_any boolean := false;
+    -- Each new next_at is worked out here and bound as a value: Citus refuses a function that
+    -- is not IMMUTABLE inside a CASE of an UPDATE of one of its tables.
+    next_due timestamptz;
 begin
     for r in
         select s.user_id, s.last_handled_on, u.time_zone, (u.settings ->> 'reminder_time')::time as at_time
@@ -4284,11 +4318,11 @@ begin
     loop
         today := (now_at at time zone r.time_zone)::date;
         todays := reminder_instant(r.time_zone, r.at_time, today);
-        update reminder_schedule s set next_at = case
+        next_due := case
             when todays is null then 'infinity'
             when todays > now_at and r.last_handled_on is distinct from today then todays
-            else reminder_instant(r.time_zone, r.at_time, today + 1) end
-        where s.user_id = r.user_id;
+            else reminder_instant(r.time_zone, r.at_time, today + 1) end;
+        update reminder_schedule s set next_at = next_due where s.user_id = r.user_id;
     end loop;
 
     for r in
@@ -4307,9 +4341,9 @@ begin
         end if;
         if todays > now_at or r.last_handled_on is not distinct from today then
             -- A day missed entirely, or already handled: wait for the next one.
-            update reminder_schedule s set next_at = case when todays > now_at and r.last_handled_on is distinct from today
-                then todays else reminder_instant(r.time_zone, r.at_time, today + 1) end
-            where s.user_id = r.user_id;
+            next_due := case when todays > now_at and r.last_handled_on is distinct from today
+                then todays else reminder_instant(r.time_zone, r.at_time, today + 1) end;
+            update reminder_schedule s set next_at = next_due where s.user_id = r.user_id;
             user_id := r.user_id; outcome := 'rescheduled';
             return next;
             continue;
@@ -4331,9 +4365,8 @@ begin
             sent_any := sent_any or queued > 0;
             outcome := 'sent';
         end if;
-        update reminder_schedule s set last_handled_on = today,
-            next_at = reminder_instant(r.time_zone, r.at_time, today + 1)
-        where s.user_id = r.user_id;
+        next_due := reminder_instant(r.time_zone, r.at_time, today + 1);
+        update reminder_schedule s set last_handled_on = today, next_at = next_due where s.user_id = r.user_id;
         user_id := r.user_id;
         return next;
     end loop;
@@ -4471,14 +4504,16 @@ CREATE FUNCTION public.store_apple_token(token uuid, client text, sealed_token b
     AS $$
 declare
     caller constant uuid := app_user_id();
+    -- Bound as a value: Citus refuses a function that is not IMMUTABLE in DO UPDATE SET.
+    stored constant timestamptz := now();
 begin
     if caller is null then
         raise exception 'not signed in' using errcode = 'ZN401';
     end if;
-    insert into apple_tokens as t (user_id, token_id, client_id, sealed)
-    values (caller, token, client, sealed_token)
+    insert into apple_tokens as t (user_id, token_id, client_id, sealed, stored_at)
+    values (caller, token, client, sealed_token, stored)
     on conflict (user_id) do update
-    set token_id = excluded.token_id, client_id = excluded.client_id, sealed = excluded.sealed, stored_at = now();
+    set token_id = excluded.token_id, client_id = excluded.client_id, sealed = excluded.sealed, stored_at = excluded.stored_at;
 end
 $$;
 

@@ -12,6 +12,9 @@ declare
     target uuid;
     source uuid;
     result text;
+    -- Worked out here and bound as a value: Citus refuses a function that is not IMMUTABLE
+    -- inside a COALESCE of an UPDATE of one of its tables.
+    expired timestamptz;
 begin
     select * into e from billing_events where event_id = id for update;
     if e.event_type = 'TRANSFER' then
@@ -43,8 +46,8 @@ begin
         -- A receiver we know, from a giver we do not: the entitlement is theirs from now.
         update users u set premium_event_at = e.event_at where u.id = target and source is null;
     elsif e.event_type = 'EXPIRATION' then
-        update users u set premium_expires_at = least(coalesce(e.expiration_at, now()), now()), premium_event_at = e.event_at
-        where u.id = target;
+        expired := least(coalesce(e.expiration_at, now()), now());
+        update users u set premium_expires_at = expired, premium_event_at = e.event_at where u.id = target;
     elsif e.event_type = 'CANCELLATION' then
         -- Access lasts until the period ends.
         update users u set premium_expires_at = coalesce(e.expiration_at, u.premium_expires_at), premium_event_at = e.event_at

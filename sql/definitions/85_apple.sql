@@ -109,14 +109,16 @@ CREATE OR REPLACE FUNCTION public.store_apple_token(token uuid, client text, sea
     AS $$
 declare
     caller constant uuid := app_user_id();
+    -- Bound as a value: Citus refuses a function that is not IMMUTABLE in DO UPDATE SET.
+    stored constant timestamptz := now();
 begin
     if caller is null then
         raise exception 'not signed in' using errcode = 'ZN401';
     end if;
-    insert into apple_tokens as t (user_id, token_id, client_id, sealed)
-    values (caller, token, client, sealed_token)
+    insert into apple_tokens as t (user_id, token_id, client_id, sealed, stored_at)
+    values (caller, token, client, sealed_token, stored)
     on conflict (user_id) do update
-    set token_id = excluded.token_id, client_id = excluded.client_id, sealed = excluded.sealed, stored_at = now();
+    set token_id = excluded.token_id, client_id = excluded.client_id, sealed = excluded.sealed, stored_at = excluded.stored_at;
 end
 $$;
 

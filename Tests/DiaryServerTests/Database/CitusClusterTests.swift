@@ -112,6 +112,43 @@ struct CitusClusterTests {
         }
     }
 
+    @Test("the writes Citus refused: a device's registration, an invite code's rotation, a push claim, a reminder tick, an Apple token kept, a RevenueCat expiration")
+    func writesCitusRefused() async throws {
+        try await APIHarness.run(on: try Self.owner(), citus: true) { api in
+            let tag = UUID().uuidString.prefix(8)
+            let alice = try await api.signIn("citus-writes-alice-\(tag)"), bob = try await api.signIn("citus-writes-bob-\(tag)")
+            let diary = try await api.createDiary("書き込み", type: .family, token: alice.accessToken)
+            #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
+            // Devices are one table for every test on this cluster: a token of this run's own.
+            let device = (UUID().uuidString + UUID().uuidString).replacingOccurrences(of: "-", with: "").lowercased()
+            for _ in 0..<2 {
+                // The second registration of the same token takes the DO UPDATE path.
+                let registered = try await api.call(.put, "/v1/me/devices/\(device)", token: bob.accessToken, body: RegisterDeviceRequest(environment: "sandbox"))
+                #expect(registered.status.code < 300, "\(registered.text)")
+            }
+            let rotated = try await api.call(.post, "/v1/diaries/\(diary.id)/invite-code", token: alice.accessToken)
+            #expect(rotated.status == .ok, "\(rotated.text)")
+            #expect(try await api.post("通知", in: diary.id, token: alice.accessToken).status == .created)
+            try await TestDatabase.withPool(try Self.owner(), size: 1) { pool in
+                let claimed = try await pool.query("select device_token from claim_push_batch(1000, interval '1 minute')")
+                #expect(try claimed.contains { try $0.decode("device_token", as: String.self) == device }, "bob's notification is claimed")
+                _ = try await pool.query("select * from run_reminders(now(), 1000)")
+                let sealed = Data(repeating: 7, count: 40)
+                _ = try await pool.transaction([Seed.identity(bob.user.id), "select store_apple_token(\(UUID()), 'com.example.diary', \(sealed))"])
+                let kept = try await pool.query("select count(*)::int8 as n from apple_tokens where user_id = \(bob.user.id)")
+                #expect(try kept.first?.decode("n", as: Int.self) == 1)
+                try await pool.query("update users set premium_expires_at = now() + interval '30 days' where id = \(bob.user.id)")
+                let outcome = try await pool.query("""
+                    select record_billing_event(\("citus-\(tag)"), 'EXPIRATION', \([bob.user.id.uuidString.lowercased()]), '{}', '{}',
+                        'premium_monthly', false, null, now(), 'SANDBOX', true, '{}') as outcome
+                    """)
+                #expect(try outcome.first?.decode("outcome", as: String.self) == "applied")
+                let expired = try await pool.query("select premium_expires_at <= now() as expired from users where id = \(bob.user.id)")
+                #expect(try expired.first?.decode("expired", as: Bool.self) == true)
+            }
+        }
+    }
+
     @Test("realtime through the coordinator: a socket learns of its user's join from elsewhere, the other member's post, and its own departure")
     func realtimeThroughTheCoordinator() async throws {
         try await APIHarness.run(on: try Self.owner(), testing: .live, citus: true) { api in
