@@ -3076,6 +3076,11 @@ CREATE FUNCTION public.finish_apple_revocation(token uuid, outcome text, delay_m
     AS $$
 declare
     result text;
+    -- Worked out here and bound as values: Citus refuses a function that is not IMMUTABLE
+    -- (timestamptz - interval is STABLE) inside a CASE of an UPDATE of one of its tables.
+    settled constant timestamptz := now();
+    stale_before constant timestamptz := settled - interval '7 days';
+    due_again constant timestamptz := settled + make_interval(secs => delay_ms / 1000.0);
 begin
     if outcome = 'revoked' then
         update apple_revocations r set state = 'revoked', sealed = null, finished_at = now(), last_error = null
@@ -3088,10 +3093,10 @@ begin
     elsif outcome = 'retry' then
         update apple_revocations r set
             last_error = left(error, 500),
-            available_at = now() + make_interval(secs => delay_ms / 1000.0),
-            state = case when r.queued_at < now() - interval '7 days' then 'failed' else 'pending' end,
-            sealed = case when r.queued_at < now() - interval '7 days' then null else r.sealed end,
-            finished_at = case when r.queued_at < now() - interval '7 days' then now() end
+            available_at = due_again,
+            state = case when r.queued_at < stale_before then 'failed' else 'pending' end,
+            sealed = case when r.queued_at < stale_before then null else r.sealed end,
+            finished_at = case when r.queued_at < stale_before then settled end
         where r.token_id = token and r.state = 'pending'
         returning r.state into result;
     else
@@ -3109,6 +3114,14 @@ CREATE FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], delays_m
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
+declare
+    -- Worked out here and bound as values: Citus refuses a function that is not IMMUTABLE
+    -- inside a CASE of an UPDATE of one of its tables, and a STABLE one (timestamptz + interval)
+    -- called with a column.
+    settled constant timestamptz := now();
+    stale_before constant timestamptz := settled - interval '24 hours';
+    due_again constant timestamptz[] := array(
+        select settled + make_interval(secs => d.delay_ms / 1000.0) from unnest(delays_ms) with ordinality d(delay_ms, n) order by d.n);
 begin
     delete from push_outbox o using unnest(ids, outcomes) r(id, outcome)
     where o.id = r.id and r.outcome = 'sent';
@@ -3117,10 +3130,10 @@ begin
     delete from push_outbox o using unnest(ids, outcomes) r(id, outcome)
     where o.id = r.id and r.outcome = 'unregistered';
     update push_outbox o set
-        available_at = now() + make_interval(secs => r.delay_ms / 1000.0),
+        available_at = r.due_at,
         last_error = left(r.error, 500),
-        dead_at = case when r.outcome = 'dead' or (r.outcome = 'retry' and o.created_at < now() - interval '24 hours') then now() end
-    from unnest(ids, outcomes, delays_ms, errors) r(id, outcome, delay_ms, error)
+        dead_at = case when r.outcome = 'dead' or (r.outcome = 'retry' and o.created_at < stale_before) then settled end
+    from unnest(ids, outcomes, due_again, errors) r(id, outcome, due_at, error)
     where o.id = r.id and r.outcome in ('retry', 'hold', 'dead');
 end
 $$;

@@ -78,6 +78,11 @@ CREATE OR REPLACE FUNCTION public.finish_apple_revocation(token uuid, outcome te
     AS $$
 declare
     result text;
+    -- Worked out here and bound as values: Citus refuses a function that is not IMMUTABLE
+    -- (timestamptz - interval is STABLE) inside a CASE of an UPDATE of one of its tables.
+    settled constant timestamptz := now();
+    stale_before constant timestamptz := settled - interval '7 days';
+    due_again constant timestamptz := settled + make_interval(secs => delay_ms / 1000.0);
 begin
     if outcome = 'revoked' then
         update apple_revocations r set state = 'revoked', sealed = null, finished_at = now(), last_error = null
@@ -90,10 +95,10 @@ begin
     elsif outcome = 'retry' then
         update apple_revocations r set
             last_error = left(error, 500),
-            available_at = now() + make_interval(secs => delay_ms / 1000.0),
-            state = case when r.queued_at < now() - interval '7 days' then 'failed' else 'pending' end,
-            sealed = case when r.queued_at < now() - interval '7 days' then null else r.sealed end,
-            finished_at = case when r.queued_at < now() - interval '7 days' then now() end
+            available_at = due_again,
+            state = case when r.queued_at < stale_before then 'failed' else 'pending' end,
+            sealed = case when r.queued_at < stale_before then null else r.sealed end,
+            finished_at = case when r.queued_at < stale_before then settled end
         where r.token_id = token and r.state = 'pending'
         returning r.state into result;
     else

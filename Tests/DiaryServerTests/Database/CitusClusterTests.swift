@@ -112,7 +112,7 @@ struct CitusClusterTests {
         }
     }
 
-    @Test("the writes Citus refused: a device's registration, an invite code's rotation, a push claim, a reminder tick, an Apple token kept, a RevenueCat expiration")
+    @Test("the writes Citus refused: a device's registration, an invite code's rotation, a push claim and its settling, a reminder tick, an Apple token kept and revoked, a RevenueCat expiration")
     func writesCitusRefused() async throws {
         try await APIHarness.run(on: try Self.owner(), citus: true) { api in
             let tag = UUID().uuidString.prefix(8)
@@ -130,8 +130,15 @@ struct CitusClusterTests {
             #expect(rotated.status == .ok, "\(rotated.text)")
             #expect(try await api.post("通知", in: diary.id, token: alice.accessToken).status == .created)
             try await TestDatabase.withPool(try Self.owner(), size: 1) { pool in
-                let claimed = try await pool.query("select device_token from claim_push_batch(1000, interval '1 minute')")
-                #expect(try claimed.contains { try $0.decode("device_token", as: String.self) == device }, "bob's notification is claimed")
+                let claimed = try await pool.query("select id, device_token from claim_push_batch(1000, interval '1 minute')")
+                let notification = try #require(try claimed.first { try $0.decode("device_token", as: String.self) == device }?.decode("id", as: Int.self),
+                                                "bob's notification is claimed")
+                // Settled as a retry, then as dead: the outcomes that update the outbox.
+                for outcome in ["retry", "dead"] {
+                    try await pool.query("select finish_push_batch(array[\(notification)::int8], array[\(outcome)], array[0], array['stand-in'])")
+                }
+                let dead = try await pool.query("select dead_at is not null as dead from push_outbox where id = \(notification)")
+                #expect(try dead.first?.decode("dead", as: Bool.self) == true)
                 _ = try await pool.query("select * from run_reminders(now(), 1000)")
                 let sealed = Data(repeating: 7, count: 40)
                 _ = try await pool.transaction([Seed.identity(bob.user.id), "select store_apple_token(\(UUID()), 'com.example.diary', \(sealed))"])
@@ -145,6 +152,16 @@ struct CitusClusterTests {
                 #expect(try outcome.first?.decode("outcome", as: String.self) == "applied")
                 let expired = try await pool.query("select premium_expires_at <= now() as expired from users where id = \(bob.user.id)")
                 #expect(try expired.first?.decode("expired", as: Bool.self) == true)
+            }
+            // Bob's account deleted: his Apple token is queued for revocation, claimed, and settled as a retry.
+            #expect(try await api.call(.delete, "/v1/me", token: bob.accessToken).status.code < 300)
+            try await TestDatabase.withPool(try Self.owner(), size: 1) { pool in
+                let claimed = try await pool.query("select token_id from claim_apple_revocations(1000, interval '1 minute')")
+                #expect(!claimed.isEmpty, "the deleted account's token is queued")
+                for row in claimed {
+                    let state = try await pool.query("select finish_apple_revocation(\(try row.decode("token_id", as: UUID.self)), 'retry', 0, 'stand-in') as state")
+                    #expect(try state.first?.decode("state", as: String?.self) == "pending")
+                }
             }
         }
     }
