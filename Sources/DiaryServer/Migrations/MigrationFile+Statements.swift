@@ -66,6 +66,6 @@ extension MigrationFile {
     }
 
     private static func isOnlyComments(_ text: String) -> Bool {
-        text.split(separator: "\n").allSatisfy { $0.trimmingCharacters(in: .whitespaces).isEmpty || $0.trimmingCharacters(in: .whitespaces).hasPrefix("--") }
+        command(of: text).isEmpty
     }
 }

@@ -89,39 +89,41 @@ struct Migrator {
         var run = Run()
         run.migrations = try await plan(connection).filter { $0.state == .pending }.map(\.file)
         for file in run.migrations {
-            try await apply(file, on: connection, statements: onCitus ? file.statements : [file.sql], record: """
+            try await apply(file, as: "migration", on: connection, statements: onCitus ? file.statements : [file.sql], record: """
                 insert into schema_migrations (version, name, checksum) values (\(file.version), \(file.name), \(file.checksum))
                 """)
-            logger.info("applied migration", metadata: ["file": "\(file.fileName)"])
         }
         // A migration may have dropped a view or a policy in its way, to be created again
         // from its file: so after any migration, every definition applies again.
         run.definitions = try await changedDefinitions(connection, all: !run.migrations.isEmpty)
         for file in run.definitions {
-            var statements = [file.sql]
-            if onCitus {
-                statements = []
-                for statement in file.statements {
-                    if let spelled = try await CitusSchema.definitionStatement(statement, policyExists: { name, table in
-                        try await connection.query("select exists (select from pg_policies where schemaname = 'public' and policyname = \(name) and tablename = \(table)) as found")
-                            .first?.decode("found", as: Bool.self) == true
-                    }) {
-                        statements.append(spelled)
-                    }
-                }
-            }
-            try await apply(file, on: connection, statements: ["set local check_function_bodies = off"] + statements, record: """
+            let statements = onCitus ? try await citusStatements(of: file, on: connection) : [file.sql]
+            try await apply(file, as: "definitions", on: connection, statements: ["set local check_function_bodies = off"] + statements, record: """
                 insert into schema_definitions (file_name, checksum) values (\(file.fileName), \(file.checksum))
                 on conflict (file_name) do update set checksum = excluded.checksum, applied_at = now()
                 """)
-            logger.info("applied definitions", metadata: ["file": "\(file.fileName)"])
         }
         if run.isEmpty { logger.info("database is up to date", metadata: ["migrations": "\(files.count)", "definitions": "\(definitions.count)"]) }
         return run
     }
 
-    /// One file in one transaction, recorded in the same transaction.
-    private func apply(_ file: MigrationFile, on connection: PostgresConnection, statements: [String], record: PostgresQuery) async throws {
+    /// A definition file's statements as the cluster takes them (`CitusSchema.definitionStatement`).
+    private func citusStatements(of file: MigrationFile, on connection: PostgresConnection) async throws -> [String] {
+        var statements: [String] = []
+        for statement in file.statements {
+            let spelled = try await CitusSchema.definitionStatement(statement) { name, table in
+                try await connection.query("select exists (select from pg_policies where schemaname = 'public' and policyname = \(name) and tablename = \(table)) as found")
+                    .first?.decode("found", as: Bool.self) == true
+            }
+            if let spelled { statements.append(spelled) }
+        }
+        return statements
+    }
+
+    /// One file in one transaction, recorded in the same transaction, and logged with how long it took.
+    private func apply(_ file: MigrationFile, as kind: String, on connection: PostgresConnection, statements: [String], record: PostgresQuery) async throws {
+        let clock = ContinuousClock()
+        let started = clock.now
         do {
             try await connection.query("BEGIN")
             for setting in settings { try await connection.query(setting) }
@@ -134,6 +136,7 @@ struct Migrator {
             _ = try? await connection.query("ROLLBACK")
             throw MigrationError(description: Self.describeFailure(of: file, error))
         }
+        logger.info("applied \(kind)", metadata: ["file": "\(file.fileName)", "duration": "\(clock.now - started)"])
     }
 
     private func changedDefinitions(_ connection: PostgresConnection, all: Bool) async throws -> [MigrationFile] {
