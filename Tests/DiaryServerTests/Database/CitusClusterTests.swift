@@ -184,11 +184,6 @@ struct CitusClusterTests {
         #expect(differences.isEmpty)
     }
 
-    @Test("joins and creates racing at a user's 100-diary cap keep it on the cluster")
-    func diaryCapUnderRace() async throws {
-        try await APIHarness.run(on: try Self.owner(), citus: true) { try await JoinDiaryTests.raceAtTheDiaryCap($0) }
-    }
-
     @Test("a member's timeline page, as the server spells it on a cluster, routes to the diary's one shard in one piece")
     func timelineRoutesToOneShard() async throws {
         try await APIHarness.run(on: try Self.owner(), citus: true) { api in
