@@ -41,14 +41,14 @@ public enum TestDatabase {
         }
     }
 
+    /// Copied file by file (`strategy file_copy`), not through the WAL: PostgreSQL 15's default
+    /// writes the whole template to the WAL, some 5 MB a database here, and with every suite
+    /// creating databases at once the backends queued on the WAL's insert locks until
+    /// connections timed out (`Benchmarks/results/test-database-strategy-20261128.txt`).
     public static func create(template: String? = nil) async throws -> PostgresConfiguration {
         let name = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         try await withAdminPool { pool in
-            if let template {
-                try await pool.query(PostgresQuery(unsafeSQL: "create database \(name) template \(template)"))
-            } else {
-                try await pool.query(PostgresQuery(unsafeSQL: "create database \(name)"))
-            }
+            try await pool.query(PostgresQuery(unsafeSQL: "create database \(name) template \(template ?? "template1") strategy file_copy"))
         }
         var configuration = try adminConfiguration()
         configuration.database = name

@@ -87,7 +87,7 @@ final class LiveServer: @unchecked Sendable {
 
     private func prepare() async throws {
         try await Self.run("/usr/bin/env", ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-U", "postgres", "-d", "postgres",
-                                            "-c", "create database \(database) owner diary_owner"])
+                                            "-c", "create database \(database) owner diary_owner strategy file_copy"])
         try await Self.run(Self.binary, ["migrate"], environment: [
             "MIGRATION_DATABASE_URL": databaseURL(role: "diary_owner"), "DATABASE_URL": databaseURL(role: "diary_owner"),
             "DIARY_MIGRATIONS_DIR": Self.serverRoot.appendingPathComponent("sql/migrations").path,
