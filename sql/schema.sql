@@ -450,6 +450,12 @@ ALTER TABLE ONLY public.change_log
 CREATE INDEX change_log_at ON public.change_log USING btree (at);
 
 --
+-- Name: change_log_joins; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX change_log_joins ON public.change_log USING btree (diary_id, user_id, "position") WHERE (kind = 'member.joined'::text);
+
+--
 -- Name: change_log; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
@@ -3489,8 +3495,10 @@ CREATE FUNCTION public.log_change_at(diary uuid, logged bigint, kind text, entry
 begin
     insert into change_log (diary_id, position, kind, entry_id, user_id, user_alias)
     values (diary, logged, log_change_at.kind, entry, member, alias);
-    -- Who is in the diary changed: the feed reads its members too.
-    perform announce('diary_changes', case when kind in ('member.joined', 'member.left') then 'members ' else '' end || diary::text);
+    -- The feed wakes the diary's followers, knowing how far it has moved, with no read; when
+    -- who is in the diary changed, it reads its members too.
+    perform announce('diary_changes',
+        case when kind in ('member.joined', 'member.left') then 'members ' else '' end || diary::text || ' ' || logged::text);
 end
 $$;
 

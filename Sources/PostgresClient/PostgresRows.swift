@@ -42,8 +42,8 @@ public final class PostgresRows: @unchecked Sendable, RandomAccessCollection {
 
     public var first: PostgresRow? { count > 0 ? self[0] : nil }
 
-    func columnIndex(_ name: String) -> Int? {
-        columnNames.firstIndex(of: name)
+    func columnIndex(_ name: String, from first: Int = 0) -> Int? {
+        columnNames[first...].firstIndex(of: name)
     }
 
     /// The value's bytes in libpq's buffer, or nil for NULL. Valid while this object lives.
@@ -57,6 +57,25 @@ public final class PostgresRows: @unchecked Sendable, RandomAccessCollection {
 public struct PostgresRow: Sendable {
     let rows: PostgresRows
     let index: Int32
+    /// Where lookups by name start: 0, or just after a section's marker.
+    let firstColumn: Int
+
+    init(rows: PostgresRows, index: Int32, firstColumn: Int = 0) {
+        self.rows = rows
+        self.index = index
+        self.firstColumn = firstColumn
+    }
+
+    /// The columns after the one called `marker`, for lookups by name: a statement that
+    /// joins several subjects into one row (an entry's columns, then a member's) marks where
+    /// each begins, and each subject's decoder reads its own section by the names it knows.
+    /// Positions (`decode(at:)`) stay those of the whole row.
+    public func section(after marker: String) throws -> PostgresRow {
+        guard let column = rows.columnIndex(marker, from: firstColumn) else {
+            throw PostgresDecodingError(column: marker, targetType: "section", failure: .malformed("the result has no such column"))
+        }
+        return PostgresRow(rows: rows, index: index, firstColumn: column + 1)
+    }
 
     public var columnCount: Int { rows.columnNames.count }
 
@@ -75,9 +94,9 @@ public struct PostgresRow: Sendable {
         }
     }
 
-    /// Decodes the column called `name`.
+    /// Decodes the column called `name`: the first of that name, in the row or its section.
     public func decode<Value: PostgresDecodable>(_ name: String, as type: Value.Type = Value.self) throws -> Value {
-        guard let column = rows.columnIndex(name) else {
+        guard let column = rows.columnIndex(name, from: firstColumn) else {
             throw PostgresDecodingError(column: name, targetType: "\(Value.self)", failure: .malformed("the result has no such column"))
         }
         return try decode(Value.self, at: column)

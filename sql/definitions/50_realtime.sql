@@ -81,8 +81,10 @@ CREATE OR REPLACE FUNCTION public.log_change_at(diary uuid, logged bigint, kind 
 begin
     insert into change_log (diary_id, position, kind, entry_id, user_id, user_alias)
     values (diary, logged, log_change_at.kind, entry, member, alias);
-    -- Who is in the diary changed: the feed reads its members too.
-    perform announce('diary_changes', case when kind in ('member.joined', 'member.left') then 'members ' else '' end || diary::text);
+    -- The feed wakes the diary's followers, knowing how far it has moved, with no read; when
+    -- who is in the diary changed, it reads its members too.
+    perform announce('diary_changes',
+        case when kind in ('member.joined', 'member.left') then 'members ' else '' end || diary::text || ' ' || logged::text);
 end
 $$;
 

@@ -18,22 +18,34 @@ package struct DiaryRepository: Sendable {
     /// entries_timeline, so the cost does not grow with the diary's history.
     /// `app_user_id()` is called, not selected once: Citus refuses a subquery without FROM
     /// beside the correlated one, and here it is an index condition, evaluated once anyway.
-    static let diaryColumns: PostgresFragment = """
+    static var diaryColumns: PostgresQuery { columns(ofDiary: "diaries.id") }
+
+    /// One diary's columns, as `diaryColumns`, with its id bound wherever those correlate
+    /// with the diary's row: on Citus the statement then routes to the diary's one shard,
+    /// alone or inside a larger one (`ChangeLogRepository.changesStatement`), where the
+    /// correlated spelling is planned across every shard, or refused ("complex joins are
+    /// only supported when all distributed tables are co-located"). The caller still says
+    /// `where diaries.id = …`.
+    static func diaryColumns(ofDiary diary: UUID) -> PostgresQuery { columns(ofDiary: "\(diary)") }
+
+    private static func columns(ofDiary diary: PostgresQuery) -> PostgresQuery {
+        """
         select diaries.id, diaries.name, diaries.type, diaries.invite_code, me.role, diaries.created_at,
             cardinality(members.member_ids) as member_count,
-            (select e.created_at from entries e where e.diary_id = diaries.id order by e.created_at desc limit 1) as last_entry_at,
+            (select e.created_at from entries e where e.diary_id = \(diary) order by e.created_at desc limit 1) as last_entry_at,
             me.unread_count,
             members.member_ids, members.member_names, members.member_images, members.member_roles, members.member_joined_at
         from diaries
-        join diary_members me on me.diary_id = diaries.id and me.user_id = app_user_id()
+        join diary_members me on me.diary_id = \(diary) and me.user_id = app_user_id()
         cross join lateral (
             select array_agg(p.public_id order by p.joined_at, p.public_id) as member_ids,
                    array_agg(p.display_name order by p.joined_at, p.public_id) as member_names,
                    array_agg(p.profile_image_url order by p.joined_at, p.public_id) as member_images,
                    array_agg(p.role order by p.joined_at, p.public_id) as member_roles,
                    array_agg(p.joined_at order by p.joined_at, p.public_id) as member_joined_at
-            from member_profiles p where p.diary_id = diaries.id) as members
+            from member_profiles p where p.diary_id = \(diary)) as members
         """
+    }
 
     static func diary(from row: PostgresRow) throws -> Diary {
         guard let type = DiaryType(rawValue: try row.decode("type")), let role = MemberRole(rawValue: try row.decode("role")) else {
@@ -75,7 +87,7 @@ package struct DiaryRepository: Sendable {
     package func find(_ id: UUID) async throws -> Diary {
         let results = try await scope.read([
             ChangeLogRepository.positionStatement(ofDiary: id),
-            "\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.select.using)",
+            "\(Self.diaryColumns(ofDiary: id)) where diaries.id = \(id) and \(DiariesPolicy.select.using)",
         ])
         guard let row = results[1].first else { throw DomainError.notFound("no such diary") }
         var diary = try Self.diary(from: row)
@@ -94,7 +106,7 @@ package struct DiaryRepository: Sendable {
             do {
                 let results = try await scope.run(
                     ["select create_diary(\(id), \(name), \(type.rawValue), \(freePlanDiaries)::integer)"],
-                    thenRead: ["\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.select.using)"]
+                    thenRead: ["\(Self.diaryColumns(ofDiary: id)) where diaries.id = \(id) and \(DiariesPolicy.select.using)"]
                 )
                 guard let row = results[1].first else { throw DomainError.inconsistent("the new diary cannot be read back") }
                 return try Self.diary(from: row)
@@ -109,7 +121,7 @@ package struct DiaryRepository: Sendable {
     package func rename(_ id: UUID, to name: String) async throws -> Diary {
         let results = try await scope.run(
             ["select rename_diary(\(id), \(name)) as outcome"],
-            thenRead: ["\(Self.diaryColumns) where diaries.id = \(id) and \(DiariesPolicy.select.using)"]
+            thenRead: ["\(Self.diaryColumns(ofDiary: id)) where diaries.id = \(id) and \(DiariesPolicy.select.using)"]
         )
         try PolicyTwin.requireDone(results[0], missing: "no such diary", forbidden: "only the owner can rename the diary")
         guard let row = results[1].first else { throw DomainError.notFound("no such diary") }

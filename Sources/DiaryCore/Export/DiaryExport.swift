@@ -50,7 +50,7 @@ package struct DiaryExport: Sendable {
     package func write(exportedAt: Date, to sink: (ByteBuffer) async throws -> Void) async throws {
         try await scope.snapshot { reader in try await withoutActuallyEscaping(sink) { sink in
             var archive = ExportArchive(sink: sink, modified: exportedAt)
-            let rows = try await reader.read("\(DiaryRepository.diaryColumns) where diaries.id = \(diaryID) and \(DiariesPolicy.select.using)")
+            let rows = try await reader.read("\(DiaryRepository.diaryColumns(ofDiary: diaryID)) where diaries.id = \(diaryID) and \(DiariesPolicy.select.using)")
             guard let row = rows.first else { throw DomainError.notFound("no such diary") }
             let diary = try DiaryRepository.diary(from: row)
             let counted = try await reader.read("select diaries.entry_count from diaries where diaries.id = \(diaryID)")

@@ -3,47 +3,65 @@ import Logging
 import NIOConcurrencyHelpers
 import PostgresClient
 
-/// How the feed learns what its sockets have left to read. Each diary orders its own changes
-/// (migration 0027), so there is no one tail to follow: the feed keeps the position of each
-/// diary of the users it holds sockets for, and each user's diaries, and wakes every socket
-/// that has not read up to them. A NOTIFY names the diary that changed, so a round reads
-/// just those; a poll, a NOTIFY without a name, and the first round read them all.
+/// How the feed learns which sockets have something to read, and in which diaries. Each
+/// diary orders its own changes (migration 0027). A NOTIFY names the diary that changed and
+/// its new position, so a round wakes that diary's followers with no read at all; the
+/// feed reads only who follows what (each new user's diaries, and a diary's members when a
+/// NOTIFY says they changed). The poll, a NOTIFY it cannot read, and the first round read
+/// every followed diary's position, and wake the followers of each that moved past what
+/// the feed knew. Sockets then read the diaries they were woken for, one statement each
+/// (`ChangeLogRepository`): the calls go one way, feed → subscription → socket.
 extension ChangeFeed {
-    /// What the rounds have read: the position of each diary of the users with sockets
-    /// here, and each such user's diaries.
-    struct Positions: Sendable {
-        var ofDiary: [UUID: Int64] = [:]
+    /// What the feed knows: each followed user's diaries, and the latest position of each
+    /// diary, from NOTIFYs and polls.
+    struct Following: Sendable {
         var diariesOfUser: [UUID: Set<UUID>] = [:]
-        /// The users read; one who subscribed since is read in the next round.
-        var users: Set<UUID> = []
+        var positions: [UUID: Int64] = [:]
 
-        /// Whether a socket of `user` that has read up to `seen` has more to read: a diary of
-        /// theirs moved past it, or their diaries are not the ones it read (a join elsewhere,
-        /// a departure it has yet to tell). A user not read yet waits for the next round.
-        func hasMore(than seen: ChangeSubscription.Seen, user: UUID) -> Bool {
-            guard users.contains(user) else { return false }
-            let diaries = diariesOfUser[user] ?? []
-            return diaries != seen.diaries || diaries.contains { (seen.positions[$0] ?? -1) < (ofDiary[$0] ?? -1) }
+        /// Notes a diary's position; true if it moved past what was known (or was unknown),
+        /// so its followers have more to read.
+        mutating func move(_ diary: UUID, to position: Int64?) -> Bool {
+            guard let position else { return true }
+            if let known = positions[diary], known >= position { return false }
+            positions[diary] = position
+            return true
+        }
+
+        /// Who follows each of `diaries`.
+        func followers(of diaries: Set<UUID>) -> [UUID: Set<UUID>] {
+            var woken: [UUID: Set<UUID>] = [:]
+            for (user, followed) in diariesOfUser {
+                let moved = followed.intersection(diaries)
+                if !moved.isEmpty { woken[user] = moved }
+            }
+            return woken
         }
     }
 
-    /// The diaries NOTIFYs named since the last round, and those whose members changed.
+    /// The diaries NOTIFYs named since the last round, the latest position each gave, and
+    /// the diaries whose members changed.
     struct Named: Sendable {
         var diaries: Set<UUID> = []
+        var positions: [UUID: Int64] = [:]
         var membersChanged: Set<UUID> = []
 
-        /// `<diary>`, or `members <diary>`, as `log_change` announces them (sql/definitions/50_realtime.sql;
-        /// AnnouncementTests holds the two to each other); false for anything else.
+        /// `<diary> <position>`, or `members <diary> <position>`, as `log_change_at` announces
+        /// them (sql/definitions/50_realtime.sql; AnnouncementTests holds the two to each
+        /// other), or either without its position; false for anything else.
         mutating func note(_ payload: String) -> Bool {
-            let members = payload.hasPrefix("members ")
-            guard let diary = UUID(uuidString: String(payload.dropFirst(members ? 8 : 0))) else { return false }
+            var words = payload.split(separator: " ", omittingEmptySubsequences: false)[...]
+            let members = words.first == "members"
+            if members { words = words.dropFirst() }
+            guard (1...2).contains(words.count), let diary = UUID(uuidString: String(words[words.startIndex])) else { return false }
+            if words.count == 2 {
+                guard let position = Int64(words[words.startIndex + 1]) else { return false }
+                positions[diary] = max(positions[diary] ?? position, position)
+            }
             diaries.insert(diary)
             if members { membersChanged.insert(diary) }
             return true
         }
     }
-
-    var latest: Positions? { state.withLockedValue { $0.latest } }
 
     func askForEverything() {
         state.withLockedValue { $0.everythingDue = true }
@@ -63,27 +81,27 @@ extension ChangeFeed {
         }
     }
 
-    /// After each wake-up: the positions, then a wake for each socket that has not read up
-    /// to them. What a socket has read is what it last recorded (`ChangeSubscription.record`);
-    /// one that records after a round read more is woken then, so a change that commits
-    /// between a socket's read and its record waits for no round.
-    func followPositions() async {
+    /// After each wake-up: who follows what, then a wake for each subscription of a user
+    /// whose diaries moved or who joined or left one, naming those diaries. A NOTIFY comes
+    /// after its COMMIT, so a socket woken by it reads the change; one that arrives while
+    /// the socket reads folds into its next wake-up.
+    func followChanges() async {
         for await _ in positionRequests.rounds {
-            let (users, named, everything, latest) = state.withLockedValue { state in
+            let (users, named, everything, following) = state.withLockedValue { state in
                 defer { state.named = Named(); state.everythingDue = false }
-                return (Array(state.byUser.keys), state.named, state.everythingDue, state.latest)
+                return (Set(state.byUser.keys), state.named, state.everythingDue, state.following)
             }
             do {
-                let positions = if let latest, !everything {
-                    try await update(latest, users: users, named: named)
-                } else {
-                    try await readPositions(of: users)
-                }
+                let (next, woken) = everything
+                    ? try await readEverything(of: users, after: following)
+                    : try await update(following, users: users, named: named)
                 let subscriptions = state.withLockedValue { state in
-                    state.latest = positions
+                    state.following = next
                     return Array(state.subscriptions.values)
                 }
-                for subscription in subscriptions where subscription.hasMore(in: positions) { subscription.wake() }
+                for subscription in subscriptions {
+                    if let diaries = woken[subscription.userID] { subscription.wake(diaries) }
+                }
             } catch {
                 state.withLockedValue { $0.everythingDue = true }
                 logger.warning("realtime: reading the diaries' positions failed", metadata: ["error": "\(error)"])
@@ -91,62 +109,68 @@ extension ChangeFeed {
         }
     }
 
-    /// Every diary of `users`, and its position.
-    private func readPositions(of users: [UUID]) async throws -> Positions {
-        var positions = Positions(users: Set(users))
-        try await addDiaries(of: users, to: &positions)
-        try await readPositions(of: Set(positions.diariesOfUser.values.joined()), into: &positions)
-        return positions
+    /// Every diary of `users` and its position; wakes each user for the diaries that moved
+    /// past what the feed knew, and for those they joined or left since.
+    private func readEverything(of users: Set<UUID>, after known: Following) async throws -> (Following, [UUID: Set<UUID>]) {
+        var next = Following(diariesOfUser: try await diaries(of: users), positions: known.positions)
+        var moved = Set<UUID>()
+        let followed = Set(next.diariesOfUser.values.joined())
+        for batch in Array(followed).inBatches() {
+            for row in try await pool.query("select diary_id, change_position from change_positions(\(batch))") {
+                let diary: UUID = try row.decode("diary_id")
+                if next.move(diary, to: try row.decode("change_position", as: Int64.self)) { moved.insert(diary) }
+            }
+        }
+        next.positions = next.positions.filter { followed.contains($0.key) }
+        var woken = next.followers(of: moved)
+        for user in users {
+            let changed = (known.diariesOfUser[user] ?? []).symmetricDifference(next.diariesOfUser[user] ?? [])
+            if !changed.isEmpty { woken[user, default: []].formUnion(changed) }
+        }
+        return (next, woken)
     }
 
-    /// `latest` with the diaries of users new since, the members of the diaries named as
-    /// having new ones, and the positions of the diaries named or new.
-    private func update(_ latest: Positions, users: [UUID], named: Named) async throws -> Positions {
-        var positions = latest
-        let newUsers = users.filter { !positions.users.contains($0) }
-        var unread = named.diaries
-        if !newUsers.isEmpty {
-            let known = Set(positions.ofDiary.keys)
-            try await addDiaries(of: newUsers, to: &positions)
-            positions.users.formUnion(newUsers)
-            unread.formUnion(Set(newUsers.flatMap { positions.diariesOfUser[$0] ?? [] }).subtracting(known))
-        }
+    /// `known` with the diaries of users new since, and the members of the diaries named as
+    /// having new ones; wakes the followers of the diaries named past their known position,
+    /// and each user who joined or left one of them.
+    private func update(_ known: Following, users: Set<UUID>, named: Named) async throws -> (Following, [UUID: Set<UUID>]) {
+        var next = known
+        next.diariesOfUser = next.diariesOfUser.filter { users.contains($0.key) }
+        let newUsers = users.filter { next.diariesOfUser[$0] == nil }
+        if !newUsers.isEmpty { next.diariesOfUser.merge(try await diaries(of: newUsers)) { $1 } }
+        // A new user's socket may have read a diary they have left since the feed last read
+        // anyone's: their diaries, just read, no longer name it, so they are woken for each
+        // diary whose members changed.
+        var woken: [UUID: Set<UUID>] = Dictionary(uniqueKeysWithValues: named.membersChanged.isEmpty ? [] : newUsers.map { ($0, named.membersChanged) })
         if !named.membersChanged.isEmpty {
             var members: [UUID: Set<UUID>] = [:]
-            for batch in Array(positions.users).inBatches() {
+            for batch in Array(users).inBatches() {
                 for row in try await pool.query("select diary_id, user_ids from members_of_diaries(\(Array(named.membersChanged)), \(batch))") {
                     members[try row.decode("diary_id"), default: []].formUnion(try row.decodeAggregate("user_ids", as: UUID.self))
                 }
             }
-            for user in positions.users {
+            for user in users {
                 for diary in named.membersChanged {
-                    if members[diary]?.contains(user) == true {
-                        positions.diariesOfUser[user, default: []].insert(diary)
-                    } else {
-                        positions.diariesOfUser[user]?.remove(diary)
-                    }
+                    let member = members[diary]?.contains(user) == true
+                    let inserted = member ? next.diariesOfUser[user, default: []].insert(diary).inserted : next.diariesOfUser[user]?.remove(diary) != nil
+                    if inserted { woken[user, default: []].insert(diary) }
                 }
             }
         }
-        let followed = Set(positions.diariesOfUser.values.joined())
-        try await readPositions(of: unread.intersection(followed), into: &positions)
-        return positions
+        let moved = named.diaries.filter { next.move($0, to: named.positions[$0]) }
+        for (user, diaries) in next.followers(of: moved) { woken[user, default: []].formUnion(diaries) }
+        return (next, woken)
     }
 
-    private func addDiaries(of users: [UUID], to positions: inout Positions) async throws {
-        for batch in users.inBatches() {
+    /// Each of `users`' diaries, none for a user in none.
+    private func diaries(of users: Set<UUID>) async throws -> [UUID: Set<UUID>] {
+        var diariesOfUser = Dictionary(uniqueKeysWithValues: users.map { ($0, Set<UUID>()) })
+        for batch in Array(users).inBatches() {
             for row in try await pool.query("select diary_id, user_ids from diaries_of_users(\(batch))") {
                 let diary: UUID = try row.decode("diary_id")
-                for user in try row.decodeAggregate("user_ids", as: UUID.self) { positions.diariesOfUser[user, default: []].insert(diary) }
+                for user in try row.decodeAggregate("user_ids", as: UUID.self) { diariesOfUser[user, default: []].insert(diary) }
             }
         }
-    }
-
-    private func readPositions(of diaries: Set<UUID>, into positions: inout Positions) async throws {
-        for batch in Array(diaries).inBatches() {
-            for row in try await pool.query("select diary_id, change_position from change_positions(\(batch))") {
-                positions.ofDiary[try row.decode("diary_id")] = try row.decode("change_position", as: Int64.self)
-            }
-        }
+        return diariesOfUser
     }
 }

@@ -3,10 +3,11 @@ package import Logging
 import NIOConcurrencyHelpers
 package import PostgresClient
 
-/// One per server: learns that a diary's change log has grown and wakes the sockets it may
-/// concern. LISTEN brings the wake-up; the diaries' positions bring the facts, so a lost
-/// notification only delays until the next poll. Sockets then read their own changes,
-/// under their own policies (`ChangeLogRepository`), from their own cursors.
+/// One per server: learns that a diary's change log has grown and wakes the sockets of its
+/// members, naming the diary. LISTEN brings the wake-up and the position; the poll reads the
+/// diaries' positions, so a lost notification only delays until then. Sockets then read
+/// those diaries' changes, under their own policies (`ChangeLogRepository`), from their own
+/// cursors, on the requests' pool.
 ///
 /// It also closes sockets whose session ends (logout, account deletion, revocation), and
 /// prunes the log past its retention.
@@ -26,7 +27,8 @@ package final class ChangeFeed: Sendable {
     package let options: Options
     /// The feed's connections say so in pg_stat_activity.
     package static let applicationName = "diary-server realtime"
-    /// The feed's own connections; run it as a service beside the feed.
+    /// The feed's own connections, for who follows what, the poll, session checks and
+    /// pruning; run it as a service beside the feed.
     package let pool: PostgresPool
     let listenConfiguration: PostgresConfiguration
     let logger: Logger
@@ -38,8 +40,8 @@ package final class ChangeFeed: Sendable {
         var subscriptions: [Int: ChangeSubscription] = [:]
         var byUser: [UUID: Set<Int>] = [:]
         var nextID = 0
-        /// What the last round read.
-        var latest: Positions?
+        /// Who follows which diaries, and where each stands, as the rounds learnt it.
+        var following = Following()
         /// What NOTIFYs named since the last round began.
         var named = Named()
         /// A poll, an unnamed NOTIFY, or a failed round: the next round reads everything.
@@ -93,7 +95,7 @@ package final class ChangeFeed: Sendable {
         positionRequests.wake()
         await runWorkerLoops(
             [
-                { await self.followPositions() },
+                { await self.followChanges() },
                 { await self.listenForChanges() },
                 { await repeating(every: self.options.pollInterval) { self.askForEverything() } },
                 { await repeating(every: self.options.sessionCheckInterval) { await self.closeEndedSessions() } },
@@ -139,21 +141,27 @@ package final class ChangeFeed: Sendable {
     }
 }
 
-/// One socket's link to the feed: wake-ups, and whether its session has ended.
+/// One socket's link to the feed: wake-ups naming the diaries to read, and whether its
+/// session has ended. The feed calls it; the socket only reads what it is handed.
 package final class ChangeSubscription: Sendable {
     let id: Int
     let userID: UUID
     private let feed: ChangeFeed
-    private let current: NIOLockedValueBox<(identity: TokenService.Identity, ending: Ending?, seen: Seen?)>
-    /// Wake-ups fold into one: the socket reads everything after its cursor anyway.
+    private let current: NIOLockedValueBox<(identity: TokenService.Identity, ending: Ending?, woken: Set<UUID>)>
+    /// Wake-ups fold into one, and so do the diaries they name.
     private let wakeups = Wakeups()
-    package var wakes: AsyncStream<Void> { wakeups.rounds }
+
+    /// The diaries woken for since the last element, once per wake-up; empty when only
+    /// `ending` changed.
+    package var wakes: AsyncMapSequence<AsyncStream<Void>, Set<UUID>> {
+        wakeups.rounds.map { [current] in current.withLockedValue { state in defer { state.woken = [] }; return state.woken } }
+    }
 
     init(id: Int, identity: TokenService.Identity, feed: ChangeFeed) {
         self.id = id
         self.userID = identity.userID
         self.feed = feed
-        self.current = NIOLockedValueBox((identity, nil, nil))
+        self.current = NIOLockedValueBox((identity, nil, []))
     }
 
     /// Why the socket must close, once it must.
@@ -162,25 +170,6 @@ package final class ChangeSubscription: Sendable {
         case sessionEnded
         /// The server is stopping.
         case shutdown
-    }
-
-    /// What the socket has read: its position in each diary, and which diaries it read as
-    /// the user's.
-    package struct Seen: Sendable, Equatable {
-        var positions: [UUID: Int64]
-        var diaries: Set<UUID>
-    }
-
-    /// After each read: what the socket has read. Wakes it at once if the feed's last round
-    /// read more, since no later round may come until the next change or poll.
-    package func record(_ cursor: ChangeCursor, diaries: Set<UUID>) {
-        current.withLockedValue { $0.seen = Seen(positions: cursor.positions, diaries: diaries) }
-        if let latest = feed.latest, hasMore(in: latest) { wake() }
-    }
-
-    func hasMore(in positions: ChangeFeed.Positions) -> Bool {
-        guard let seen = current.withLockedValue({ $0.seen }) else { return false }
-        return positions.hasMore(than: seen, user: userID)
     }
 
     package var identity: TokenService.Identity { current.withLockedValue { $0.identity } }
@@ -193,7 +182,10 @@ package final class ChangeSubscription: Sendable {
         current.withLockedValue { $0.identity = identity }
     }
 
-    func wake() { wakeups.wake() }
+    func wake(_ diaries: Set<UUID>) {
+        current.withLockedValue { $0.woken.formUnion(diaries) }
+        wakeups.wake()
+    }
 
     func end(_ ending: Ending) {
         current.withLockedValue { if $0.ending == nil { $0.ending = ending } }

@@ -3,10 +3,10 @@ package import Foundation
 import PostgresClient
 
 /// The change log as one member sees it (migrations 0008, 0027), for the realtime socket and
-/// delta sync alike. Rows come under the caller's row-level policies; each change is then
-/// rendered from its subject's current state, as the REST API would show it to the caller.
-/// A change whose subject is gone since (an entry deleted, a member who left again) is
-/// passed over: the change that removed it follows.
+/// delta sync alike. Rows come under the caller's row-level policies, each change with its
+/// subject's current state as the REST API would show it to the caller, read in the same
+/// statement: one a diary (`changesStatement`). A change whose subject is gone since (an
+/// entry deleted, a member who left again) is passed over: the change that removed it follows.
 package struct ChangeLogRepository: Sendable {
     let scope: RequestScope
 
@@ -19,8 +19,6 @@ package struct ChangeLogRepository: Sendable {
         /// Resuming after it continues with the next change.
         package var next: ChangeCursor
         package var hasMore: Bool
-        /// The diaries read as the caller's.
-        package var diaries: Set<UUID>
     }
 
     package enum Outcome: Sendable {
@@ -56,66 +54,56 @@ package struct ChangeLogRepository: Sendable {
 
     /// Changes after `cursor` that the caller may see: in `diary` (the caller must be a
     /// member, else 404), or in every diary they belong to, and their own departures from
-    /// the diaries the cursor names that they have left. Each diary is read from its own
-    /// position, in one statement that on Citus routes to its shard; a page takes the
-    /// oldest changes across them. A diary the cursor does not name starts where the caller
-    /// joined it.
-    ///
-    /// The diaries the cursor names are read as the caller's in the round trip that reads
-    /// the caller's diaries, which is all it takes while those stay the same; a diary joined
-    /// since, or left, takes a second.
+    /// the diaries the cursor names that they have left. The diaries the cursor names are
+    /// read in the round trip that reads the caller's diaries; a diary it does not name,
+    /// joined since, takes a second.
     package func changes(after cursor: ChangeCursor, inDiary diary: UUID? = nil, limit: Int) async throws -> Outcome {
-        let named = cursor.positions.filter { diary == nil || $0.key == diary }.sorted { $0.key.uuidString < $1.key.uuidString }
+        let named = cursor.positions.keys.filter { diary == nil || $0 == diary }.sorted { $0.uuidString < $1.uuidString }
         let first = try await scope.read(
             ["select diary_id, position_at_join from my_positions_at_join()"]
-                + named.map { Self.changesStatement(inDiary: $0.key, after: $0.value, limit: limit) })
-        var starts: [UUID: Int64] = [:]
+                + named.map { Self.changesStatement(inDiary: $0, after: cursor[$0], limit: limit) })
+        var joined: [UUID: Int64] = [:]
         for row in first[0] {
             let member: UUID = try row.decode("diary_id")
-            guard diary == nil || member == diary else { continue }
-            let joined = try row.decode("position_at_join", as: Int64.self)
-            starts[member] = max(cursor[member] ?? joined, joined)
+            if diary == nil || member == diary { joined[member] = try row.decode("position_at_join", as: Int64.self) }
         }
-        if let diary, starts[diary] == nil { throw DomainError.notFound("no such diary") }
+        if let diary, joined[diary] == nil { throw DomainError.notFound("no such diary") }
+        var reads = Array(zip(named, first.dropFirst()))
+        let unnamed = joined.keys.filter { cursor[$0] == nil }.sorted { $0.uuidString < $1.uuidString }
+        if !unnamed.isEmpty {
+            reads += zip(unnamed, try await scope.read(unnamed.map { Self.changesStatement(inDiary: $0, after: joined[$0], limit: limit) }))
+        }
+        return try page(of: reads, continuing: diary == nil ? ChangeCursor() : cursor, limit: limit)
+    }
 
-        typealias Read = (diary: UUID, after: Int64, member: Bool)
-        var reads: [(read: Read, rows: PostgresRows)] = []
-        var second: [Read] = []
-        for (index, (named, after)) in named.enumerated() {
-            if let start = starts[named] {
-                if start == after { reads.append(((named, after, true), first[index + 1])) } else { second.append((named, start, true)) }
-            } else if diary == nil {
-                second.append((named, after, false))
-            }
-        }
-        for (member, start) in starts where cursor[member] == nil { second.append((member, start, true)) }
-        if !second.isEmpty {
-            let results = try await scope.read(second.map {
-                $0.member ? Self.changesStatement(inDiary: $0.diary, after: $0.after, limit: limit)
-                    : Self.departureStatement(fromDiary: $0.diary, after: $0.after, limit: limit)
-            })
-            reads += zip(second, results).map { ($0, $1) }
-        }
+    /// The changes after `cursor` in `diaries` alone, one statement each, in one round trip:
+    /// what a realtime socket reads when the feed wakes it for these diaries. A diary the
+    /// cursor does not name starts where the caller joined it.
+    package func changes(after cursor: ChangeCursor, inDiaries diaries: Set<UUID>, limit: Int) async throws -> Outcome {
+        let sorted = diaries.sorted { $0.uuidString < $1.uuidString }
+        let results = try await scope.read(sorted.map { Self.changesStatement(inDiary: $0, after: cursor[$0], limit: limit) })
+        return try page(of: Array(zip(sorted, results)), continuing: cursor, limit: limit)
+    }
 
-        var next = diary == nil ? ChangeCursor() : cursor
+    /// One page from each diary's rows (`changesStatement`): the oldest first across diaries,
+    /// each diary's own order kept; `cursor` moved past what the page holds.
+    func page(of reads: [(diary: UUID, rows: PostgresRows)], continuing cursor: ChangeCursor, limit: Int) throws -> Outcome {
+        var next = cursor
         var queues: [[LoggedChange]] = []
-        for (read, rows) in reads {
-            if read.member {
-                // No row: the caller left since reading their diaries; the next read finds the departure.
-                guard let first = rows.first else { next[read.diary] = read.after; continue }
-                if try read.after > first.decode("change_position", as: Int64.self)
-                    || read.after < first.decode("pruned_position", as: Int64.self) {
-                    return .resyncRequired
-                }
-                next[read.diary] = read.after
-            } else if !rows.isEmpty {
-                // A diary left is dropped from the cursor once its departure has been told.
-                next[read.diary] = read.after
+        for (diary, rows) in reads {
+            guard let head = rows.first else { continue }
+            let after = try head.decode("read_after", as: Int64.self)
+            if let position = try head.decode("change_position", as: Int64?.self) {
+                let pruned = try head.decode("pruned_position", as: Int64.self)
+                if after > position || after < pruned { return .resyncRequired }
+                next[diary] = after
+            } else {
+                // A diary left: kept in the cursor until its departure has been told.
+                next[diary] = try head.decode("position", as: Int64?.self) == nil ? nil : after
             }
-            queues.append(try rows.compactMap { try LoggedChange(row: $0, diary: read.diary) })
+            queues.append(try rows.compactMap { try LoggedChange(row: $0, diary: diary, links: scope.photoLinks) })
         }
 
-        // The oldest first across diaries, each diary's own order kept.
         var changes: [LoggedChange] = []
         var heads = Array(repeating: 0, count: queues.count)
         while changes.count < limit {
@@ -132,41 +120,54 @@ package struct ChangeLogRepository: Sendable {
             changes.append(change)
         }
         let hasMore = queues.indices.contains { heads[$0] < queues[$0].count }
-        return .page(Page(events: try await render(changes), next: next, hasMore: hasMore, diaries: Set(starts.keys)))
+        return .page(Page(events: changes.compactMap(\.event), next: next, hasMore: hasMore))
     }
 
-    /// A diary's changes after `after`, one row beyond `limit`; the first row carries the
-    /// diary's position and pruning line even when no change is returned. Nothing for a
-    /// caller who is not a member.
-    static func changesStatement(inDiary diary: UUID, after: Int64, limit: Int) -> PostgresQuery {
+    /// A diary's changes after `after` (or, without one, after the caller's own latest join),
+    /// one row beyond `limit`, each with the subject it shows in full (entry, member, diary)
+    /// as the REST API renders it to the caller, in their sections of the row: the diary's
+    /// position, its changes and what they render, from one snapshot, in one statement that
+    /// on Citus routes to the diary's shard. The first row carries the diary's position,
+    /// pruning line and where the read began, even when no change is returned. Of a diary
+    /// the caller is not in, only their own departure.
+    static func changesStatement(inDiary diary: UUID, after: Int64?, limit: Int) -> PostgresQuery {
         """
-        select diaries.change_position, diaries.pruned_position,
+        with d as (
+            select diaries.change_position, diaries.pruned_position, diaries.type from diaries
+            where diaries.id = \(diary) and \(DiariesPolicy.select.using)),
+        start as (
+            select coalesce(greatest(\(after)::bigint, (
+                select max(j.position) - 1 from change_log j
+                where j.diary_id = \(diary) and j.kind = 'member.joined' and j.user_id = app_user_id())), -1) as read_after)
+        select d.change_position, d.pruned_position, start.read_after,
             c.position, c.kind, c.entry_id, c.user_id, c.at,
             case when c.user_id = app_user_id() then c.user_id
-                 when diaries.type <> 'anonymous' then c.user_id
-                 else c.user_alias end as public_user_id
-        from diaries
+                 when d.type <> 'anonymous' then c.user_id
+                 else c.user_alias end as public_user_id,
+            null::text as entry_section, e.*, null::text as member_section, m.*, null::text as diary_section, dd.*
+        from start
+        left join d on true
         left join lateral (
             select c.* from change_log c
-            where c.diary_id = \(diary) and c.position > \(after)
+            where c.diary_id = \(diary) and c.position > start.read_after
+              and (d.change_position is not null or (c.kind = 'member.left' and c.user_id = app_user_id()))
             order by c.position limit \(limit + 1)) c on true
-        where diaries.id = \(diary) and \(DiariesPolicy.select.using)
+        left join lateral (
+            \(EntryRepository.entryColumns(inDiary: diary))
+            where c.kind in ('entry.created', 'entry.updated') and entries.id = c.entry_id and \(EntriesPolicy.select(inDiary: diary))) e on true
+        left join lateral (
+            select \(DiaryRepository.memberColumns) from member_profiles p
+            where c.kind = 'member.joined' and p.diary_id = \(diary) and p.user_id = c.user_id) m on true
+        left join lateral (
+            \(DiaryRepository.diaryColumns(ofDiary: diary))
+            where c.kind = 'diary.updated' and diaries.id = \(diary) and \(DiariesPolicy.select.using)) dd on true
         order by c.position
         """
     }
 
-    /// The caller's own departure from a diary they have left, if not told yet.
-    static func departureStatement(fromDiary diary: UUID, after: Int64, limit: Int) -> PostgresQuery {
-        """
-        select c.position, c.kind, c.entry_id, c.user_id, c.at, c.user_id as public_user_id
-        from change_log c
-        where c.diary_id = \(diary) and c.position > \(after) and c.kind = 'member.left' and c.user_id = app_user_id()
-        order by c.position limit \(limit + 1)
-        """
-    }
-
-    /// A row of the log, as read for the caller. `userID` is the real id and stays here:
-    /// what leaves is `publicUserID`, the alias wherever the caller may not see the id.
+    /// A row of the log, as read for the caller, with what it shows. `userID` is the real id
+    /// and stays here: what leaves is `publicUserID`, the alias wherever the caller may not
+    /// see the id.
     struct LoggedChange: Sendable {
         var diaryID: UUID
         var position: Int64
@@ -177,9 +178,12 @@ package struct ChangeLogRepository: Sendable {
         var userID: UUID?
         var publicUserID: UUID?
         var at: Date
+        /// What the event carries; nil for a change whose subject is gone since (an entry
+        /// deleted, a member who left again): the change that removed it follows.
+        var data: ChangeData?
 
         /// Nil for the row that carries only the diary's position.
-        init?(row: PostgresRow, diary: UUID) throws {
+        init?(row: PostgresRow, diary: UUID, links: PhotoLinks) throws {
             guard let position = try row.decode("position", as: Int64?.self) else { return nil }
             guard let type = ChangeType(rawValue: try row.decode("kind")) else {
                 throw PostgresDecodingError(column: "kind", targetType: "ChangeType", failure: .malformed("unknown change"))
@@ -191,90 +195,27 @@ package struct ChangeLogRepository: Sendable {
             userID = try row.decode("user_id")
             publicUserID = try row.decode("public_user_id")
             at = try row.decode("at")
-        }
-    }
-
-    /// Reads the subjects that changes show in full (entries, members, diaries) in one
-    /// transaction, then builds the events in log order.
-    func render(_ changes: [LoggedChange]) async throws -> [ChangeEvent] {
-        var entryIDs: [UUID: [UUID]] = [:]
-        var memberIDs: [UUID: [UUID]] = [:]
-        var diaryIDs: [UUID] = []
-        for change in changes {
-            switch change.type {
-            case .entryCreated, .entryUpdated: if let id = change.entryID { entryIDs[change.diaryID, default: []].append(id) }
-            case .memberJoined: if let id = change.userID { memberIDs[change.diaryID, default: []].append(id) }
-            case .diaryUpdated: diaryIDs.append(change.diaryID)
-            case .entryDeleted, .entryRead, .memberLeft: break
-            }
-        }
-        var statements: [PostgresQuery] = []
-        let entryDiaries = Array(entryIDs.keys)
-        for diary in entryDiaries {
-            statements.append("""
-                \(EntryRepository.entryColumns(inDiary: diary))
-                where \(EntriesPolicy.select(inDiary: diary)) and entries.id = any(\(entryIDs[diary] ?? []))
-                """)
-        }
-        let memberDiaries = Array(memberIDs.keys)
-        for diary in memberDiaries {
-            statements.append("""
-                select p.user_id, \(DiaryRepository.memberColumns) from member_profiles p
-                where p.diary_id = \(diary) and p.user_id = any(\(memberIDs[diary] ?? []))
-                """)
-        }
-        if !diaryIDs.isEmpty {
-            statements.append("\(DiaryRepository.diaryColumns) where diaries.id = any(\(diaryIDs)) and \(DiariesPolicy.select.using)")
-        }
-        let results = statements.isEmpty ? [] : try await scope.read(statements)
-
-        var entries: [UUID: Entry] = [:]
-        var members: [UUID: [UUID: Member]] = [:]
-        var diaries: [UUID: Diary] = [:]
-        var index = 0
-        for _ in entryDiaries {
-            for row in results[index] {
-                let entry = try EntryRepository.entry(from: row, links: scope.photoLinks)
-                entries[entry.id] = entry
-            }
-            index += 1
-        }
-        for diary in memberDiaries {
-            for row in results[index] {
-                members[diary, default: [:]][try row.decode("user_id", as: UUID.self)] = try DiaryRepository.member(from: row)
-            }
-            index += 1
-        }
-        if !diaryIDs.isEmpty {
-            for row in results[index] {
-                let diary = try DiaryRepository.diary(from: row)
-                diaries[diary.id] = diary
-            }
-        }
-
-        return changes.compactMap { change -> ChangeEvent? in
-            let data: ChangeData
-            switch change.type {
+            switch type {
             case .entryCreated, .entryUpdated:
-                guard let id = change.entryID, let entry = entries[id] else { return nil }
-                data = .entry(entry)
-            case .entryDeleted:
-                guard let id = change.entryID else { return nil }
-                data = .entryDeleted(DeletedEntry(id: id))
-            case .entryRead:
-                guard let id = change.entryID, let reader = change.publicUserID else { return nil }
-                data = .entryRead(EntryRead(entryId: id, userId: reader, readAt: change.at))
+                let entry = try row.section(after: "entry_section")
+                if try entry.decode("id", as: UUID?.self) != nil { data = .entry(try EntryRepository.entry(from: entry, links: links)) }
             case .memberJoined:
-                guard let id = change.userID, let member = members[change.diaryID]?[id] else { return nil }
-                data = .member(member)
-            case .memberLeft:
-                guard let departed = change.publicUserID else { return nil }
-                data = .memberLeft(DepartedMember(userId: departed))
+                let member = try row.section(after: "member_section")
+                if try member.decode("public_id", as: UUID?.self) != nil { data = .member(try DiaryRepository.member(from: member)) }
             case .diaryUpdated:
-                guard let diary = diaries[change.diaryID] else { return nil }
-                data = .diary(diary)
+                let shown = try row.section(after: "diary_section")
+                if try shown.decode("id", as: UUID?.self) != nil { data = .diary(try DiaryRepository.diary(from: shown)) }
+            case .entryDeleted:
+                data = entryID.map { .entryDeleted(DeletedEntry(id: $0)) }
+            case .entryRead:
+                if let entryID, let publicUserID { data = .entryRead(EntryRead(entryId: entryID, userId: publicUserID, readAt: at)) }
+            case .memberLeft:
+                data = publicUserID.map { .memberLeft(DepartedMember(userId: $0)) }
             }
-            return ChangeEvent(id: change.cursor.encoded, type: change.type, diaryId: change.diaryID, at: change.at, data: data)
+        }
+
+        var event: ChangeEvent? {
+            data.map { ChangeEvent(id: cursor.encoded, type: type, diaryId: diaryID, at: at, data: $0) }
         }
     }
 }

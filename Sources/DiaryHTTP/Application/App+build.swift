@@ -45,7 +45,7 @@ package func buildApplication(
     )
     let feed = feed ?? makeChangeFeed(configuration: configuration, logger: logger)
     let realtime = RealtimeGateway(
-        feed: feed, tokens: tokens, pool: pool, readPlacement: readPlacement, photoLinks: photos.links,
+        feed: feed, tokens: tokens, pool: pool, readPlacement: readPlacement, database: configuration.citus ? .citus : .single, photoLinks: photos.links,
         options: RealtimeSocket.Options(slowConsumerGrace: configuration.slowConsumerGrace)
     )
     let push = makePush(configuration: configuration, http: outbound, logger: logger)

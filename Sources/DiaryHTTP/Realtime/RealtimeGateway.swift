@@ -18,6 +18,7 @@ struct RealtimeGateway: Sendable {
     let tokens: TokenService
     let pool: PostgresPool
     let readPlacement: PostgresPool.Placement
+    let database: RequestScope.Database
     let photoLinks: PhotoLinks
     let options: RealtimeSocket.Options
 
@@ -53,7 +54,7 @@ struct RealtimeGateway: Sendable {
         try await channel.setOption(ChannelOptions.socketOption(.so_sndbuf), value: RealtimeSocket.Options.kernelSendBuffer).get()
         let socket = RealtimeSocket(
             subscription: subscription, since: query.get("since").map { String($0) }, pool: pool, readPlacement: readPlacement,
-            photoLinks: photoLinks, tokens: tokens, channel: channel, options: options
+            database: database, photoLinks: photoLinks, tokens: tokens, channel: channel, options: options
         )
         return .upgrade([:]) { inbound, outbound, context in
             await socket.run(inbound: inbound, outbound: outbound, logger: context.logger)

@@ -88,6 +88,8 @@ struct RealtimeSocket: Sendable {
     let since: String?
     let pool: PostgresPool
     let readPlacement: PostgresPool.Placement
+    /// On Citus, statements are spelled for its planner, as every request's are.
+    let database: RequestScope.Database
     let photoLinks: PhotoLinks
     let tokens: TokenService
     let channel: any Channel
@@ -135,7 +137,8 @@ struct RealtimeSocket: Sendable {
     }
 
     private func repository() -> ChangeLogRepository {
-        ChangeLogRepository(scope: RequestScope(identity: subscription.identity, pool: pool, photoLinks: photoLinks, readPlacement: readPlacement))
+        ChangeLogRepository(scope: RequestScope(
+            identity: subscription.identity, pool: pool, photoLinks: photoLinks, readPlacement: readPlacement, database: database))
     }
 
     /// After a resync the socket goes on from the diaries' positions now, which the frame
@@ -144,17 +147,19 @@ struct RealtimeSocket: Sendable {
         #"{"type":"resync","cursor":"\#(cursor.encoded)"}"#
     }
 
-    /// `ready`, an optional `resync`, then pages of changes whenever the feed wakes us.
+    /// `ready`, an optional `resync`, the changes after `since` in every diary, then, each
+    /// time the feed wakes it, the changes in the diaries it names: one statement a diary.
     private func deliver(_ outbound: WebSocketOutboundWriter, logger: Logger) async -> Closing? {
         var wakes = subscription.wakes.makeAsyncIterator()
         var cursor: ChangeCursor
+        /// What to read next: nil for every diary of the caller.
+        var unread: Set<UUID>? = []
         do {
-            let now = try await repository().position()
             var resync = false
             if let since {
-                if let parsed = ChangeCursor(since) { cursor = parsed } else { cursor = now; resync = true }
+                if let parsed = ChangeCursor(since) { cursor = parsed; unread = nil } else { cursor = try await repository().position(); resync = true }
             } else {
-                cursor = now
+                cursor = try await repository().position()
             }
             try await outbound.write(.text(#"{"type":"ready","cursor":"\#(cursor.encoded)"}"#))
             if resync { try await outbound.write(.text(Self.resyncFrame(cursor))) }
@@ -166,34 +171,41 @@ struct RealtimeSocket: Sendable {
         }
         while !Task.isCancelled {
             if let ending = subscription.ending { return Closing(ending) }
-            do {
-                switch try await repository().changes(after: cursor, limit: options.pageSize) {
-                case .resyncRequired:
-                    cursor = try await repository().position()
-                    try await outbound.write(.text(Self.resyncFrame(cursor)))
-                    subscription.record(cursor, diaries: Set(cursor.positions.keys))
-                    continue
-                case .page(let page):
-                    for event in page.events {
-                        try await outbound.writeTextMessage(String(decoding: try StreamingJSONEncoder().encode(event), as: UTF8.self))
+            if unread != [] {
+                do {
+                    let outcome = if let diaries = unread {
+                        try await repository().changes(after: cursor, inDiaries: diaries, limit: options.pageSize)
+                    } else {
+                        try await repository().changes(after: cursor, limit: options.pageSize)
                     }
-                    AppMetrics.recordRealtimeEvents(page.events.count)
-                    cursor = page.next
-                    if page.hasMore { continue }
-                    subscription.record(cursor, diaries: page.diaries)
+                    switch outcome {
+                    case .resyncRequired:
+                        cursor = try await repository().position()
+                        try await outbound.write(.text(Self.resyncFrame(cursor)))
+                        unread = []
+                        continue
+                    case .page(let page):
+                        for event in page.events {
+                            try await outbound.writeTextMessage(String(decoding: try StreamingJSONEncoder().encode(event), as: UTF8.self))
+                        }
+                        AppMetrics.recordRealtimeEvents(page.events.count)
+                        cursor = page.next
+                        if page.hasMore { continue }
+                    }
+                } catch let error as DomainError where error.reason == .unauthenticated {
+                    return Closing(.sessionEnded)
+                } catch let error as PostgresError {
+                    // The database is away: keep the socket, try again shortly.
+                    logger.warning("realtime socket cannot read changes", metadata: ["error": "\(error)"])
+                    try? await Task.sleep(for: Self.databaseRetry.delay(attempt: 1))
+                    continue
+                } catch {
+                    logger.warning("realtime socket closes: its changes cannot be read", metadata: ["error": "\(error)"])
+                    return nil
                 }
-            } catch let error as DomainError where error.reason == .unauthenticated {
-                return Closing(.sessionEnded)
-            } catch let error as PostgresError {
-                // The database is away: keep the socket, try again shortly.
-                logger.warning("realtime socket cannot read changes", metadata: ["error": "\(error)"])
-                try? await Task.sleep(for: Self.databaseRetry.delay(attempt: 1))
-                continue
-            } catch {
-                logger.warning("realtime socket closes: its changes cannot be read", metadata: ["error": "\(error)"])
-                return nil
             }
-            guard await wakes.next() != nil else { return nil }
+            guard let woken = await wakes.next() else { return nil }
+            unread = woken
         }
         return nil
     }

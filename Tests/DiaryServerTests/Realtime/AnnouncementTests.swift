@@ -55,7 +55,7 @@ struct AnnouncementTests {
         }
     }
 
-    @Test("what the SQL announces on diary_changes is what the feed reads: a new member as the diary's members, a post as the diary")
+    @Test("what the SQL announces on diary_changes is what the feed reads: a new member as the diary's members, a post as the diary, each with its position")
     func diaryChangesPayloadIsTheFeeds() async throws {
         try await APIHarness.run { api in
             let alice = try await api.signIn("alice")
@@ -76,8 +76,10 @@ struct AnnouncementTests {
                     var named = ChangeFeed.Named()
                     let read = named.note(notification.payload)
                     #expect(read, "the feed cannot read \"\(notification.payload)\"")
-                    // The test's database is its own: every announcement is one of this test's diaries.
+                    // The test's database is its own: every announcement is one of this test's diaries,
+                    // with the position the change took there.
                     #expect(named.diaries.count == 1, "\(notification.payload)")
+                    #expect(named.positions.count == 1 && named.positions.values.allSatisfy { $0 > 0 }, "no position in \"\(notification.payload)\"")
                     if named.membersChanged.isEmpty { post = true } else { members = named.membersChanged == named.diaries }
                 }
                 return members && post
@@ -85,6 +87,23 @@ struct AnnouncementTests {
             writer.cancel()
             _ = await writer.result
             #expect(heard)
+        }
+    }
+
+    @Test("the feed reads a diary_changes payload with or without its position (the release before announced none), and nothing else")
+    func payloads() {
+        let diary = UUID()
+        var named = ChangeFeed.Named()
+        let read = ["\(diary) 7", "\(diary) 5", "members \(diary) 6"].map { named.note($0) }
+        #expect(read == [true, true, true])
+        #expect(named.diaries == [diary] && named.positions == [diary: 7] && named.membersChanged == [diary])
+        var old = ChangeFeed.Named()
+        let readOld = old.note("members \(diary)")
+        #expect(readOld && old.diaries == [diary] && old.positions.isEmpty)
+        for junk in ["", "members", "\(diary) x", "\(diary) 1 2", "members  \(diary)", "someone \(diary) 1", "\(diary)  1"] {
+            var refused = ChangeFeed.Named()
+            let readJunk = refused.note(junk)
+            #expect(!readJunk && refused.diaries.isEmpty, "read \"\(junk)\"")
         }
     }
 }

@@ -1,3 +1,4 @@
+import Crypto
 @testable import DiaryCore
 import DiaryModels
 @testable import DiaryHTTP
@@ -225,10 +226,10 @@ struct ChangeLogTests {
             // As diary_app with bob's identity: the repository's statement, and the table under its policy alone.
             let results = try await api.pool.transaction([
                 Seed.identity(bob.user.id), "select refresh_app_diary_ids()",
-                ChangeLogRepository.departureStatement(fromDiary: diary.id, after: 0, limit: 100),
+                ChangeLogRepository.changesStatement(inDiary: diary.id, after: 0, limit: 100),
                 "select position from change_log where diary_id = \(diary.id) order by position",
             ])
-            let told = try results[2].map { try $0.decode("position", as: Int64.self) }
+            let told = try results[2].compactMap { try $0.decode("position", as: Int64?.self) }
             let visible = try results[3].map { try $0.decode("position", as: Int64.self) }
             #expect(told.count == 1 && told == visible, "the repository tells \(told), the policy shows \(visible)")
             let all = try await api.asSuperuser("select count(*)::int8 as n from change_log where diary_id = \(diary.id)")
@@ -264,6 +265,44 @@ struct ChangeLogTests {
             #expect(try removed.first?.decode("removed", as: Int.self) == 2)
             #expect(try await api.call(.get, "/v1/diaries/\(diary.id)/changes?since=\(start)", token: alice.accessToken).code == "resync_required")
             #expect(try await Self.changes(api, diary.id, since: middle, token: alice.accessToken, expecting: 1).changes.filter { $0.type == .entryCreated }.count == 1)
+        }
+    }
+
+    @Test("a socket woken for diaries reads each in one statement, all in one round trip, and gets what reading every diary gets")
+    func wokenDiariesOneStatementEach() async throws {
+        try await APIHarness.run { api in
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob"), carol = try await api.signIn("carol")
+            let couple = try await api.createDiary("二人", type: .couple, token: alice.accessToken)
+            #expect(try await api.join(couple.inviteCode, token: bob.accessToken).status == .ok)
+            let friends = try await api.createDiary("友達", type: .anonymous, token: carol.accessToken)
+            let tokens = TokenService(key: try TokenService.loadKey(path: nil, dataDirectory: api.dataDirectory, production: false))
+            let scope = RequestScope(
+                identity: try await tokens.verifyAccessToken(bob.accessToken), pool: api.pool, photoLinks: PhotoLinks(key: SymmetricKey(size: .bits256)))
+            let repository = ChangeLogRepository(scope: scope)
+            let start = try await repository.position()
+            // After the cursor: a post, a read and an edit in one diary; a join (from where the
+            // cursor does not name the diary) and a post in the other.
+            let posted = try await api.post("おはよう", in: couple.id, token: alice.accessToken).decode(Entry.self)
+            #expect(try await api.call(.post, "/v1/diaries/\(couple.id)/entries/\(posted.id)/read", token: bob.accessToken).status.code < 300)
+            #expect(try await api.call(.patch, "/v1/diaries/\(couple.id)/entries/\(posted.id)", token: alice.accessToken, body: UpdateEntryRequest(content: "おはよう!")).status == .ok)
+            #expect(try await api.join(friends.inviteCode, token: bob.accessToken).status == .ok)
+            _ = try await api.post("ようこそ", in: friends.id, token: carol.accessToken)
+
+            let recorder = RequestScope.StatementRecorder()
+            let woken = try await RequestScope.$recorder.withValue(recorder) {
+                try await repository.changes(after: start, inDiaries: [couple.id, friends.id], limit: 100)
+            }
+            let transactions = recorder.recorded
+            #expect(transactions.count == 1 && transactions.first?.count == 3, "\(transactions.map(\.count)) statements: authenticate, then one a diary")
+            let everything = try await repository.changes(after: start, limit: 100)
+            guard case .page(let page) = woken, case .page(let all) = everything else { Issue.record("resync: \(woken), \(everything)"); return }
+            #expect(page.events.map(\.type) == [.entryCreated, .entryRead, .entryUpdated, .memberJoined, .entryCreated])
+            #expect(page.events == all.events && page.next == all.next && !page.hasMore)
+            let edited = page.events.compactMap { event -> Entry? in if case .entry(let entry) = event.data { entry } else { nil } }
+            #expect(edited.map(\.content) == ["おはよう!", "おはよう!", "ようこそ"], "an entry shows as it is now, as the REST API shows it")
+            // Anonymous: bob's own join carries his id, carol's post an alias.
+            if case .member(let member) = page.events[3].data { #expect(member.userId == bob.user.id) } else { Issue.record("\(page.events[3])") }
+            #expect(edited.last.map { $0.author.id != carol.user.id } == true)
         }
     }
 }

@@ -158,38 +158,56 @@ struct RealtimeTests {
         }
     }
 
-    @Test("a socket that read before its server's feed first read the positions is woken by that round; one that records an older read later, at once")
-    func readsOlderThanTheFeed() async throws {
+    @Test("the feed wakes a user's subscriptions naming the diaries that moved: all at its first round, then only the diary a NOTIFY names, and only its members")
+    func wakesNameTheirDiaries() async throws {
         try await APIHarness.run { api in
-            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
-            let diary = try await api.createDiary("二人", type: .couple, token: alice.accessToken)
-            #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
-            // A new server's feed, not running yet. It listens on another database and polls
-            // hourly, so only its own first round can tell it of the entry below.
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob"), carol = try await api.signIn("carol")
+            let shared = try await api.createDiary("二人", type: .couple, token: alice.accessToken)
+            #expect(try await api.join(shared.inviteCode, token: bob.accessToken).status == .ok)
+            let other = try await api.createDiary("友達", type: .friends, token: carol.accessToken)
+            // A new server's feed, not running yet, listening on this database and polling
+            // hourly: only its first round and NOTIFYs wake anyone.
             var options = ChangeFeed.Options()
             options.pollInterval = .seconds(3600)
             options.sessionCheckInterval = .seconds(3600)
             let pool = PostgresPool(configuration: api.database.as(TestDatabase.appRole), options: .init(size: 2), logger: TestDatabase.logger)
-            let feed = ChangeFeed(pool: pool, listenConfiguration: try TestDatabase.adminConfiguration(), options: options, logger: TestDatabase.logger)
-            let bobIdentity = TokenService.Identity(userID: bob.user.id, sessionID: UUID())
-            func woken(_ subscription: ChangeSubscription) async -> Bool {
-                (try? await withTimeLimit("a wake-up", within: .seconds(30)) {
+            let feed = ChangeFeed(pool: pool, listenConfiguration: api.database, options: options, logger: TestDatabase.logger)
+            func nextWake(_ subscription: ChangeSubscription) async -> Set<UUID>? {
+                try? await withTimeLimit("a wake-up", within: .seconds(30)) {
                     var wakes = subscription.wakes.makeAsyncIterator()
-                    return await wakes.next() != nil
-                }) ?? false
+                    return await wakes.next()
+                }
             }
-            // Bob's socket reads; then Alice posts; then the feed starts.
-            let read = try #require(ChangeCursor(try await ChangeLogTests.cursor(api, diary.id, token: bob.accessToken)))
-            let first = try #require(feed.subscribe(bobIdentity))
-            first.record(read, diaries: [diary.id])
-            _ = try await api.post("届いた?", in: diary.id, token: alice.accessToken)
+            let bobs = try #require(feed.subscribe(TokenService.Identity(userID: bob.user.id, sessionID: UUID())))
+            let carols = try #require(feed.subscribe(TokenService.Identity(userID: carol.user.id, sessionID: UUID())))
+            // Posted before the feed runs: its first round wakes every socket for each of its diaries.
+            _ = try await api.post("届いた?", in: shared.id, token: alice.accessToken)
             let running = Task { await feed.run() }
-            #expect(await woken(first), "the socket was never woken: the entry stays unread until the diary's next change")
+            #expect(await nextWake(bobs) == [shared.id], "a socket that read before the first round waits for the diary's next change")
+            #expect(await nextWake(carols) == [other.id])
 
-            // The round has been; a second socket records the same read only now.
-            let second = try #require(feed.subscribe(bobIdentity))
-            second.record(read, diaries: [diary.id])
-            #expect(await woken(second), "a socket that recorded after the round read more waits for the next change")
+            // A post in one diary wakes its member alone, for that diary: Carol's next wake,
+            // after a post in hers, names hers only, so the first never woke her.
+            _ = try await api.post("二人だけ", in: shared.id, token: alice.accessToken)
+            #expect(await nextWake(bobs) == [shared.id])
+            _ = try await api.post("みんなへ", in: other.id, token: carol.accessToken)
+            #expect(await nextWake(carols) == [other.id])
+
+            // Joining a diary wakes the joiner for it, through the members NOTIFY.
+            #expect(try await api.join(other.inviteCode, token: bob.accessToken).status == .ok)
+            #expect(await nextWake(bobs) == [other.id])
+            #expect(await nextWake(carols) == [other.id])
+
+            // A user the feed has not read yet, removed before its next round: the diaries it
+            // reads for him no longer name the diary, and still he is woken for it, where his
+            // socket has a departure to tell. No round runs between his subscription and the
+            // removal: only NOTIFYs start one.
+            let dave = try await api.signIn("dave")
+            #expect(try await api.join(other.inviteCode, token: dave.accessToken).status == .ok)
+            #expect(await nextWake(carols) == [other.id])
+            let daves = try #require(feed.subscribe(TokenService.Identity(userID: dave.user.id, sessionID: UUID())))
+            #expect(try await api.call(.delete, "/v1/diaries/\(other.id)/members/\(dave.user.id)", token: carol.accessToken).status == .noContent)
+            #expect(await nextWake(daves) == [other.id])
             running.cancel()
             await running.value
             try? await pool.close()
