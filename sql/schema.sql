@@ -2830,6 +2830,12 @@ begin
     if caller is null then
         raise exception 'no caller' using errcode = 'ZN401';
     end if;
+    -- The id is the client's: a retry of a create that succeeded finds its diary, and the
+    -- server answers it (or a conflict, if it is not what the retry asks for) before the
+    -- plan's and the caps' checks, which the first create has already passed.
+    if exists (select 1 from diaries d where d.id = diary) then
+        return;
+    end if;
     perform 1 from users u where u.id = caller for update;
     if user_plan(caller) = 'free'
        and (select count(*) from user_diaries u where u.user_id = caller and u.role = 'owner') >= free_limit then
@@ -4789,7 +4795,7 @@ GRANT ALL ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) 
 -- Name: FUNCTION create_diary(diary uuid, name text, type text, free_limit integer); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) IS 'Creates a diary with the caller as its owner, which the caller could not insert as themself (the diary is invisible to them until the membership exists), and claims its invite code. A free user owns at most free_limit diaries (ZN006), counted under the caller''s row lock.';
+COMMENT ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) IS 'Creates a diary with the caller as its owner, which the caller could not insert as themself (the diary is invisible to them until the membership exists), and claims its invite code. A free user owns at most free_limit diaries (ZN006), counted under the caller''s row lock. Does nothing when a diary with this id exists: the id is the client''s, and a retry answers what the first create made.';
 
 --
 -- Name: FUNCTION create_diary(diary uuid, name text, type text, free_limit integer); Type: ACL; Schema: public; Owner: -

@@ -77,9 +77,12 @@ public struct MemberList: Codable, Sendable, Equatable {
 }
 
 public struct CreateDiaryRequest: Codable, Sendable {
+    /// Chosen by the client, so that a retry answers the diary it made.
+    public var id: UUID?
     public var name: String
     public var type: DiaryType
-    public init(name: String, type: DiaryType) {
+    public init(id: UUID? = nil, name: String, type: DiaryType) {
+        self.id = id
         self.name = name
         self.type = type
     }

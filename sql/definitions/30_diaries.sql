@@ -65,6 +65,12 @@ begin
     if caller is null then
         raise exception 'no caller' using errcode = 'ZN401';
     end if;
+    -- The id is the client's: a retry of a create that succeeded finds its diary, and the
+    -- server answers it (or a conflict, if it is not what the retry asks for) before the
+    -- plan's and the caps' checks, which the first create has already passed.
+    if exists (select 1 from diaries d where d.id = diary) then
+        return;
+    end if;
     perform 1 from users u where u.id = caller for update;
     if user_plan(caller) = 'free'
        and (select count(*) from user_diaries u where u.user_id = caller and u.role = 'owner') >= free_limit then
@@ -383,7 +389,7 @@ REVOKE ALL ON FUNCTION public.add_diary_member(diary uuid, member uuid, role tex
 
 COMMENT ON FUNCTION public.check_one_owner(diary uuid) IS 'Raises 23514 (diary_members_exactly_one_owner) unless the diary, if it exists, has exactly one owner. Called by the functions that add or drop members.';
 
-COMMENT ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) IS 'Creates a diary with the caller as its owner, which the caller could not insert as themself (the diary is invisible to them until the membership exists), and claims its invite code. A free user owns at most free_limit diaries (ZN006), counted under the caller''s row lock.';
+COMMENT ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) IS 'Creates a diary with the caller as its owner, which the caller could not insert as themself (the diary is invisible to them until the membership exists), and claims its invite code. A free user owns at most free_limit diaries (ZN006), counted under the caller''s row lock. Does nothing when a diary with this id exists: the id is the client''s, and a retry answers what the first create made.';
 
 REVOKE ALL ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) TO diary_app;

@@ -95,26 +95,43 @@ package struct DiaryRepository: Sendable {
         return diary
     }
 
-    /// Creates a diary owned by the caller. A new invite code that collides with an
+    /// Creates a diary owned by the caller, with the id the client chose if it did. A retry
+    /// of the same create (the id, name and type of a diary the caller owns) answers that
+    /// diary, before the plan's and the caps' checks: `create_diary` does nothing then. Any
+    /// other diary with that id is `conflict`. A new invite code that collides with an
     /// existing one (about one in 10^15 per diary) is drawn again.
     /// A free user who already owns `freePlanDiaries` diaries gets `premium_required`,
     /// counted under a lock on their row, so concurrent creates cannot pass it together.
-    package func create(name: String, type: DiaryType, freePlanDiaries: Int) async throws -> Diary {
+    package func create(id chosen: UUID? = nil, name: String, type: DiaryType, freePlanDiaries: Int) async throws -> Creation<Diary> {
         var attempt = 1
         while true {
-            let id = UUID()
+            let id = chosen ?? UUID()
             do {
                 let results = try await scope.run(
-                    ["select create_diary(\(id), \(name), \(type.rawValue), \(freePlanDiaries)::integer)"],
+                    [
+                        "select 1 from diaries where diaries.id = \(id)",
+                        "select create_diary(\(id), \(name), \(type.rawValue), \(freePlanDiaries)::integer)",
+                    ],
                     thenRead: ["\(Self.diaryColumns(ofDiary: id)) where diaries.id = \(id) and \(DiariesPolicy.select.using)"]
                 )
-                guard let row = results[1].first else { throw DomainError.inconsistent("the new diary cannot be read back") }
-                return try Self.diary(from: row)
+                // The first statement reads as the caller: a diary of someone else's is not
+                // seen there, and not here either.
+                let existed = !results[0].isEmpty
+                guard let row = results[2].first else {
+                    if existed || chosen == nil { throw DomainError.inconsistent("the new diary cannot be read back") }
+                    throw Self.idConflict
+                }
+                let diary = try Self.diary(from: row)
+                if !existed { return .created(diary) }
+                guard diary.role == .owner, diary.name == name, diary.type == type else { throw Self.idConflict }
+                return .replayed(diary)
             } catch let error as PostgresError where error.constraint == "invite_codes_pkey" && attempt < 3 {
                 attempt += 1
             }
         }
     }
+
+    static let idConflict = DomainError(.idConflict, "a diary with this id already exists")
 
     /// Renames the diary through `rename_diary`, which logs it: members see it (else 404),
     /// only the owner may change it (else 403).

@@ -81,15 +81,10 @@ package struct EntryRepository: Sendable {
         "select 1 from diaries where diaries.id = \(diary) and \(DiariesPolicy.select.using)"
     }
 
-    package enum CreateOutcome: Sendable {
-        case created(Entry)
-        case replayed(Entry)
-    }
-
     /// Inserts the entry with its photos, or recognises a replay of the same post (content,
     /// question and photos) by the same author. Any other reuse of the id is
     /// `entry_id_conflict`, and the stored entry is untouched.
-    package func create(in diary: UUID, id: UUID?, content: String, question: String?, photoIDs: [UUID] = []) async throws -> CreateOutcome {
+    package func create(in diary: UUID, id: UUID?, content: String, question: String?, photoIDs: [UUID] = []) async throws -> Creation<Entry> {
         let entryID = id ?? UUID()
         // The photos are attached only if this transaction inserted the entry: a replay
         // must not change them. The insert says so in a transaction-local setting.

@@ -14,6 +14,8 @@ package struct DomainError: Error, Sendable, CustomStringConvertible {
         case diaryFull
         /// An entry id the client chose is taken by other content.
         case entryIDConflict
+        /// An id the client chose is taken by something other than what it asks for.
+        case idConflict
         /// A change-log cursor older than what is kept, or never issued: reload, then follow.
         case resyncRequired
         /// A photo the caller uploaded is already attached to another entry.

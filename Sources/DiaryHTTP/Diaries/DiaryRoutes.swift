@@ -11,8 +11,10 @@ struct DiaryRoutes {
         router.post("diaries") { request, context -> EditedResponse<Diary> in
             let body = try await request.decode(as: CreateDiaryRequest.self, context: context)
             let name = try Validation.text(body.name, field: "name", limit: .diaryName)
-            let diary = try await DiaryRepository(scope: context.scope).create(name: name, type: body.type, freePlanDiaries: freePlanDiaries)
-            return EditedResponse(status: .created, response: diary)
+            switch try await DiaryRepository(scope: context.scope).create(id: body.id, name: name, type: body.type, freePlanDiaries: freePlanDiaries) {
+            case .created(let diary): return EditedResponse(status: .created, response: diary)
+            case .replayed(let diary): return EditedResponse(status: .ok, response: diary)
+            }
         }
 
         router.get("diaries") { _, context -> DiaryList in

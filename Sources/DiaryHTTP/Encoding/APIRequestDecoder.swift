@@ -104,7 +104,8 @@ extension CreateEntryRequest: AllowsServerFields {
 }
 
 extension CreateDiaryRequest: AllowsServerFields {
-    static var allowedServerFields: Set<String> { ["type"] }
+    /// Clients that retry choose the diary's id, as they do an entry's.
+    static var allowedServerFields: Set<String> { ["id", "type"] }
 }
 
 extension JoinDiaryRequest: AllowsServerFields {

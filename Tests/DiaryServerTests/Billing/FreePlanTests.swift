@@ -35,6 +35,36 @@ struct FreePlanTests {
         }
     }
 
+    @Test("a create retried with the client's id answers the diary it made, past the free plan's limit; that id with another body, or another user's, is 409 conflict")
+    func createRetriedWithItsID() async throws {
+        try await APIHarness.run(billing: APIHarness.freePlan) { api in
+            let alice = try await api.signIn("Alice"), bob = try await api.signIn("Bob")
+            let id = UUID()
+            let request = CreateDiaryRequest(id: id, name: "ふたり", type: .couple)
+            let first = try await api.call(.post, "/v1/diaries", token: alice.accessToken, body: request)
+            #expect(first.status == .created)
+            let made = try first.decode(Diary.self)
+            #expect(made.id == id)
+            // The plan allows one: only a retry gets past its check, with what the first made.
+            let retried = try await api.call(.post, "/v1/diaries", token: alice.accessToken, body: request)
+            #expect(retried.status == .ok, "\(retried.text)")
+            let again = try retried.decode(Diary.self)
+            #expect(again.id == id && again.inviteCode == made.inviteCode && again.createdAt == made.createdAt)
+            #expect(try await api.call(.get, "/v1/diaries", token: alice.accessToken).decode(DiaryList.self).diaries.map(\.id) == [id])
+            #expect(try await Self.create(api, alice).code == "premium_required")
+
+            for (who, body) in [(alice, CreateDiaryRequest(id: id, name: "べつ", type: .couple)), (alice, CreateDiaryRequest(id: id, name: "ふたり", type: .family)),
+                                (bob, request)] {
+                let refused = try await api.call(.post, "/v1/diaries", token: who.accessToken, body: body)
+                #expect(refused.status == .conflict && refused.code == "conflict", "\(refused.status) \(refused.text)")
+                #expect(!refused.text.contains(made.inviteCode), "the conflict tells nothing of the diary")
+            }
+            #expect(try await api.call(.get, "/v1/diaries", token: bob.accessToken).decode(DiaryList.self).diaries.isEmpty)
+            let stored = try await api.call(.get, "/v1/diaries/\(id)", token: alice.accessToken).decode(Diary.self)
+            #expect(stored.name == "ふたり" && stored.type == .couple && stored.memberCount == 1)
+        }
+    }
+
     @Test("20 concurrent creates by a free user make exactly one diary")
     func concurrentCreates() async throws {
         try await APIHarness.run(poolSize: 8, billing: APIHarness.freePlan) { api in

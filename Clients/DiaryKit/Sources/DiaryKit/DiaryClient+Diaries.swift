@@ -13,9 +13,14 @@ extension DiaryClient {
     }
 
     /// Creates a diary the caller owns. The free plan creates one: a second throws
-    /// `premium_required`.
-    public func createDiary(name: String, type: DiaryType) async throws -> Diary {
-        try await perform { try await api.createDiary(body: .json(.init(name: name, _type: type))).created.body.json }
+    /// `premium_required`. With `id` (a UUID the app chose and kept), a retry after a lost
+    /// answer returns the diary the first call made, never a second one.
+    public func createDiary(id: String? = nil, name: String, type: DiaryType) async throws -> Diary {
+        try await perform {
+            let output = try await api.createDiary(body: .json(.init(id: id, name: name, _type: type)))
+            if case .ok(let replayed) = output { return try replayed.body.json }
+            return try output.created.body.json
+        }
     }
 
     /// Joins the diary whose invite code this is (`invite_code_invalid`, `diary_full`).
