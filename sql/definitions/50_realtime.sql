@@ -26,6 +26,23 @@ begin
 end
 $$;
 
+CREATE OR REPLACE FUNCTION public.announce_latest(channel text, subject text, detail text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+    announced constant text := channel || ':' || subject;
+    pending text[] := coalesce(string_to_array(nullif(current_setting('app.announce', true), ''), ','), '{}');
+begin
+    -- One pending announcement a subject, the latest: a transaction that logs many changes
+    -- in one diary sends one NOTIFY, and the list stays as long as the diaries it touched.
+    pending := array(select p from unnest(pending) p where p <> announced and not starts_with(p, announced || ' '));
+    perform set_config('app.announce', array_to_string(pending || (announced || ' ' || detail), ','), false);
+end
+$$;
+
+COMMENT ON FUNCTION public.announce_latest(channel text, subject text, detail text) IS 'Announces ''subject detail'' on channel once the transaction commits (announce_pending), replacing what this transaction announced of the same subject before.';
+
 CREATE OR REPLACE FUNCTION public.announce_pending() RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog'
@@ -83,8 +100,8 @@ begin
     values (diary, logged, log_change_at.kind, entry, member, alias);
     -- The feed wakes the diary's followers, knowing how far it has moved, with no read; when
     -- who is in the diary changed, it reads its members too.
-    perform announce('diary_changes',
-        case when kind in ('member.joined', 'member.left') then 'members ' else '' end || diary::text || ' ' || logged::text);
+    perform announce_latest('diary_changes',
+        case when kind in ('member.joined', 'member.left') then 'members ' else '' end || diary::text, logged::text);
 end
 $$;
 

@@ -106,4 +106,21 @@ struct AnnouncementTests {
             #expect(!readJunk && refused.diaries.isEmpty, "read \"\(junk)\"")
         }
     }
+
+    @Test("a transaction that logs many changes in a diary announces it once, with the last position; the pending list stays one a diary")
+    func manyChangesOneAnnouncement() async throws {
+        try await APIHarness.run { api in
+            let alice = try await api.signIn("alice")
+            let diary = try await api.createDiary("一", type: .family, token: alice.accessToken).id
+            let rows = try await TestDatabase.withPool(api.database, size: 1) { pool in
+                try await pool.transaction(
+                    (0..<200).map { _ in "select log_change(\(diary), 'diary.updated')" }
+                        + ["select current_setting('app.announce') as pending, (select change_position from diaries where id = \(diary)) as last"])
+            }
+            let row = try #require(rows.last?.first)
+            let pending: String = try row.decode("pending")
+            let last: Int64 = try row.decode("last")
+            #expect(pending == "diary_changes:\(diary.uuidString.lowercased()) \(last)", "\(pending.prefix(200))")
+        }
+    }
 }
