@@ -2421,13 +2421,21 @@ CREATE FUNCTION public.announce_latest(channel text, subject text, detail text) 
     SET search_path TO 'pg_catalog'
     AS $$
 declare
-    announced constant text := channel || ':' || subject;
-    pending text[] := coalesce(string_to_array(nullif(current_setting('app.announce', true), ''), ','), '{}');
+    announced constant text := channel || ':' || subject || ' ';
+    pending text := coalesce(current_setting('app.announce', true), '');
+    found_at constant integer := strpos(',' || pending, ',' || announced);
+    length_with_comma integer;
 begin
-    -- One pending announcement a subject, the latest: a transaction that logs many changes
-    -- in one diary sends one NOTIFY, and the list stays as long as the diaries it touched.
-    pending := array(select p from unnest(pending) p where p <> announced and not starts_with(p, announced || ' '));
-    perform set_config('app.announce', array_to_string(pending || (announced || ' ' || detail), ','), false);
+    -- One pending announcement a subject, the latest. Found in the list's text, not by
+    -- splitting it: a session that never sends them (a bulk load in psql) keeps one for
+    -- each diary it wrote, and each change would otherwise pay for all of them.
+    if found_at = 0 then
+        pending := case when pending = '' then '' else pending || ',' end || announced || detail;
+    else
+        length_with_comma := strpos(substr(pending, found_at) || ',', ',');
+        pending := left(pending, found_at - 1) || announced || detail || substr(pending, found_at + length_with_comma - 1);
+    end if;
+    perform set_config('app.announce', pending, false);
 end
 $$;
 

@@ -107,20 +107,25 @@ struct AnnouncementTests {
         }
     }
 
-    @Test("a transaction that logs many changes in a diary announces it once, with the last position; the pending list stays one a diary")
+    @Test("a transaction that logs many changes in two diaries announces each once, with its last position, in the order first announced")
     func manyChangesOneAnnouncement() async throws {
         try await APIHarness.run { api in
             let alice = try await api.signIn("alice")
-            let diary = try await api.createDiary("一", type: .family, token: alice.accessToken).id
+            let first = try await api.createDiary("一", type: .family, token: alice.accessToken).id
+            let second = try await api.createDiary("二", type: .family, token: alice.accessToken).id
             let rows = try await TestDatabase.withPool(api.database, size: 1) { pool in
                 try await pool.transaction(
-                    (0..<200).map { _ in "select log_change(\(diary), 'diary.updated')" }
-                        + ["select current_setting('app.announce') as pending, (select change_position from diaries where id = \(diary)) as last"])
+                    ["select announce('push_outbox')"]
+                        + (0..<100).flatMap { _ in [first, second].map { "select log_change(\($0), 'diary.updated')" as PostgresQuery } }
+                        + ["""
+                           select current_setting('app.announce') as pending,
+                               (select change_position from diaries where id = \(first)) as first, (select change_position from diaries where id = \(second)) as second
+                           """])
             }
             let row = try #require(rows.last?.first)
             let pending: String = try row.decode("pending")
-            let last: Int64 = try row.decode("last")
-            #expect(pending == "diary_changes:\(diary.uuidString.lowercased()) \(last)", "\(pending.prefix(200))")
+            let positions = (try row.decode("first", as: Int64.self), try row.decode("second", as: Int64.self))
+            #expect(pending == "push_outbox,diary_changes:\(first.uuidString.lowercased()) \(positions.0),diary_changes:\(second.uuidString.lowercased()) \(positions.1)", "\(pending.prefix(300))")
         }
     }
 }
