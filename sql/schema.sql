@@ -2426,14 +2426,22 @@ declare
     found_at constant integer := strpos(',' || pending, ',' || announced);
     length_with_comma integer;
 begin
-    -- One pending announcement a subject, the latest. Found in the list's text, not by
-    -- splitting it: a session that never sends them (a bulk load in psql) keeps one for
-    -- each diary it wrote, and each change would otherwise pay for all of them.
-    if found_at = 0 then
-        pending := case when pending = '' then '' else pending || ',' end || announced || detail;
-    else
+    -- The whole channel is announced already (below): its listeners read everything.
+    if strpos(',' || pending || ',', ',' || channel || ',') > 0 then
+        return;
+    end if;
+    if found_at > 0 then
+        -- One pending announcement a subject, the latest.
         length_with_comma := strpos(substr(pending, found_at) || ',', ',');
         pending := left(pending, found_at - 1) || announced || detail || substr(pending, found_at + length_with_comma - 1);
+    elsif length(pending) > 8192 then
+        -- Some hundred subjects (a bulk load in psql, which never sends them, keeps one for
+        -- each diary it wrote): the channel alone stands for them all, and keeps each
+        -- change's cost from growing with the list.
+        pending := array_to_string(array(
+            select p from unnest(string_to_array(pending, ',')) p where not starts_with(p, channel || ':')) || channel, ',');
+    else
+        pending := case when pending = '' then '' else pending || ',' end || announced || detail;
     end if;
     perform set_config('app.announce', pending, false);
 end
@@ -4714,7 +4722,7 @@ COMMENT ON FUNCTION public.announce(channel text, payload text) IS 'Like announc
 -- Name: FUNCTION announce_latest(channel text, subject text, detail text); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.announce_latest(channel text, subject text, detail text) IS 'Announces ''subject detail'' on channel once the transaction commits (announce_pending), replacing what this transaction announced of the same subject before.';
+COMMENT ON FUNCTION public.announce_latest(channel text, subject text, detail text) IS 'Announces ''subject detail'' on channel once the transaction commits (announce_pending), replacing what was announced of the same subject before; past some hundred subjects, the channel alone, which its listeners take as everything.';
 
 --
 -- Name: FUNCTION apply_apple_notification(notification_id text, event_type text, subject text, new_email text); Type: COMMENT; Schema: public; Owner: -

@@ -107,7 +107,7 @@ struct AnnouncementTests {
         }
     }
 
-    @Test("a transaction that logs many changes in two diaries announces each once, with its last position, in the order first announced")
+    @Test("a transaction that logs many changes in two diaries announces each once, with its last position, in the order first announced; hundreds of diaries, the channel alone")
     func manyChangesOneAnnouncement() async throws {
         try await APIHarness.run { api in
             let alice = try await api.signIn("alice")
@@ -126,6 +126,19 @@ struct AnnouncementTests {
             let pending: String = try row.decode("pending")
             let positions = (try row.decode("first", as: Int64.self), try row.decode("second", as: Int64.self))
             #expect(pending == "push_outbox,diary_changes:\(first.uuidString.lowercased()) \(positions.0),diary_changes:\(second.uuidString.lowercased()) \(positions.1)", "\(pending.prefix(300))")
+
+            // Hundreds of subjects (a bulk load): the channel alone, which the feed reads as everything.
+            let many = try await TestDatabase.withPool(api.database, size: 1) { pool in
+                try await pool.transaction([
+                    "select set_config('app.announce', 'push_outbox', false)",
+                    "select count(announce_latest('diary_changes', md5(i::text), '1')) from generate_series(1, 400) i",
+                    "select current_setting('app.announce') as pending",
+                ])
+            }
+            #expect(try many[2].first?.decode("pending", as: String.self) == "push_outbox,diary_changes")
+            var named = ChangeFeed.Named()
+            let read = named.note("")
+            #expect(!read, "an empty payload must make the feed read everything")
         }
     }
 }
