@@ -129,7 +129,9 @@ package struct ChangeLogRepository: Sendable {
     /// position, its changes and what they render, from one snapshot, in one statement that
     /// on Citus routes to the diary's shard. The first row carries the diary's position,
     /// pruning line and where the read began, even when no change is returned. Of a diary
-    /// the caller is not in, only their own departure.
+    /// the caller is not in, only their own departure. `offset 0` keeps a subject's
+    /// subquery apart, so that its test of the change's kind gates it (a one-time filter):
+    /// flattened into the statement, the diary's columns were read for every change.
     static func changesStatement(inDiary diary: UUID, after: Int64?, limit: Int) -> PostgresQuery {
         """
         with d as (
@@ -157,10 +159,10 @@ package struct ChangeLogRepository: Sendable {
             where c.kind in ('entry.created', 'entry.updated') and entries.id = c.entry_id and \(EntriesPolicy.select(inDiary: diary))) e on true
         left join lateral (
             select \(DiaryRepository.memberColumns) from member_profiles p
-            where c.kind = 'member.joined' and p.diary_id = \(diary) and p.user_id = c.user_id) m on true
+            where c.kind = 'member.joined' and p.diary_id = \(diary) and p.user_id = c.user_id offset 0) m on true
         left join lateral (
             \(DiaryRepository.diaryColumns(ofDiary: diary))
-            where c.kind = 'diary.updated' and diaries.id = \(diary) and \(DiariesPolicy.select.using)) dd on true
+            where c.kind = 'diary.updated' and diaries.id = \(diary) and \(DiariesPolicy.select.using) offset 0) dd on true
         order by c.position
         """
     }
