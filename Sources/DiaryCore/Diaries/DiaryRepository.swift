@@ -109,7 +109,7 @@ package struct DiaryRepository: Sendable {
             do {
                 let results = try await scope.run(
                     [
-                        "select 1 from diaries where diaries.id = \(id)",
+                        EntryRepository.diaryVisible(id),
                         "select create_diary(\(id), \(name), \(type.rawValue), \(freePlanDiaries)::integer)",
                     ],
                     thenRead: ["\(Self.diaryColumns(ofDiary: id)) where diaries.id = \(id) and \(DiariesPolicy.select.using)"]
