@@ -22,6 +22,9 @@ nodes=(coordinator worker1 worker2)
 
 log() { echo "citus.sh: $*" >&2; }
 
+# shellcheck source=scripts/service-user.sh
+source "$root/scripts/service-user.sh"
+
 node() {
     local name=$1
     shift
@@ -37,10 +40,15 @@ node_psql() {
 
 node_port() { cat "$root/.data/postgres-citus-$1/port"; }
 
+installer="$root/../shared/citus/install.sh"
+
+# Installed, and, where ../shared/citus is at hand, loadable into this PostgreSQL: files left by
+# an install into an older release than the one Citus was built for are not enough.
 available() {
     local sharedir
     sharedir=$(/usr/lib/postgresql/15/bin/pg_config --sharedir 2>/dev/null) || return 1
-    [ -f "$sharedir/extension/citus.control" ]
+    [ -f "$sharedir/extension/citus.control" ] || return 1
+    [ ! -f "$installer" ] || bash "$installer" --check >/dev/null 2>&1
 }
 
 # prepare DATABASE [fresh]: the database on every node (dropped and made again with `fresh`),
@@ -63,10 +71,12 @@ prepare() {
 # Before any cluster starts: install.sh may bring Debian's PostgreSQL 15 to the release Citus was
 # built against, and a server that kept running on the old binary then cannot load plpgsql.so
 # ("undefined symbol"). So the project's running clusters are stopped once it installed anything.
+# The prebuilt Citus loads only into the PostgreSQL 15 release it was built against, and its
+# source build needs that release's headers, so Debian's PostgreSQL 15 is brought to the current
+# release first, with fresh package lists: a new machine may have an older one and no lists.
 install() {
     available && return 0
-    local installer="$root/../shared/citus/install.sh"
-    if [ -f "$installer" ] && bash "$installer" && available; then
+    if [ -f "$installer" ] && apt_install postgresql-15 && bash "$installer" && available; then
         local cluster
         for cluster in "$root"/.data/postgres*/; do
             [ -f "$cluster/data/postmaster.pid" ] && DIARY_PG_CLUSTER="${cluster%/}" "$root/scripts/postgres.sh" stop
