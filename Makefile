@@ -53,9 +53,14 @@ TEST_SHELL = $(RAISE_OPEN_FILES); \
 # diary-server binary built above, each test with its own server and database on this cluster.
 # Last, the cluster suite on a Citus coordinator and two workers (scripts/test-citus.sh), which
 # says when it skipped, and under CI fails instead.
+# `sync` between the build and the suites: linking the test binary leaves some 2 GB of dirty
+# pages, and while the kernel writes them back, the tests' cluster waits on the disk for its
+# own writes; connections then took up to 3.6 s, past the 5 s connect timeout in two CI runs
+# (Benchmarks/results/test-start-writeback-20261128.txt).
 test: test-services
 	$(TEST_SHELL); \
-	swift test --skip "FaultTests|PushProcessTests"; \
+	swift build --build-tests; sync; \
+	swift test --skip-build --skip "FaultTests|PushProcessTests"; \
 	swift test --skip-build --filter "FaultTests|PushProcessTests" --no-parallel; \
 	Tests/sql/run-pgtap.sh; Tests/contract/schemathesis.sh; \
 	DIARYKIT_SERVER_BINARY="$$(swift build --show-bin-path)/diary-server" swift test --package-path Clients/DiaryKit; \
