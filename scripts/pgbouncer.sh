@@ -191,9 +191,8 @@ print_env() {
     local port
     port=$(cat "$port_file")
     echo "export PGBOUNCER_HOST='127.0.0.1' PGBOUNCER_PORT='$port'"
-    # The tests replace the database name.
-    [ "$name" = test ] && echo "export TEST_PGBOUNCER_URL=\"postgres://diary_app@127.0.0.1:$port/postgres\""
-    return 0
+    # What the tests' PgBouncer route reads; they replace the database name.
+    echo "export TEST_PGBOUNCER_URL=\"postgres://diary_app@127.0.0.1:$port/postgres\""
 }
 
 [[ "$name" =~ ^[A-Za-z0-9_-]+$ ]] || { echo "$0: NAME must be letters, digits, _ or -" >&2; exit 2; }

@@ -3,7 +3,8 @@
 # (scripts/citus.sh). Without the citus extension it says plainly that it skipped, and fails
 # under CI (CI=true), which must run it. Otherwise, on a database made
 # afresh on every node: `migrate --citus`, then again (it must change nothing), then the
-# tests that need the cluster (CITUS_DATABASE_URL; `swift test --filter CitusClusterTests`).
+# tests that need the cluster (CITUS_DATABASE_URL; `swift test --filter CitusClusterTests`), some
+# of them also through a PgBouncer in front of the coordinator (scripts/pgbouncer.sh, instance citus).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -51,5 +52,10 @@ upgraded=$("$bin" migrate --citus --database-url "$upgrade_url")
 grep -q "applied $(basename "$newest")" <<< "$upgraded" && grep -q "applied definitions" <<< "$upgraded" \
     || { echo "test-citus: the newest migration and the definitions did not apply to a cluster laid out already: $upgraded" >&2; exit 1; }
 echo "test-citus: $(basename "$newest") and sql/definitions apply to a cluster laid out already"
+
+# A PgBouncer in transaction mode in front of the coordinator, for the suite's PgBouncer route.
+bouncer() { DIARY_PG_CLUSTER="$root/.data/postgres-citus-coordinator" DIARY_PG_PRELOAD=citus DIARY_DB_NAME=$database scripts/pgbouncer.sh "$@" citus; }
+bouncer start
+eval "$(bouncer env)"
 
 CITUS_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$database?host=$PGHOST" swift test --filter CitusClusterTests

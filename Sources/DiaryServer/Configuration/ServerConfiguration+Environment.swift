@@ -39,7 +39,6 @@ extension ServerConfiguration {
             sharedReads: try Setting.integer(flag: nil, environment: "DB_SHARED_READS", default: 0, range: 0...1, in: environment) == 1
         )
         configuration.citus = try Setting.integer(flag: nil, environment: "DB_CITUS", default: 0, range: 0...1, in: environment) == 1
-        if configuration.citus { configuration.database = configuration.database.onCitusCoordinator() }
         configuration.push = push
         configuration.apple = try AppleConfiguration.fromEnvironment(production: auth.production, environment)
         configuration.billing = billing

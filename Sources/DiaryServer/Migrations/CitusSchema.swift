@@ -134,6 +134,26 @@ struct CitusSchema {
         !text.isEmpty && text.utf8.allSatisfy { (0x61...0x7a).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5f }
     }
 
+    /// What every session in this database runs with on a cluster, set on the database so
+    /// that it needs no startup `options`, which PgBouncer refuses: one connection a node
+    /// in every transaction. A request writes `users`, a reference table that tables sharded
+    /// by diary point at, after reading shards, and Citus refuses that write once a read has
+    /// used several connections to a node ("there was a parallel operation").
+    static let sessionDefaults: PostgresQuery = """
+        do $$ begin
+            execute format('alter database %I set citus.multi_shard_modify_mode = %L', current_database(), 'sequential');
+        end $$
+        """
+
+    /// Sets `sessionDefaults`; new sessions take it. Needs the database's owner.
+    func setSessionDefaults() async throws {
+        do {
+            try await pool.query(Self.sessionDefaults)
+        } catch let error as PostgresError {
+            throw MigrationError(description: "setting the cluster's session defaults on the database failed (migrate --citus runs as the database's owner): \(Migrator.serverMessage(error))")
+        }
+    }
+
     /// Lays out every table not laid out yet; returns the tables it changed.
     @discardableResult
     func apply() async throws -> [String] {

@@ -45,9 +45,20 @@ struct CitusClusterTests {
         try coordinator().as(TestDatabase.ownerRole)
     }
 
-    @Test("every route answers through the coordinator: a member reads and writes their diary, a stranger gets 404 and empty lists, never a member's empty answer; delta sync tells every change in the diary's order")
-    func routesThroughTheCoordinator() async throws {
-        try await APIHarness.run(on: try Self.owner(), citus: true) { api in
+    @Test("a session of the server's role runs with one connection a node, from the database's settings alone: no startup options, which PgBouncer refuses")
+    func sessionDefaultsNeedNoOptions() async throws {
+        let server = try Self.coordinator().as(TestDatabase.appRole)
+        #expect(server.parameters["options"] == nil)
+        try await TestDatabase.withPool(server, size: 1) { pool in
+            let rows = try await pool.query("select current_setting('citus.multi_shard_modify_mode') as mode")
+            #expect(try rows.first?.decode("mode", as: String.self) == "sequential")
+        }
+    }
+
+    @Test("every route answers through the coordinator, directly and behind PgBouncer in transaction mode: a member reads and writes their diary, a stranger gets 404 and empty lists, never a member's empty answer; delta sync tells every change in the diary's order",
+          arguments: DatabaseRoute.allCases)
+    func routesThroughTheCoordinator(route: DatabaseRoute) async throws {
+        try await APIHarness.run(on: try Self.owner(), route: route, citus: true) { api in
             let tag = UUID().uuidString.prefix(8)
             let alice = try await api.signIn("citus-alice-\(tag)"), bob = try await api.signIn("citus-bob-\(tag)")
             let mallory = try await api.signIn("citus-mallory-\(tag)")

@@ -86,7 +86,6 @@ struct APIHarness: Sendable {
         // The server's own role: no ownership, no BYPASSRLS, so every policy applies.
         var serverDatabase = database.as(TestDatabase.appRole)
         if route == .pgBouncer { serverDatabase = try TestDatabase.viaPgBouncer(serverDatabase) }
-        if citus { serverDatabase = serverDatabase.onCitusCoordinator() }
         serverDatabase.statementTimeout = statementTimeout
         let pool = PostgresPool(configuration: serverDatabase, options: .init(size: poolSize, acquireTimeout: acquireTimeout), logger: TestDatabase.logger)
         // A second instance shares the first's folder (its token and URL keys) and bucket prefix.
