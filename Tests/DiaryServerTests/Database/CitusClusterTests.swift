@@ -195,6 +195,11 @@ struct CitusClusterTests {
         #expect(differences.isEmpty)
     }
 
+    @Test("joins and creates racing at a user's 100-diary cap keep it on the cluster: exactly 100, the rest 409 too_many_diaries")
+    func diaryCapUnderRace() async throws {
+        try await APIHarness.run(on: try Self.owner(), citus: true) { api in try await JoinDiaryTests.raceToTheDiaryCap(api) }
+    }
+
     @Test("a member's timeline page, as the server spells it on a cluster, routes to the diary's one shard in one piece")
     func timelineRoutesToOneShard() async throws {
         try await APIHarness.run(on: try Self.owner(), citus: true) { api in
