@@ -4,9 +4,14 @@
 # number of examples. Run by `make test` after `swift test`; needs the project's
 # Postgres and its environment (PGHOST, PGPORT), as `make test` sets them. All checks run,
 # the multi-user object_level_authorization among them.
+#
+# SCHEMATHESIS_CITUS=1 runs the same against a Citus coordinator (scripts/test-citus.sh, with
+# PGHOST and PGPORT from `scripts/citus.sh env`): the database made afresh on every node,
+# `migrate --citus`, and the server with DB_CITUS=1, so every route meets the cluster.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 examples=${SCHEMATHESIS_EXAMPLES:-25}
+citus=${SCHEMATHESIS_CITUS:-0}
 
 if ! command -v schemathesis >/dev/null 2>&1; then
     python3 -m pip install --quiet --disable-pip-version-check schemathesis >&2
@@ -14,14 +19,23 @@ fi
 
 bin="$(swift build --show-bin-path)/diary-server"
 [ -x "$bin" ] || swift build --product diary-server >&2
-db="contract_$$"
 work=$(mktemp -d)
 admin=(psql -X -q -v ON_ERROR_STOP=1 -U postgres -d postgres)
-"${admin[@]}" -c "create database $db owner diary_owner"
+migrate=(migrate)
+if [ "$citus" = 1 ]; then
+    # One name, made afresh on every node by each run (and left for the next to drop).
+    db=contract_citus
+    scripts/citus.sh fresh "$db"
+    migrate=(migrate --citus)
+    export DB_CITUS=1
+else
+    db="contract_$$"
+    "${admin[@]}" -c "create database $db owner diary_owner"
+fi
 server_pid=""
 cleanup() {
     [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
-    "${admin[@]}" -c "drop database if exists $db with (force)" || true
+    [ "$citus" = 1 ] || "${admin[@]}" -c "drop database if exists $db with (force)" || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -30,7 +44,7 @@ trap cleanup EXIT
 export MIGRATION_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$db?host=$PGHOST"
 export DATABASE_URL="postgres://diary_app@localhost:$PGPORT/$db?host=$PGHOST"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$bin" migrate >/dev/null
+"$bin" "${migrate[@]}" >/dev/null
 REVENUECAT_WEBHOOK_AUTH="contract-webhook-secret-$$" DIARY_DEV_AUTH=1 DIARY_DATA_DIR="$work" PORT=$port LOG_LEVEL=warning "$bin" serve 2>"$work/server.log" &
 server_pid=$!
 for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.2; done
