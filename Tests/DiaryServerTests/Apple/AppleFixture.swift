@@ -19,7 +19,11 @@ struct AppleFixture: Sendable {
     let standIn: AppleIDStandIn
     let api: APIHarness
 
-    static func run(testing: TestingSetup = .router, _ body: @Sendable (AppleFixture) async throws -> Void) async throws {
+    /// On a fresh database, or on `database` (migrated already; `citus` for a coordinator).
+    static func run(
+        testing: TestingSetup = .router, on database: PostgresConfiguration? = nil, citus: Bool = false,
+        _ body: @Sendable (AppleFixture) async throws -> Void
+    ) async throws {
         let key = P256.Signing.PrivateKey()
         let jwks = try Data(contentsOf: URL(fileURLWithPath: AppleTestKeys.shared.jwksPath))
         let standIn = try await AppleIDStandIn.start(
@@ -32,8 +36,15 @@ struct AppleFixture: Sendable {
         apple.revocations.backoff = Backoff(base: .milliseconds(200), cap: .milliseconds(500), jitter: 1.0...1.2)
         do {
             // Apple's keys come from the stand-in too, through the shared HTTP client.
-            try await APIHarness.run(testing: testing, apple: apple, jwksURL: standIn.endpoint.appendingPathComponent("auth/keys")) { api in
-                try await body(AppleFixture(standIn: standIn, api: api))
+            let jwksURL = standIn.endpoint.appendingPathComponent("auth/keys")
+            if let database {
+                try await APIHarness.run(on: database, testing: testing, apple: apple, jwksURL: jwksURL, citus: citus) { api in
+                    try await body(AppleFixture(standIn: standIn, api: api))
+                }
+            } else {
+                try await APIHarness.run(testing: testing, apple: apple, jwksURL: jwksURL) { api in
+                    try await body(AppleFixture(standIn: standIn, api: api))
+                }
             }
         } catch {
             try? await standIn.shutdown()

@@ -22,20 +22,23 @@ struct AppleLifecycleTests {
 
     @Test("deleting the account revokes its Apple token after the deletion commits")
     func deletionRevokes() async throws {
-        try await AppleFixture.run { apple in
-            let (session, tokenID, issued) = try await Self.signedInWithToken(apple, subject: "apple-del-1")
-            #expect(try await apple.api.call(.delete, "/v1/me", token: session.accessToken).status == .noContent)
-            let revokes = try await apple.standIn.waitForCalls(path: "/auth/revoke", count: 1, timeout: .seconds(10))
-            #expect(revokes.first?.form["token"] == issued)
-            #expect(revokes.first?.form["token_type_hint"] == "refresh_token")
-            #expect(apple.standIn.revokedTokens == [issued])
-            // One client secret served the exchange and the revocation.
-            #expect(Set(apple.standIn.clientSecrets).count == 1)
-            try await waitUntil { try await apple.revocation(tokenID)?.state == "revoked" }
-            // Once revoked, the sealed token is gone too.
-            #expect(try await apple.revocation(tokenID)?.sealed == false)
-            #expect(try await apple.api.call(.get, "/v1/me", token: session.accessToken).status == .unauthorized)
-        }
+        try await AppleFixture.run { apple in try await Self.deletionRevokes(apple, subject: "apple-del-1") }
+    }
+
+    /// The revocation worker's path, on whatever database the fixture serves (also the cluster: CitusClusterTests).
+    static func deletionRevokes(_ apple: AppleFixture, subject: String) async throws {
+        let (session, tokenID, issued) = try await Self.signedInWithToken(apple, subject: subject)
+        #expect(try await apple.api.call(.delete, "/v1/me", token: session.accessToken).status == .noContent)
+        let revokes = try await apple.standIn.waitForCalls(path: "/auth/revoke", count: 1, timeout: .seconds(10))
+        #expect(revokes.first?.form["token"] == issued)
+        #expect(revokes.first?.form["token_type_hint"] == "refresh_token")
+        #expect(apple.standIn.revokedTokens == [issued])
+        // One client secret served the exchange and the revocation.
+        #expect(Set(apple.standIn.clientSecrets).count == 1)
+        try await waitUntil { try await apple.revocation(tokenID)?.state == "revoked" }
+        // Once revoked, the sealed token is gone too.
+        #expect(try await apple.revocation(tokenID)?.sealed == false)
+        #expect(try await apple.api.call(.get, "/v1/me", token: session.accessToken).status == .unauthorized)
     }
 
     @Test("with Apple down the deletion still succeeds at once; the revocation is retried until Apple is back")

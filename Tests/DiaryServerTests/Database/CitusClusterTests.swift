@@ -4,11 +4,14 @@ import Testing
 import DiaryModels
 import TestSupport
 @testable import DiaryCore
+@testable import DiaryHTTP
 @testable import DiaryServer
 
 /// The schema on a real Citus cluster, run by `make test-citus` (CITUS_DATABASE_URL, the
 /// coordinator's database after `migrate --citus`); `make test` has no cluster and skips it.
-@Suite("On a Citus cluster", .enabled(if: ProcessInfo.processInfo.environment["CITUS_DATABASE_URL"] != nil))
+/// One test at a time: they share the cluster's database, and a worker one test runs would
+/// claim the rows another queues for itself.
+@Suite("On a Citus cluster", .serialized, .enabled(if: ProcessInfo.processInfo.environment["CITUS_DATABASE_URL"] != nil))
 struct CitusClusterTests {
     static func coordinator() throws -> PostgresConfiguration {
         try PostgresConfiguration(url: ProcessInfo.processInfo.environment["CITUS_DATABASE_URL"] ?? "")
@@ -170,10 +173,32 @@ struct CitusClusterTests {
                 let claimed = try await pool.query("select token_id from claim_apple_revocations(1000, interval '1 minute')")
                 #expect(!claimed.isEmpty, "the deleted account's token is queued")
                 for row in claimed {
-                    let state = try await pool.query("select finish_apple_revocation(\(try row.decode("token_id", as: UUID.self)), 'retry', 0, 'stand-in') as state")
+                    let token = try row.decode("token_id", as: UUID.self)
+                    let state = try await pool.query("select finish_apple_revocation(\(token), 'retry', 0, 'stand-in') as state")
                     #expect(try state.first?.decode("state", as: String?.self) == "pending")
+                    // Settled for good, so that no revocation worker of a later test claims it.
+                    let failed = try await pool.query("select finish_apple_revocation(\(token), 'failed', 0, 'stand-in') as state")
+                    #expect(try failed.first?.decode("state", as: String?.self) == "failed")
                 }
             }
+        }
+    }
+
+    @Test("every background worker through the coordinator: push delivery to the APNs stand-in, the reminder scheduler's ticks, the photo sweeper, and the Apple revocation worker with Apple's stand-in")
+    func workersThroughTheCoordinator() async throws {
+        let tag = String(UUID().uuidString.prefix(8)).lowercased()
+        let push = try await PushFixture.start()
+        defer { Task { try? await push.standIn.shutdown() } }
+        try await APIHarness.run(on: try Self.owner(), push: PushConfiguration(apns: push.apns), pushDelivery: PushFixture.quickOptions, citus: true) { api in
+            try await PushDeliveryTests.newEntryReachesOtherMembers(api, push, names: ("push-alice-\(tag)", "push-bob-\(tag)"))
+        }
+        // Without a delivery worker, which would send the reminders the test counts.
+        try await APIHarness.run(on: try Self.owner(), citus: true) { api in
+            try await ReminderTests.firesOnTimeOncePerDay(api, tag: "-\(tag)")
+            try await EntryPhotoTests.sweeperCollects(api, name: "sweeper-\(tag)")
+        }
+        try await AppleFixture.run(on: try Self.owner(), citus: true) { apple in
+            try await AppleLifecycleTests.deletionRevokes(apple, subject: "citus-apple-\(tag)")
         }
     }
 

@@ -225,34 +225,37 @@ struct EntryPhotoTests {
 
     @Test("the sweeper deletes uploads never attached after 24 h, and files that no row names")
     func sweeper() async throws {
-        try await APIHarness.run { api in
-            let alice = try await api.signIn("Alice")
-            let stale = try PhotoUploadTests.uploaded(try await api.upload(TestImages.jpeg(width: 8, height: 8), token: alice.accessToken))
-            let fresh = try PhotoUploadTests.uploaded(try await api.upload(TestImages.jpeg(width: 16, height: 8), token: alice.accessToken))
-            let staleFile = try await Self.file(api, of: stale)
-            let freshFile = try await Self.file(api, of: fresh)
-            try await api.asSuperuser("update photo_uploads set created_at = now() - interval '25 hours' where id = \(stale.id)")
+        try await APIHarness.run { api in try await Self.sweeperCollects(api) }
+    }
 
-            let store = try FolderPhotoStore(root: api.photoStore)
-            let orphanBytes = TestImages.png(width: 2, height: 2)
-            let orphan = PhotoRepository.hash(orphanBytes)
-            try await store.put(orphanBytes, hash: orphan)
-            let youngBytes = TestImages.png(width: 3, height: 2)
-            let young = PhotoRepository.hash(youngBytes)
-            try await store.put(youngBytes, hash: young)
-            let hourAgo = Date().addingTimeInterval(-7200)
-            for path in [store.path(of: orphan), freshFile] {
-                try FileManager.default.setAttributes([.modificationDate: hourAgo], ofItemAtPath: path)
-            }
+    /// One sweep on whatever database `api` serves (also the cluster: CitusClusterTests).
+    static func sweeperCollects(_ api: APIHarness, name: String = "Alice") async throws {
+        let alice = try await api.signIn(name)
+        let stale = try PhotoUploadTests.uploaded(try await api.upload(TestImages.jpeg(width: 8, height: 8), token: alice.accessToken))
+        let fresh = try PhotoUploadTests.uploaded(try await api.upload(TestImages.jpeg(width: 16, height: 8), token: alice.accessToken))
+        let staleFile = try await Self.file(api, of: stale)
+        let freshFile = try await Self.file(api, of: fresh)
+        try await api.asSuperuser("update photo_uploads set created_at = now() - interval '25 hours' where id = \(stale.id)")
 
-            let sweeper = PhotoSweeper(pool: api.pool, store: store, logger: TestDatabase.logger)
-            try await sweeper.sweep()
-            #expect(!FileManager.default.fileExists(atPath: staleFile))
-            #expect(!FileManager.default.fileExists(atPath: store.path(of: orphan)))
-            #expect(FileManager.default.fileExists(atPath: store.path(of: young)), "a file this young may be an upload in progress")
-            #expect(FileManager.default.fileExists(atPath: freshFile), "an old file that a row names stays")
-            #expect(try await api.fetch(fresh.url).status == .ok)
-            #expect(try await api.fetch(stale.url).status == .forbidden)
+        let store = try FolderPhotoStore(root: api.photoStore)
+        let orphanBytes = TestImages.png(width: 2, height: 2)
+        let orphan = PhotoRepository.hash(orphanBytes)
+        try await store.put(orphanBytes, hash: orphan)
+        let youngBytes = TestImages.png(width: 3, height: 2)
+        let young = PhotoRepository.hash(youngBytes)
+        try await store.put(youngBytes, hash: young)
+        let hourAgo = Date().addingTimeInterval(-7200)
+        for path in [store.path(of: orphan), freshFile] {
+            try FileManager.default.setAttributes([.modificationDate: hourAgo], ofItemAtPath: path)
         }
+
+        let sweeper = PhotoSweeper(pool: api.pool, store: store, logger: TestDatabase.logger)
+        try await sweeper.sweep()
+        #expect(!FileManager.default.fileExists(atPath: staleFile))
+        #expect(!FileManager.default.fileExists(atPath: store.path(of: orphan)))
+        #expect(FileManager.default.fileExists(atPath: store.path(of: young)), "a file this young may be an upload in progress")
+        #expect(FileManager.default.fileExists(atPath: freshFile), "an old file that a row names stays")
+        #expect(try await api.fetch(fresh.url).status == .ok)
+        #expect(try await api.fetch(stale.url).status == .forbidden)
     }
 }

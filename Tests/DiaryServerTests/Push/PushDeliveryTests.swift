@@ -21,9 +21,9 @@ struct PushDeliveryTests {
         var bobDevices: [String]
     }
 
-    static func couple(_ api: APIHarness, type: DiaryType = .couple) async throws -> Couple {
-        let alice = try await api.signIn("alice")
-        let bob = try await api.signIn("bob")
+    static func couple(_ api: APIHarness, type: DiaryType = .couple, names: (String, String) = ("alice", "bob")) async throws -> Couple {
+        let alice = try await api.signIn(names.0)
+        let bob = try await api.signIn(names.1)
         let diary = try await api.createDiary("二人", type: type, token: alice.accessToken)
         #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
         let aliceDevice = PushFixture.deviceToken()
@@ -35,8 +35,14 @@ struct PushDeliveryTests {
         return Couple(alice: alice, bob: bob, diary: diary, aliceDevice: aliceDevice, bobDevices: bobDevices)
     }
 
-    static func pending(_ api: APIHarness) async throws -> Int {
-        try await api.asSuperuser("select count(*) from push_outbox where dead_at is null").first!.decode("count", as: Int.self)
+    /// Rows of the outbox not yet settled: every one, or those for `devices`.
+    static func pending(_ api: APIHarness, devices: [String]? = nil) async throws -> Int {
+        let rows = if let devices {
+            try await api.asSuperuser("select count(*) from push_outbox where dead_at is null and device_token = any(\(devices))")
+        } else {
+            try await api.asSuperuser("select count(*) from push_outbox where dead_at is null")
+        }
+        return try rows.first!.decode("count", as: Int.self)
     }
 
     static func listen(_ api: APIHarness) -> PostgresConfiguration { api.database.as(TestDatabase.appRole) }
@@ -46,33 +52,40 @@ struct PushDeliveryTests {
         let push = try await PushFixture.start()
         defer { Task { try? await push.standIn.shutdown() } }
         try await APIHarness.run(push: PushConfiguration(apns: push.apns), pushDelivery: PushFixture.quickOptions) { api in
-            let couple = try await Self.couple(api)
-            let entry = try await api.post("秘密の内容", in: couple.diary.id, token: couple.alice.accessToken).decode(Entry.self)
-            let requests = try await push.standIn.waitForRequests(count: 2, timeout: .seconds(10))
-            #expect(Set(requests.map(\.deviceToken)) == Set(couple.bobDevices))
-            for request in requests {
-                let payload = request.payload
-                let aps = try #require(payload["aps"] as? [String: Any])
-                let alert = try #require(aps["alert"] as? [String: Any])
-                #expect(alert["title"] as? String == "新しい日記")
-                #expect(alert["body"] as? String == "aliceさんが日記を書きました")
-                #expect(aps["sound"] as? String == "default")
-                #expect(aps["thread-id"] as? String == couple.diary.id.canonicalText)
-                #expect(payload["diaryId"] as? String == couple.diary.id.canonicalText)
-                #expect(payload["entryId"] as? String == entry.id.canonicalText)
-                #expect(!request.text.contains("秘密"))
-            }
-            // Every row the post queued is settled: no request can follow.
-            try await waitUntil("the outbox is settled") { try await Self.pending(api) == 0 }
-            #expect(push.standIn.requests.count == 2, "the author's own device gets nothing")
-            #expect(push.standIn.violations.isEmpty, "\(push.standIn.violations)")
-            #expect(try await Self.pending(api) == 0)
-            let metrics = try await api.call(.get, "/metrics").text
-            #expect(metrics.contains(#"push_sent_total{result="sent"}"#))
-            #expect(metrics.contains("push_latency_seconds_bucket"))
-            #expect(metrics.contains("push_outbox_pending"))
-            #expect(metrics.contains("push_outbox_dead"))
+            try await Self.newEntryReachesOtherMembers(api, push)
         }
+    }
+
+    /// The delivery worker's path from a post to the stand-in, on whatever database `api`
+    /// serves (also run on the cluster: CitusClusterTests).
+    static func newEntryReachesOtherMembers(_ api: APIHarness, _ push: PushFixture, names: (String, String) = ("alice", "bob")) async throws {
+        let couple = try await Self.couple(api, names: names)
+        let entry = try await api.post("秘密の内容", in: couple.diary.id, token: couple.alice.accessToken).decode(Entry.self)
+        let requests = try await push.standIn.waitForRequests(count: 2, timeout: .seconds(10))
+        #expect(Set(requests.map(\.deviceToken)) == Set(couple.bobDevices))
+        for request in requests {
+            let payload = request.payload
+            let aps = try #require(payload["aps"] as? [String: Any])
+            let alert = try #require(aps["alert"] as? [String: Any])
+            #expect(alert["title"] as? String == "新しい日記")
+            #expect(alert["body"] as? String == "\(names.0)さんが日記を書きました")
+            #expect(aps["sound"] as? String == "default")
+            #expect(aps["thread-id"] as? String == couple.diary.id.canonicalText)
+            #expect(payload["diaryId"] as? String == couple.diary.id.canonicalText)
+            #expect(payload["entryId"] as? String == entry.id.canonicalText)
+            #expect(!request.text.contains("秘密"))
+        }
+        // Every row the post queued is settled: no request can follow.
+        let devices = couple.bobDevices + [couple.aliceDevice]
+        try await waitUntil("the outbox is settled") { try await Self.pending(api, devices: devices) == 0 }
+        #expect(push.standIn.requests.count == 2, "the author's own device gets nothing")
+        #expect(push.standIn.violations.isEmpty, "\(push.standIn.violations)")
+        #expect(try await Self.pending(api, devices: devices) == 0)
+        let metrics = try await api.call(.get, "/metrics").text
+        #expect(metrics.contains(#"push_sent_total{result="sent"}"#))
+        #expect(metrics.contains("push_latency_seconds_bucket"))
+        #expect(metrics.contains("push_outbox_pending"))
+        #expect(metrics.contains("push_outbox_dead"))
     }
 
     @Test("an anonymous diary shows the author's alias, never their name")

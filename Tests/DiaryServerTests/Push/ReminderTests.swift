@@ -32,35 +32,38 @@ struct ReminderTests {
 
     @Test("fires at the minute in the user's own zone, east and west of UTC, once per local day, with the reminder's payload")
     func onTimeOncePerDay() async throws {
-        try await APIHarness.run { api in
-            let tokyo = try await Self.user(api, "tokyo", zone: "Asia/Tokyo", time: "21:00")
-            let angeles = try await Self.user(api, "angeles", zone: "America/Los_Angeles", time: "08:00")
-            let clock = Self.scheduler(api)
-            // 2027-01-10 20:59:30 in Tokyo is 11:59:30 UTC; in Los Angeles, 03:59:30.
-            try await clock.tick(at: Self.instant("2027-01-10T11:59:30Z"))
-            #expect(try await Self.reminders(api, for: tokyo) == 0)
-            let tokyoTime = try await clock.tick(at: Self.instant("2027-01-10T12:00:05Z"))
-            #expect(tokyoTime[tokyo.user.id] == .sent)
-            #expect(try await Self.reminders(api, for: tokyo) == 1)
-            #expect(try await Self.reminders(api, for: angeles) == 0)
-            try await clock.tick(at: Self.instant("2027-01-10T12:00:25Z"))
-            try await clock.tick(at: Self.instant("2027-01-10T14:00:00Z"))
-            #expect(try await Self.reminders(api, for: tokyo) == 1, "once per local day")
-            // 08:00 in Los Angeles (UTC−8) is 16:00 UTC.
-            try await clock.tick(at: Self.instant("2027-01-10T15:59:50Z"))
-            #expect(try await Self.reminders(api, for: angeles) == 0)
-            try await clock.tick(at: Self.instant("2027-01-10T16:00:10Z"))
-            #expect(try await Self.reminders(api, for: angeles) == 1)
-            // The next local day.
-            try await clock.tick(at: Self.instant("2027-01-11T12:00:03Z"))
-            #expect(try await Self.reminders(api, for: tokyo) == 2)
+        try await APIHarness.run { api in try await Self.firesOnTimeOncePerDay(api) }
+    }
 
-            let payload = try await api.asSuperuser("""
-                select bool_and(payload = '{"aps": {"alert": {"title": "ずっと日記", "body": "今日の日記を書きましょう"}, "sound": "default"}}'::jsonb) as exact
-                from push_outbox where kind = 'reminder'
-                """)
-            #expect(try payload.first!.decode("exact", as: Bool.self))
-        }
+    /// The scheduler's ticks on whatever database `api` serves (also the cluster: CitusClusterTests).
+    static func firesOnTimeOncePerDay(_ api: APIHarness, tag: String = "") async throws {
+        let tokyo = try await Self.user(api, "tokyo" + tag, zone: "Asia/Tokyo", time: "21:00")
+        let angeles = try await Self.user(api, "angeles" + tag, zone: "America/Los_Angeles", time: "08:00")
+        let clock = Self.scheduler(api)
+        // 2027-01-10 20:59:30 in Tokyo is 11:59:30 UTC; in Los Angeles, 03:59:30.
+        try await clock.tick(at: Self.instant("2027-01-10T11:59:30Z"))
+        #expect(try await Self.reminders(api, for: tokyo) == 0)
+        let tokyoTime = try await clock.tick(at: Self.instant("2027-01-10T12:00:05Z"))
+        #expect(tokyoTime[tokyo.user.id] == .sent)
+        #expect(try await Self.reminders(api, for: tokyo) == 1)
+        #expect(try await Self.reminders(api, for: angeles) == 0)
+        try await clock.tick(at: Self.instant("2027-01-10T12:00:25Z"))
+        try await clock.tick(at: Self.instant("2027-01-10T14:00:00Z"))
+        #expect(try await Self.reminders(api, for: tokyo) == 1, "once per local day")
+        // 08:00 in Los Angeles (UTC−8) is 16:00 UTC.
+        try await clock.tick(at: Self.instant("2027-01-10T15:59:50Z"))
+        #expect(try await Self.reminders(api, for: angeles) == 0)
+        try await clock.tick(at: Self.instant("2027-01-10T16:00:10Z"))
+        #expect(try await Self.reminders(api, for: angeles) == 1)
+        // The next local day.
+        try await clock.tick(at: Self.instant("2027-01-11T12:00:03Z"))
+        #expect(try await Self.reminders(api, for: tokyo) == 2)
+
+        let payload = try await api.asSuperuser("""
+            select bool_and(payload = '{"aps": {"alert": {"title": "ずっと日記", "body": "今日の日記を書きましょう"}, "sound": "default"}}'::jsonb) as exact
+            from push_outbox where kind = 'reminder'
+            """)
+        #expect(try payload.first!.decode("exact", as: Bool.self))
     }
 
     @Test("a time that a daylight-saving jump skips fires at the first valid minute after it")
