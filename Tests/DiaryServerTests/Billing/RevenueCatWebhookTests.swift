@@ -49,37 +49,40 @@ struct RevenueCatWebhookTests {
 
     @Test("each purchase type sets the plan's end; CANCELLATION keeps it; EXPIRATION ends it; null expiration is lifetime")
     func eventTypes() async throws {
-        try await APIHarness.run { api in
-            let alice = try await api.signIn("Alice")
-            let user = alice.user.id
-            var at = Date().addingTimeInterval(-3600)
-            func next() -> Date { at = at.addingTimeInterval(10); return at }
-            #expect(try await Self.me(api, alice).plan == .free)
-            for type in ["initial_purchase", "renewal", "uncancellation", "product_change", "subscription_extended"] {
-                let end = Date().addingTimeInterval(Self.month).addingTimeInterval(Double(type.count))
-                #expect(try Self.outcome(try await Self.send(api, try Self.body(type, user: user, at: next(), expiration: end))) == "applied", "\(type)")
-                let me = try await Self.me(api, alice)
-                #expect(me.isPremium && me.plan == .premium, "\(type)")
-                #expect(abs((me.premiumExpiresAt ?? .distantPast).timeIntervalSince(end)) < 0.01, "\(type)")
-            }
-            let end = Date().addingTimeInterval(Self.month / 2)
-            #expect(try Self.outcome(try await Self.send(api, try Self.body("cancellation", user: user, at: next(), expiration: end))) == "applied")
-            let cancelled = try await Self.me(api, alice)
-            #expect(cancelled.isPremium, "access lasts until the period ends")
-            #expect(abs((cancelled.premiumExpiresAt ?? .distantPast).timeIntervalSince(end)) < 0.01)
-            #expect(try Self.outcome(try await Self.send(api, try Self.body("expiration", user: user, at: next(), expiration: Date().addingTimeInterval(-1)))) == "applied")
-            #expect(try await Self.me(api, alice).plan == .free)
+        try await APIHarness.run { api in try await Self.eventTypesSetThePlan(api) }
+    }
 
-            #expect(try Self.outcome(try await Self.send(api, try Self.body("non_renewing_purchase", user: user, at: next(), expiration: nil))) == "applied")
-            let lifetime = try await Self.me(api, alice)
-            #expect(lifetime.isPremium && lifetime.premiumExpiresAt == nil, "a lifetime purchase has no end")
-
-            #expect(try Self.outcome(try await Self.send(api, try Self.body("test", user: user, at: next()))) == "ignored")
-            #expect(try Self.outcome(try await Self.send(api, try Self.body("billing_issue", user: user, at: next()))) == "ignored")
-            #expect(try await Self.me(api, alice).isPremium)
-            let audit = try await api.asSuperuser("select count(*) from billing_events where user_id = \(user) and outcome = 'applied'")
-            #expect(try audit.first!.decode("count", as: Int.self) == 8, "every applied event is recorded")
+    /// The webhook's every event type, on whatever database `api` serves (also the cluster: CitusClusterTests).
+    static func eventTypesSetThePlan(_ api: APIHarness, name: String = "Alice") async throws {
+        let alice = try await api.signIn(name)
+        let user = alice.user.id
+        var at = Date().addingTimeInterval(-3600)
+        func next() -> Date { at = at.addingTimeInterval(10); return at }
+        #expect(try await Self.me(api, alice).plan == .free)
+        for type in ["initial_purchase", "renewal", "uncancellation", "product_change", "subscription_extended"] {
+            let end = Date().addingTimeInterval(Self.month).addingTimeInterval(Double(type.count))
+            #expect(try Self.outcome(try await Self.send(api, try Self.body(type, user: user, at: next(), expiration: end))) == "applied", "\(type)")
+            let me = try await Self.me(api, alice)
+            #expect(me.isPremium && me.plan == .premium, "\(type)")
+            #expect(abs((me.premiumExpiresAt ?? .distantPast).timeIntervalSince(end)) < 0.01, "\(type)")
         }
+        let end = Date().addingTimeInterval(Self.month / 2)
+        #expect(try Self.outcome(try await Self.send(api, try Self.body("cancellation", user: user, at: next(), expiration: end))) == "applied")
+        let cancelled = try await Self.me(api, alice)
+        #expect(cancelled.isPremium, "access lasts until the period ends")
+        #expect(abs((cancelled.premiumExpiresAt ?? .distantPast).timeIntervalSince(end)) < 0.01)
+        #expect(try Self.outcome(try await Self.send(api, try Self.body("expiration", user: user, at: next(), expiration: Date().addingTimeInterval(-1)))) == "applied")
+        #expect(try await Self.me(api, alice).plan == .free)
+
+        #expect(try Self.outcome(try await Self.send(api, try Self.body("non_renewing_purchase", user: user, at: next(), expiration: nil))) == "applied")
+        let lifetime = try await Self.me(api, alice)
+        #expect(lifetime.isPremium && lifetime.premiumExpiresAt == nil, "a lifetime purchase has no end")
+
+        #expect(try Self.outcome(try await Self.send(api, try Self.body("test", user: user, at: next()))) == "ignored")
+        #expect(try Self.outcome(try await Self.send(api, try Self.body("billing_issue", user: user, at: next()))) == "ignored")
+        #expect(try await Self.me(api, alice).isPremium)
+        let audit = try await api.asSuperuser("select count(*) from billing_events where user_id = \(user) and outcome = 'applied'")
+        #expect(try audit.first!.decode("count", as: Int.self) == 8, "every applied event is recorded")
     }
 
     @Test("a wrong or missing Authorization is 401; with no secret configured the route is 404")

@@ -184,6 +184,13 @@ struct CitusClusterTests {
         }
     }
 
+    @Test("premium through the coordinator: every RevenueCat event type sets or keeps the plan through the webhook, each recorded")
+    func premiumThroughTheCoordinator() async throws {
+        try await APIHarness.run(on: try Self.owner(), citus: true) { api in
+            try await RevenueCatWebhookTests.eventTypesSetThePlan(api, name: "premium-\(UUID().uuidString.prefix(8))")
+        }
+    }
+
     @Test("every background worker through the coordinator: push delivery to the APNs stand-in, the reminder scheduler's ticks, the photo sweeper, and the Apple revocation worker with Apple's stand-in")
     func workersThroughTheCoordinator() async throws {
         let tag = String(UUID().uuidString.prefix(8)).lowercased()
