@@ -11,6 +11,8 @@
 #   scripts/citus.sh fresh NAME  the database NAME made afresh on every node, as start prepares
 #                                the project's own (for `make test-citus`)
 #   scripts/citus.sh stop        stop the three
+#   scripts/citus.sh stop-node NAME, start-node NAME
+#                                one node alone (CitusOutageTests stops a worker under a running server)
 #   scripts/citus.sh env         the coordinator's variables, as `scripts/postgres.sh env` prints
 #
 # Citus is not among Debian's packages, and this project neither ships nor builds it: install
@@ -28,7 +30,9 @@ source "$root/scripts/service-user.sh"
 node() {
     local name=$1
     shift
-    DIARY_PG_CLUSTER="$root/.data/postgres-citus-$name" DIARY_PG_PRELOAD=citus "$root/scripts/postgres.sh" "$@"
+    # Each node keeps its own port (its port file): a caller's PGPORT, such as the
+    # coordinator's from `scripts/citus.sh env`, would move the node there.
+    env -u PGPORT DIARY_PG_CLUSTER="$root/.data/postgres-citus-$name" DIARY_PG_PRELOAD=citus "$root/scripts/postgres.sh" "$@"
 }
 
 # node_psql NODE DATABASE psql-arguments…
@@ -118,6 +122,8 @@ case "${1:-}" in
     start) start ;;
     fresh) prepare "${2:?usage: $0 fresh DATABASE}" fresh ;;
     stop) stop ;;
+    stop-node) node "${2:?usage: $0 stop-node NAME}" stop ;;
+    start-node) node "${2:?usage: $0 start-node NAME}" start ;;
     env) node coordinator env ;;
-    *) echo "usage: $0 available|install|start|fresh DATABASE|stop|env" >&2; exit 2 ;;
+    *) echo "usage: $0 available|install|start|fresh DATABASE|stop|stop-node NAME|start-node NAME|env" >&2; exit 2 ;;
 esac

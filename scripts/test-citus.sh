@@ -63,3 +63,6 @@ CITUS_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$database?host=$PGH
 # Every route of openapi.yaml against a server on the coordinator, as make test runs it on one
 # PostgreSQL (Tests/contract/schemathesis.sh): no 5xx, nothing shared between the two users.
 SCHEMATHESIS_CITUS=1 Tests/contract/schemathesis.sh
+
+# Last, since it stops a worker under a running server: CitusOutageTests.
+CITUS_OUTAGE_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$database?host=$PGHOST" swift test --skip-build --filter CitusOutageTests

@@ -3729,18 +3729,30 @@ begin
     if (apple_subject is null) = (dev_account is null) then
         raise exception 'exactly one of apple_subject and dev_account' using errcode = '22023';
     end if;
-    perform set_app_setting('app.writer', 'open_session');
+    -- An account that has nothing to change is only read: on Citus, users is a reference
+    -- table, and a write to it needs every node, so a returning user signs in while a worker
+    -- is down.
     if apple_subject is not null then
-        insert into users as u (apple_sub, email, display_name)
-        values (apple_subject, open_session.email, open_session.display_name)
-        on conflict (apple_sub) do update set email = coalesce(excluded.email, u.email)
-        returning u.id, u.xmax = 0 into account, created;
+        select u.id into account from users u
+        where u.apple_sub = apple_subject and (open_session.email is null or u.email is not distinct from open_session.email);
     else
-        insert into users as u (dev_name, display_name) values (dev_account, dev_account)
-        on conflict (dev_name) do update set dev_name = excluded.dev_name
-        returning u.id, u.xmax = 0 into account, created;
+        select u.id into account from users u where u.dev_name = dev_account;
     end if;
-    perform set_app_setting('app.writer', '');
+    created := false;
+    if account is null then
+        perform set_app_setting('app.writer', 'open_session');
+        if apple_subject is not null then
+            insert into users as u (apple_sub, email, display_name)
+            values (apple_subject, open_session.email, open_session.display_name)
+            on conflict (apple_sub) do update set email = coalesce(excluded.email, u.email)
+            returning u.id, u.xmax = 0 into account, created;
+        else
+            insert into users as u (dev_name, display_name) values (dev_account, dev_account)
+            on conflict (dev_name) do update set dev_name = excluded.dev_name
+            returning u.id, u.xmax = 0 into account, created;
+        end if;
+        perform set_app_setting('app.writer', '');
+    end if;
     if created then
         perform welcome_user(account);
     end if;

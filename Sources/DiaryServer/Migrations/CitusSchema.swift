@@ -135,15 +135,22 @@ struct CitusSchema {
     }
 
     /// What every session in this database runs with on a cluster, set on the database so
-    /// that it needs no startup `options`, which PgBouncer refuses: one connection a node
-    /// in every transaction. A request writes `users`, a reference table that tables sharded
-    /// by diary point at, after reading shards, and Citus refuses that write once a read has
-    /// used several connections to a node ("there was a parallel operation").
+    /// that it needs no startup `options`, which PgBouncer refuses:
+    /// - one connection a node in every transaction. A request writes `users`, a reference
+    ///   table that tables sharded by diary point at, after reading shards, and Citus refuses
+    ///   that write once a read has used several connections to a node ("there was a parallel
+    ///   operation").
+    /// - a connection to a worker given up after `workerConnectionTimeoutMilliseconds`, well
+    ///   inside the server's statement timeout (5 s by default): a worker that does not answer
+    ///   is then a failed connection, 503, rather than a statement cancelled at its timeout, 504.
     static let sessionDefaults: PostgresQuery = """
         do $$ begin
             execute format('alter database %I set citus.multi_shard_modify_mode = %L', current_database(), 'sequential');
+            execute format('alter database %I set citus.node_connection_timeout = %s', current_database(), \(unsafeRaw: String(workerConnectionTimeoutMilliseconds)));
         end $$
         """
+
+    static let workerConnectionTimeoutMilliseconds = 2000
 
     /// Sets `sessionDefaults`; new sessions take it. Needs the database's owner.
     func setSessionDefaults() async throws {

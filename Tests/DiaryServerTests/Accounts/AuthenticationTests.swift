@@ -127,6 +127,23 @@ struct AuthenticationTests {
         }
     }
 
+    @Test("a returning user's sign-in, by Apple or dev, writes no row of users: on Citus that write needs every node")
+    func returningSignInOnlyReads() async throws {
+        try await APIHarness.run { api in
+            let keys = AppleTestKeys.shared
+            let apple = try await Self.appleSignIn(api, token: try keys.identityToken(), displayName: "さくら").decode(Session.self)
+            let dev = try await api.signIn("returning")
+            func versions() async throws -> [String] {
+                try await api.asSuperuser("select xmin::text as version from users where id in (\(apple.user.id), \(dev.user.id)) order by id")
+                    .map { try $0.decode("version", as: String.self) }
+            }
+            let before = try await versions()
+            #expect(try await Self.appleSignIn(api, token: try keys.identityToken(), displayName: "別の名前").status == .ok)
+            #expect(try await api.signIn("returning").user.id == dev.user.id)
+            #expect(try await versions() == before)
+        }
+    }
+
     @Test("bad signature, wrong iss, wrong aud, expired, nonce mismatch, alg none and unknown kid are 401")
     func badAppleTokens() async throws {
         try await APIHarness.run { api in
