@@ -78,6 +78,20 @@ package struct RequestScope: Sendable {
         try await read([statement])[0]
     }
 
+    /// Each of the caller's diaries with the rows of `statement` for it: their ids first,
+    /// then one statement a diary in one round trip, each of which routes to the diary's
+    /// shard on Citus, where one statement over all the caller's diaries would ask every
+    /// shard, and fail when any worker is down.
+    package func readEachDiary(_ statement: (UUID) -> PostgresQuery) async throws -> [(diary: UUID, rows: PostgresRows)] {
+        let diaries = try await read("select diary_id from my_positions_at_join()").map { try $0.decode("diary_id", as: UUID.self) }
+        guard !diaries.isEmpty else { return [] }
+        return Array(zip(diaries, try await read(diaries.map(statement))))
+    }
+
+    /// Whether reads over several diaries go one statement a diary (`readEachDiary`): on a
+    /// Citus coordinator. One PostgreSQL reads them in one statement, one round trip.
+    package var readsDiaryByDiary: Bool { database == .citus }
+
     /// Runs `body` in one REPEATABLE READ, READ ONLY transaction as the caller, on a
     /// connection of its own: every read through `reader` sees one snapshot, however long
     /// `body` takes between them. It takes no locks beyond each statement's, so writers

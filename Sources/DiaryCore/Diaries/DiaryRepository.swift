@@ -74,12 +74,29 @@ package struct DiaryRepository: Sendable {
         }
     }
 
+    /// The caller's diaries, the latest written first. On Citus one statement a diary
+    /// (`RequestScope.readEachDiary`), so that a worker down hides only its own diaries'
+    /// answer; on one PostgreSQL one statement.
     package func list() async throws -> [Diary] {
-        try await scope.read("""
-            \(Self.diaryColumns)
-            where \(DiariesPolicy.select.using)
-            order by last_entry_at desc nulls last, diaries.created_at desc
-            """).map(Self.diary(from:))
+        guard scope.readsDiaryByDiary else {
+            return try await scope.read("""
+                \(Self.diaryColumns)
+                where \(DiariesPolicy.select.using)
+                order by last_entry_at desc nulls last, diaries.created_at desc
+                """).map(Self.diary(from:))
+        }
+        let diaries = try await scope.readEachDiary { "\(Self.diaryColumns(ofDiary: $0)) where diaries.id = \($0) and \(DiariesPolicy.select.using)" }
+        return try diaries.compactMap { try $0.rows.first.map(Self.diary(from:)) }.sorted(by: Self.latestWrittenFirst)
+    }
+
+    /// `order by last_entry_at desc nulls last, created_at desc`.
+    static func latestWrittenFirst(_ a: Diary, _ b: Diary) -> Bool {
+        switch (a.lastEntryAt, b.lastEntryAt) {
+        case let (x?, y?) where x != y: x > y
+        case (_?, nil): true
+        case (nil, _?): false
+        default: a.createdAt > b.createdAt
+        }
     }
 
     /// With `changesCursor`: the diary's position, read before the diary so that following

@@ -43,10 +43,8 @@ package struct ChangeLogRepository: Sendable {
     /// One statement a diary, each of which routes to the diary's shard on Citus; one over
     /// all the caller's diaries would ask every shard.
     package func position() async throws -> ChangeCursor {
-        let diaries = try await scope.read("select diary_id from my_positions_at_join()").map { try $0.decode("diary_id", as: UUID.self) }
-        guard !diaries.isEmpty else { return ChangeCursor() }
         var cursor = ChangeCursor()
-        for (diary, rows) in zip(diaries, try await scope.read(diaries.map(Self.positionStatement(ofDiary:)))) {
+        for (diary, rows) in try await scope.readEachDiary(Self.positionStatement(ofDiary:)) {
             cursor[diary] = try Self.position(ofDiary: diary, from: rows)[diary]
         }
         return cursor

@@ -53,6 +53,9 @@ struct CitusOutageTests {
             }
             let keptDiary = try #require(kept), lostDiary = try #require(lost)
             for diary in [keptDiary, lostDiary] { #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok) }
+            // In the running worker's diary alone.
+            let carol = try await api.signIn("outage-carol-\(tag)")
+            #expect(try await api.join(keptDiary.inviteCode, token: carol.accessToken).status == .ok)
             let before = try await api.post("止まる前", in: keptDiary.id, token: alice.accessToken).decode(Entry.self)
             let lostEntry = try await api.post("向こう側", in: lostDiary.id, token: alice.accessToken).decode(Entry.self)
             let since = try await ChangeLogTests.cursor(api, keptDiary.id, token: bob.accessToken)
@@ -66,6 +69,12 @@ struct CitusOutageTests {
                 let silent = try SilentListener(port: stopped)
                 defer { silent.close() }
                 during = try await Self.duringTheOutage(api, alice: alice, bob: bob, kept: keptDiary, lost: lostDiary, before: before, lostEntry: lostEntry, since: since, tag: tag)
+                // The home list reads each diary on its own shard: carol's, all on the running
+                // worker, answers; bob's, with one on the stopped worker, is 503.
+                let carols = try await api.call(.get, "/v1/diaries", token: carol.accessToken)
+                #expect(carols.status == .ok && (try? carols.decode(DiaryList.self).diaries.map(\.id)) == [keptDiary.id], "\(carols.status) \(carols.text)")
+                let bobs = try await api.call(.get, "/v1/diaries", token: bob.accessToken)
+                #expect(bobs.status == .serviceUnavailable, "\(bobs.status) \(bobs.text)")
             } catch {
                 try? await Self.citus("start-node")
                 throw error
