@@ -140,9 +140,11 @@ struct CitusSchema {
     ///   table that tables sharded by diary point at, after reading shards, and Citus refuses
     ///   that write once a read has used several connections to a node ("there was a parallel
     ///   operation").
-    /// - a connection to a worker given up after `workerConnectionTimeoutMilliseconds`, well
-    ///   inside the server's statement timeout (5 s by default): a worker that does not answer
-    ///   is then a failed connection, 503, rather than a statement cancelled at its timeout, 504.
+    /// - a connection to a worker given up after `workerConnectionTimeoutMilliseconds`, inside
+    ///   the server's statement timeout (5 s by default): a worker that does not answer is then
+    ///   a failed connection, 503, rather than a statement cancelled at its timeout, 504. Not
+    ///   much less: 200 joins at once on a loaded 2-core machine took more than 2 s to open
+    ///   their connections to a worker.
     static let sessionDefaults: PostgresQuery = """
         do $$ begin
             execute format('alter database %I set citus.multi_shard_modify_mode = %L', current_database(), 'sequential');
@@ -150,7 +152,7 @@ struct CitusSchema {
         end $$
         """
 
-    static let workerConnectionTimeoutMilliseconds = 2000
+    static let workerConnectionTimeoutMilliseconds = 4000
 
     /// Sets `sessionDefaults`; new sessions take it. Needs the database's owner.
     func setSessionDefaults() async throws {
