@@ -36,16 +36,12 @@ struct AppleFixture: Sendable {
         apple.revocations.backoff = Backoff(base: .milliseconds(200), cap: .milliseconds(500), jitter: 1.0...1.2)
         do {
             // Apple's keys come from the stand-in too, through the shared HTTP client.
-            let jwksURL = standIn.endpoint.appendingPathComponent("auth/keys")
-            if let database {
-                try await APIHarness.run(on: database, testing: testing, apple: apple, jwksURL: jwksURL, citus: citus) { api in
-                    try await body(AppleFixture(standIn: standIn, api: api))
-                }
-            } else {
-                try await APIHarness.run(testing: testing, apple: apple, jwksURL: jwksURL) { api in
-                    try await body(AppleFixture(standIn: standIn, api: api))
-                }
+            func serve(_ database: PostgresConfiguration) async throws {
+                try await APIHarness.run(
+                    on: database, testing: testing, apple: apple, jwksURL: standIn.endpoint.appendingPathComponent("auth/keys"), citus: citus
+                ) { api in try await body(AppleFixture(standIn: standIn, api: api)) }
             }
+            if let database { try await serve(database) } else { try await MigratedTemplate.withDatabase(serve) }
         } catch {
             try? await standIn.shutdown()
             throw error

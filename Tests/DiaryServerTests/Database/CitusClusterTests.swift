@@ -184,6 +184,13 @@ struct CitusClusterTests {
         }
     }
 
+    @Test("the diaries list, read a diary at a time on the cluster, comes in the order one PostgreSQL's SQL gives it")
+    func listOrderThroughTheCoordinator() async throws {
+        try await APIHarness.run(on: try Self.owner(), citus: true) { api in
+            try await DiaryListTests.listsLatestWrittenFirst(api, name: "lister-\(UUID().uuidString.prefix(8))")
+        }
+    }
+
     @Test("premium through the coordinator: every RevenueCat event type sets or keeps the plan through the webhook, each recorded")
     func premiumThroughTheCoordinator() async throws {
         try await APIHarness.run(on: try Self.owner(), citus: true) { api in
