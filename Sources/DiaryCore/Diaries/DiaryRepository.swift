@@ -28,6 +28,7 @@ package struct DiaryRepository: Sendable {
     /// `where diaries.id = …`.
     static func diaryColumns(ofDiary diary: UUID) -> PostgresQuery { columns(ofDiary: "\(diary)") }
 
+    /// `diaryColumns(ofDiary:)` of a diary whose id is an expression: `RequestScope.run(writing:thenRead:)`'s.
     private static func columns(ofDiary diary: PostgresQuery) -> PostgresQuery {
         """
         select diaries.id, diaries.name, diaries.type, diaries.invite_code, me.role, diaries.created_at,
@@ -180,15 +181,14 @@ package struct DiaryRepository: Sendable {
         }
     }
 
-    /// Joins by invite code through `join_diary`, which keeps the diary under its cap.
+    /// Joins by invite code through `join_diary`, which keeps the diary under its cap, and
+    /// answers the diary it names: by its id, since a rotation of the code right after the
+    /// join would leave a read by code with nothing.
     package func join(inviteCode: String) async throws -> Diary {
-        let results = try await scope.run(
-            ["select join_diary(\(inviteCode), (select app_user_id()))"],
-            // By the code among the caller's diaries, not through invite_code_diary(), which on
-            // Citus would query again from inside a shard.
-            thenRead: ["\(Self.diaryColumns) where diaries.invite_code = normalize_invite_code(\(inviteCode)) and \(DiariesPolicy.select.using)"]
-        )
-        guard let row = results[1].first else { throw DomainError.notFound("no such diary") }
+        let joined = try await scope.run(writing: "join_diary(\(inviteCode), (select app_user_id()))") { diary in
+            ["\(Self.columns(ofDiary: diary)) where diaries.id = \(diary) and \(DiariesPolicy.select.using)"]
+        }
+        guard let row = joined.rows[0].first else { throw DomainError.inconsistent("the joined diary cannot be read back") }
         return try Self.diary(from: row)
     }
 

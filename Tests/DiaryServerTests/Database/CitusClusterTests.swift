@@ -239,6 +239,11 @@ struct CitusClusterTests {
         try await APIHarness.run(on: try Self.owner(), citus: true) { api in try await JoinDiaryTests.raceToTheDiaryCap(api) }
     }
 
+    @Test("a join on the cluster answers the diary join_diary names, read after its COMMIT as the joiner sees it: aliases in an anonymous diary")
+    func joinAnswersAsTheJoinerSees() async throws {
+        try await APIHarness.run(on: try Self.owner(), citus: true) { api in try await JoinDiaryTests.anonymousJoinAnswersAliases(api) }
+    }
+
     @Test("a member's timeline page, as the server spells it on a cluster, routes to the diary's one shard in one piece")
     func timelineRoutesToOneShard() async throws {
         try await APIHarness.run(on: try Self.owner(), citus: true) { api in

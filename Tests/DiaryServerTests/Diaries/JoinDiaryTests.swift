@@ -184,6 +184,31 @@ struct JoinDiaryTests {
         #expect(statuses.filter { $0.0 >= 300 }.allSatisfy { $0.0 == 409 && $0.1 == "too_many_diaries" }, "\(statuses)")
     }
 
+    @Test("a join answers the diary join_diary names, as the joiner sees it: in an anonymous diary the others are aliases, the joiner is themself")
+    func joinAnswersAsTheJoinerSees() async throws {
+        try await APIHarness.run { api in try await Self.anonymousJoinAnswersAliases(api) }
+    }
+
+    /// Also run on the cluster (CitusClusterTests), where the answer is read after the join's COMMIT.
+    static func anonymousJoinAnswersAliases(_ api: APIHarness) async throws {
+        let tag = UUID().uuidString.prefix(8)
+        let alice = try await api.signIn("alias-owner-\(tag)"), bob = try await api.signIn("alias-joiner-\(tag)")
+        let diary = try await api.createDiary("秘密の日記", type: .anonymous, token: alice.accessToken)
+        let typed = diary.inviteCode.lowercased().prefix(5) + "-" + diary.inviteCode.lowercased().dropFirst(5)
+        for _ in 0..<2 {
+            let reply = try await api.join(String(typed), token: bob.accessToken)
+            #expect(reply.status == .ok, "\(reply.text)")
+            let joined = try reply.decode(Diary.self)
+            #expect(joined.id == diary.id && joined.name == "秘密の日記" && joined.type == .anonymous && joined.role == .member)
+            #expect(joined.memberCount == 2 && joined.members.count == 2)
+            let me = try #require(joined.members.first { $0.userId == bob.user.id })
+            #expect(me.displayName == bob.user.displayName && me.role == .member)
+            let other = try #require(joined.members.first { $0.userId != bob.user.id })
+            #expect(other.userId != alice.user.id && other.displayName == "匿名1" && other.profileImageUrl == nil && other.role == .owner)
+            #expect(!reply.text.contains(alice.user.id.uuidString.lowercased()) && !reply.text.contains(alice.user.displayName))
+        }
+    }
+
     @Test("joining twice is a no-op returning the diary; codes match in any case and with hyphens; unknown codes are their own error")
     func joinSemantics() async throws {
         try await MigratedTemplate.withDatabase { configuration in
