@@ -13,7 +13,16 @@
 #   scripts/citus.sh stop        stop the three
 #   scripts/citus.sh stop-node NAME, start-node NAME
 #                                one node alone (CitusOutageTests stops a worker under a running server)
+#   scripts/citus.sh add-worker NAME DATABASE
+#                                a further worker (.data/postgres-citus-NAME) started, DATABASE made
+#                                afresh on it, and registered in the coordinator's DATABASE; its
+#                                shards come with a rebalance (CitusRebalanceTests)
+#   scripts/citus.sh remove-worker NAME DATABASE
+#                                the worker taken out of DATABASE's cluster once it holds no shard
 #   scripts/citus.sh env         the coordinator's variables, as `scripts/postgres.sh env` prints
+#
+# Every node runs with wal_level = logical: a rebalance moves shards by logical replication,
+# which keeps them writable while they move.
 #
 # Citus is not among Debian's packages, and this project neither ships nor builds it: install
 # Citus Data's own packages for PostgreSQL 15 (README, "Scaling out on Citus").
@@ -21,6 +30,8 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 nodes=(coordinator worker1 worker2)
+# CITUS_CLUSTER names a second cluster of three (.data/postgres-CITUS_CLUSTER-*): scripts/pitr.sh's.
+cluster_name=${CITUS_CLUSTER:-citus}
 
 log() { echo "citus.sh: $*" >&2; }
 
@@ -32,7 +43,7 @@ node() {
     shift
     # Each node keeps its own port (its port file): a caller's PGPORT, such as the
     # coordinator's from `scripts/citus.sh env`, would move the node there.
-    env -u PGPORT DIARY_PG_CLUSTER="$root/.data/postgres-citus-$name" DIARY_PG_PRELOAD=citus "$root/scripts/postgres.sh" "$@"
+    env -u PGPORT DIARY_PG_CLUSTER="$root/.data/postgres-$cluster_name-$name" DIARY_PG_PRELOAD=citus DIARY_PG_WAL_LEVEL=logical "$root/scripts/postgres.sh" "$@"
 }
 
 # node_psql NODE DATABASE psql-arguments…
@@ -42,7 +53,7 @@ node_psql() {
     (eval "$(node "$name" env)" && psql -X -q -At -v ON_ERROR_STOP=1 -U postgres -d "$database" "$@")
 }
 
-node_port() { cat "$root/.data/postgres-citus-$1/port"; }
+node_port() { cat "$root/.data/postgres-$cluster_name-$1/port"; }
 
 installer="$root/../shared/citus/install.sh"
 
@@ -109,11 +120,31 @@ start() {
 }
 
 stop() {
-    local name
-    for name in "${nodes[@]}"; do
-        [ -d "$root/.data/postgres-citus-$name" ] && node "$name" stop
+    local cluster
+    for cluster in "$root"/.data/postgres-"$cluster_name"-*/; do
+        [ -d "$cluster" ] && node "$(basename "$cluster" | sed "s/^postgres-$cluster_name-//")" stop
     done
     return 0
+}
+
+add_worker() {
+    local name=$1 database=$2
+    node "$name" start
+    if [ -n "$(node_psql coordinator "$database" -c "select 1 from pg_dist_node where nodeport = $(node_port "$name")")" ]; then
+        log "$name is in $database's cluster already"
+        return 0
+    fi
+    node_psql "$name" postgres -c "drop database if exists $database with (force)" -c "create database $database owner diary_owner"
+    node_psql "$name" "$database" -c "create extension if not exists citus"
+    node_psql coordinator "$database" -c "select citus_add_node('127.0.0.1', $(node_port "$name"))
+        where not exists (select from pg_dist_node where nodeport = $(node_port "$name"))" >/dev/null
+    log "$name on $(node_port "$name") joined $database's cluster"
+}
+
+remove_worker() {
+    local name=$1 database=$2
+    node_psql coordinator "$database" -c "select citus_remove_node('127.0.0.1', $(node_port "$name"))
+        where exists (select from pg_dist_node where nodeport = $(node_port "$name"))" >/dev/null
 }
 
 case "${1:-}" in
@@ -124,6 +155,8 @@ case "${1:-}" in
     stop) stop ;;
     stop-node) node "${2:?usage: $0 stop-node NAME}" stop ;;
     start-node) node "${2:?usage: $0 start-node NAME}" start ;;
+    add-worker) add_worker "${2:?usage: $0 add-worker NAME DATABASE}" "${3:?usage: $0 add-worker NAME DATABASE}" ;;
+    remove-worker) remove_worker "${2:?usage: $0 remove-worker NAME DATABASE}" "${3:?usage: $0 remove-worker NAME DATABASE}" ;;
     env) node coordinator env ;;
-    *) echo "usage: $0 available|install|start|fresh DATABASE|stop|stop-node NAME|start-node NAME|env" >&2; exit 2 ;;
+    *) echo "usage: $0 available|install|start|fresh DATABASE|stop|stop-node NAME|start-node NAME|add-worker NAME DATABASE|remove-worker NAME DATABASE|env" >&2; exit 2 ;;
 esac

@@ -18,7 +18,9 @@ data_root="$root/.data"
 # DIARY_PG_CLUSTER (a folder under .data) gives a second cluster, for Benchmarks/rls-instructions.sh
 # and `make test`. DIARY_PG_FSYNC (default on) and DIARY_PG_MAX_CONNECTIONS (default 1000) set
 # those settings; a running cluster started with another max_connections is restarted.
-# DIARY_PG_PRELOAD names shared_preload_libraries (scripts/citus.sh: citus).
+# DIARY_PG_PRELOAD names shared_preload_libraries (scripts/citus.sh: citus), and
+# DIARY_PG_WAL_LEVEL sets wal_level (scripts/citus.sh: logical, which moving a shard while it
+# stays writable needs); a running cluster started with another wal_level is restarted.
 cluster="${DIARY_PG_CLUSTER:-$data_root/postgres}"
 pgdata="$cluster/data"
 socket_dir="$cluster/run"
@@ -115,13 +117,25 @@ start() {
         log "restarting with max_connections=$connections"
         as_owner "$bin/pg_ctl" -D "$pgdata" -m fast -w stop >/dev/null
     fi
+    if [ -n "${DIARY_PG_WAL_LEVEL:-}" ] && as_owner "$bin/pg_ctl" -D "$pgdata" status >/dev/null 2>&1 && [ -f "$port_file" ] \
+        && [ "$(psql_super -d postgres -At -c 'show wal_level' 2>/dev/null)" != "$DIARY_PG_WAL_LEVEL" ]; then
+        log "restarting with wal_level=$DIARY_PG_WAL_LEVEL"
+        as_owner "$bin/pg_ctl" -D "$pgdata" -m fast -w stop >/dev/null
+    fi
     echo "$port" > "$port_file"
     if ! as_owner "$bin/pg_ctl" -D "$pgdata" status >/dev/null 2>&1; then
         log "starting on port $port"
         as_owner "$bin/pg_ctl" -D "$pgdata" -l "$log" -w -t 60 start \
-            -o "-p $port -k $socket_dir -c listen_addresses=127.0.0.1 -c max_connections=$connections -c shared_buffers=256MB -c fsync=${DIARY_PG_FSYNC:-on}${DIARY_PG_PRELOAD:+ -c shared_preload_libraries=$DIARY_PG_PRELOAD}" >/dev/null \
+            -o "-p $port -k $socket_dir -c listen_addresses=127.0.0.1 -c max_connections=$connections -c shared_buffers=256MB -c fsync=${DIARY_PG_FSYNC:-on}${DIARY_PG_PRELOAD:+ -c shared_preload_libraries=$DIARY_PG_PRELOAD}${DIARY_PG_WAL_LEVEL:+ -c wal_level=$DIARY_PG_WAL_LEVEL}" >/dev/null \
             || { tail -n 20 "$log" >&2; exit 1; }
     fi
+    # A cluster restored to a point (scripts/pitr.sh) or recovering from a crash accepts
+    # connections read-only until its recovery ends; the roles and database wait for that.
+    local waited=0
+    until [ "$(psql_super -d postgres -At -c 'select pg_is_in_recovery()' 2>/dev/null)" = f ]; do
+        [ $waited -lt 600 ] || { log "still in recovery after 60 s"; tail -n 20 "$log" >&2; exit 1; }
+        sleep 0.1; waited=$((waited + 1))
+    done
     psql_super -d postgres -q -f "$root/sql/roles.sql" >/dev/null
     psql_super -d postgres <<SQL
 select 'create database $database owner diary_owner' where not exists (select from pg_database where datname = '$database') \gexec

@@ -66,3 +66,8 @@ SCHEMATHESIS_CITUS=1 Tests/contract/schemathesis.sh
 
 # Last, since it stops a worker under a running server: CitusOutageTests.
 CITUS_OUTAGE_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$database?host=$PGHOST" swift test --skip-build --filter CitusOutageTests
+
+# Then a third worker joins the running cluster and `diary-server rebalance` spreads the shards
+# while two servers take posts and reads: CitusRebalanceTests, after everything else, since the
+# layout stays changed.
+CITUS_REBALANCE_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$database?host=$PGHOST" swift test --skip-build --filter CitusRebalanceTests

@@ -1,4 +1,5 @@
 package import Foundation
+import Metrics
 import NIOConcurrencyHelpers
 package import PostgresClient
 
@@ -173,9 +174,26 @@ package struct RequestScope: Sendable {
         #if DEBUG
         Self.recorder?.record(transaction + (afterCommit.isEmpty ? [] : ["COMMIT"] + afterCommit))
         #endif
-        let results = try await AppSQLState.translating { try await pool.transaction(transaction, placement: placement, afterCommit: afterCommit) }
-        return Array(results.dropFirst())
+        var conflicts = Backoff.Attempts(Self.conflictRetry)
+        while true {
+            do {
+                let results = try await AppSQLState.translating { try await pool.transaction(transaction, placement: placement, afterCommit: afterCommit) }
+                return Array(results.dropFirst())
+            } catch let error as PostgresError where Self.isConflict(error) && conflicts.failures + 1 < Self.conflictAttempts {
+                Counter(label: "db_conflict_retries_total", dimensions: [("kind", "\(error.kind)")]).increment()
+                try await Task.sleep(for: conflicts.failed())
+            }
+        }
     }
+
+    /// A transaction the database chose as a deadlock's victim, or could not serialize, was
+    /// rolled back whole, so it runs again, up to `conflictAttempts` times in all, before the
+    /// caller hears `conflict_retry`. On a cluster a shard's move ends by blocking the shard's
+    /// writes for a moment, and a write that meets that block in the wrong order is such a
+    /// victim (CitusRebalanceTests).
+    static func isConflict(_ error: PostgresError) -> Bool { error.kind == .deadlock || error.kind == .serializationFailure }
+    static let conflictAttempts = 3
+    static let conflictRetry = Backoff(base: .milliseconds(20), cap: .milliseconds(500), jitter: 0.5...1.0)
 
     #if DEBUG
     /// Debug builds only: a test collects the statements of each transaction a request

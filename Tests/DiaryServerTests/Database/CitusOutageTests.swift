@@ -7,11 +7,12 @@ import TestSupport
 @testable import DiaryCore
 @testable import DiaryHTTP
 
-/// One Citus worker stopped under a running server, run by scripts/test-citus.sh after the
-/// cluster suite (CITUS_OUTAGE_DATABASE_URL), which it would otherwise disturb: a diary on the
-/// other worker goes on as usual, a diary on the stopped one and every write that must reach
-/// every node answer 503 with Retry-After, and nothing acknowledged is lost.
-@Suite("A Citus worker's outage", .serialized, .enabled(if: ProcessInfo.processInfo.environment["CITUS_OUTAGE_DATABASE_URL"] != nil))
+/// One Citus worker stopped under a running server, and the coordinator restarted under two,
+/// run by scripts/test-citus.sh after the cluster suite (CITUS_OUTAGE_DATABASE_URL), which they
+/// would otherwise disturb: a diary on the other worker goes on as usual, a diary on the
+/// stopped one and every write that must reach every node answer 503 with Retry-After, and
+/// nothing acknowledged is lost.
+@Suite("A Citus worker's outage", .serialized, .timeLimit(.minutes(5)), .enabled(if: ProcessInfo.processInfo.environment["CITUS_OUTAGE_DATABASE_URL"] != nil))
 struct CitusOutageTests {
     static let stoppedWorker = "worker2"
     /// Above the 4 s in which the coordinator gives up a worker's connection
@@ -22,10 +23,10 @@ struct CitusOutageTests {
         try PostgresConfiguration(url: ProcessInfo.processInfo.environment["CITUS_OUTAGE_DATABASE_URL"] ?? "").as(TestDatabase.ownerRole)
     }
 
-    static func citus(_ command: String) async throws {
+    static func citus(_ command: String, _ node: String = stoppedWorker) async throws {
         let script = ScratchCluster.packageRoot.appendingPathComponent("scripts/citus.sh").path
-        let result = try await Spawn.run(script, [command, stoppedWorker])
-        try #require(result.status == 0, "scripts/citus.sh \(command) \(stoppedWorker): \(result.output)")
+        let result = try await Spawn.run(script, [command, node])
+        try #require(result.status == 0, "scripts/citus.sh \(command) \(node): \(result.output)")
     }
 
     static func stoppedPort() throws -> Int {
@@ -93,6 +94,68 @@ struct CitusOutageTests {
             }
             let after = try await api.post("戻った後", in: lostDiary.id, token: alice.accessToken)
             #expect(after.status == .created, "\(after.text)")
+        }
+    }
+
+    /// Its body passes (every request 201 or 503 with Retry-After, nothing acknowledged lost,
+    /// both servers answer again, both sockets see every post), but afterwards the in-process
+    /// servers' graceful shutdown never ends: one server keeps a connection to a closed test
+    /// socket open, so a realtime socket's handler does not finish after the restart. Disabled
+    /// until that is found, since a hang would stop CI (issue 48's note).
+    @Test("the coordinator restarted (pg_ctl stop -m fast, then start) while two servers take posts and reads: each request succeeds or answers 503 with Retry-After, nothing acknowledged is lost, both servers recover by themselves, and a socket on each misses no acknowledged post",
+          .disabled("the servers' graceful shutdown hangs after a coordinator restart; see the comment"))
+    func coordinatorRestarted() async throws {
+        try await APIHarness.run(on: try Self.owner(), statementTimeout: Self.statementTimeout, testing: .live, citus: true) { first in
+            try await APIHarness.run(on: try Self.owner(), statementTimeout: Self.statementTimeout, testing: .live, sharing: first, citus: true) { second in
+                let servers = [first, second]
+                let tag = String(UUID().uuidString.prefix(8)).lowercased()
+                var clients: [LoadStream.Client] = []
+                for index in 0..<3 {
+                    let writer = try await first.signIn("restart-w\(index)-\(tag)"), reader = try await first.signIn("restart-r\(index)-\(tag)")
+                    let diary = try await first.createDiary("再起動 \(index)", type: .couple, token: writer.accessToken)
+                    #expect(try await first.join(diary.inviteCode, token: reader.accessToken).status == .ok)
+                    clients.append(LoadStream.Client(token: writer.accessToken, diary: diary.id, reader: reader.accessToken))
+                }
+                let watched = clients[0]
+                let sockets = try servers.map { TestSocket(port: try #require($0.client.port), token: watched.reader) }
+                defer { sockets.forEach { $0.close() } }
+                for socket in sockets { #expect(try await socket.nextType() == "ready") }
+
+                let stream = LoadStream(servers: servers, clients: clients)
+                let (outcomes, restart) = try await stream.run(workers: clients.count) {
+                    let began = ContinuousClock.now
+                    try await Self.citus("stop-node", "coordinator")
+                    try await Self.citus("start-node", "coordinator")
+                    return (began: began, accepting: ContinuousClock.now)
+                }
+                // Each server recovers by itself: its pool reconnects on the next request.
+                for server in servers {
+                    try await waitUntil("a post through each server after the restart", within: .seconds(30)) {
+                        try await server.post("再起動の後", in: watched.diary, token: watched.token).status == .created
+                    }
+                }
+                let failures = outcomes.filter { $0.status.code >= 300 }
+                TestDatabase.logger.warning("coordinator restart: both servers answer again")
+                print("coordinator restart: \(outcomes.count) requests, \(failures.count) answered 503, the restart took \(restart.accepting - restart.began)")
+                #expect(failures.allSatisfy { $0.status == .serviceUnavailable && $0.retryAfter != nil }, "\(Set(failures.map { "\($0.status.code) \($0.code ?? "")" }))")
+                #expect(failures.allSatisfy { $0.started + $0.duration >= restart.began }, "a request failed before the restart began")
+                try await first.expectKept(outcomes)
+                TestDatabase.logger.warning("coordinator restart: acknowledged writes checked")
+
+                // Every acknowledged post of the watched diary reaches both sockets, as events.
+                let acknowledged = outcomes.filter { $0.status == .created }.compactMap(\.postedEntry)
+                let watchedEntries = Set(try await first.asSuperuser("select id from entries where diary_id = \(watched.diary) and id = any(\(acknowledged))").map { try $0.decode("id", as: UUID.self) })
+                #expect(!watchedEntries.isEmpty)
+                for socket in sockets {
+                    try await waitUntil("every acknowledged post on the socket", within: .seconds(60)) {
+                        let created = socket.frames.withLockedValue { $0 }.compactMap { try? PostgresJSONCoding.decoder.decode(ChangeEvent.self, from: Data($0.utf8)) }
+                            .filter { $0.type == .entryCreated }.compactMap { event -> UUID? in if case .entry(let entry) = event.data { entry.id } else { nil } }
+                        return watchedEntries.isSubset(of: Set(created))
+                    }
+                    #expect(!socket.frames.withLockedValue { $0 }.contains { $0.contains(#""type":"resync""#) })
+                    TestDatabase.logger.warning("coordinator restart: a socket saw every post")
+                }
+            }
         }
     }
 

@@ -197,5 +197,10 @@ extension APIHarness {
         let rows = try await asSuperuser("select count(*)::int8 as n from entries where id = any(\(created))")
         let kept = try rows.first?.decode("n", as: Int.self) ?? 0
         #expect(kept == created.count, "\(created.count - kept) of \(created.count) acknowledged entries are missing", sourceLocation: sourceLocation)
+        let read = Array(Set(outcomes.filter { $0.status.code < 300 }.compactMap(\.readEntry)))
+        guard !read.isEmpty else { return }
+        let receipts = try await asSuperuser("select count(distinct entry_id)::int8 as n from entry_reads where entry_id = any(\(read))")
+        let keptReads = try receipts.first?.decode("n", as: Int.self) ?? 0
+        #expect(keptReads == read.count, "\(read.count - keptReads) of \(read.count) acknowledged reads are missing", sourceLocation: sourceLocation)
     }
 }

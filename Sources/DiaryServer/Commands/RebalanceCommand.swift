@@ -1,0 +1,28 @@
+import ArgumentParser
+import Logging
+import PostgresClient
+
+struct RebalanceCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rebalance",
+        abstract: "On a Citus coordinator: spread the shards over every registered worker, writable while they move.",
+        discussion: """
+            After a worker is added (citus_add_node), as the schema's owner
+            (MIGRATION_DATABASE_URL, else DATABASE_URL), while servers keep serving: moves
+            shards to even the workers out, by logical replication (wal_level = logical on
+            every node), and waits for the moves to finish. Row security is unforced on the
+            tables during the moves and forced again after (README, "Scaling out on Citus").
+            Safe to run again: it resumes, or moves nothing.
+            """
+    )
+
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        let logger = AppLogger.make(label: "diary-server.rebalance")
+        let summary = try await database.withOwnerPool(command: "rebalance", logger: logger) { pool in
+            try await CitusRebalance(pool: pool, logger: logger).run()
+        }
+        print(summary)
+    }
+}
