@@ -7,7 +7,7 @@ BOUNCER := scripts/pgbouncer.sh
 # `make run CONFIG=release` for an optimised server.
 CONFIG ?= debug
 
-.PHONY: run test test-services test-asan test-tsan test-citus fuzz fuzz-merge build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
+.PHONY: run test test-services test-asan test-tsan test-citus test-previous-release fuzz fuzz-merge build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
 
 run: db
 	swift build -c $(CONFIG) --product diary-server
@@ -24,7 +24,7 @@ run: db
 # and drops a database, each DROP DATABASE waits for a checkpoint, and with fsync on those
 # checkpoints synced some 25,000 files for up to 40 s, while connections timed out behind them.
 TEST_CLUSTER := $(CURDIR)/.data/postgres-test
-TEST_TARGETS := test test-services test-asan test-tsan
+TEST_TARGETS := test test-services test-asan test-tsan test-previous-release
 $(TEST_TARGETS): export DIARY_PG_CLUSTER = $(TEST_CLUSTER)
 $(TEST_TARGETS): export DIARY_PG_FSYNC = off
 # Every suite runs at once, each server with its own pools: more than 1,000 connections at peak.
@@ -51,6 +51,8 @@ TEST_SHELL = $(RAISE_OPEN_FILES); \
 # target's properties, and Python's zipfile reading back the ZIP corpus's archives (under a second).
 # Then DiaryKit (Clients/DiaryKit, a package of its own): built, then tested against the
 # diary-server binary built above, each test with its own server and database on this cluster.
+# Then the release still serving (releases/previous), built in .build-previous, against this
+# checkout's schema beside this checkout's server (scripts/test-previous-release.sh).
 # Last, the cluster suite on a Citus coordinator and two workers (scripts/test-citus.sh), which
 # says when it skipped, and under CI fails instead.
 # `sync` between the build and the suites: linking the test binary leaves some 2 GB of dirty
@@ -64,6 +66,7 @@ test: test-services
 	swift test --skip-build --filter "FaultTests|PushProcessTests" --no-parallel; \
 	Tests/sql/run-pgtap.sh; Tests/contract/schemathesis.sh; \
 	DIARYKIT_SERVER_BINARY="$$(swift build --show-bin-path)/diary-server" swift test --package-path Clients/DiaryKit; \
+	scripts/test-previous-release.sh; \
 	scripts/test-citus.sh
 
 # The Swift suites under AddressSanitizer (in .build-asan) and ThreadSanitizer (in .build-tsan);
@@ -97,6 +100,10 @@ fuzz:
 # Folds what the runs found into Fuzz/Corpus, minimised with -merge=1.
 fuzz-merge:
 	Fuzz/fuzz.sh merge $(FUZZ_TARGETS)
+
+# The previous release against this checkout's schema alone, as make test runs it.
+test-previous-release: test-services
+	$(TEST_SHELL); swift build --build-tests; scripts/test-previous-release.sh
 
 # The schema on a Citus cluster alone (scripts/test-citus.sh), as make test ends: a coordinator and
 # two workers, migrate --citus twice, an upgrade of a laid-out cluster, and CitusClusterTests.

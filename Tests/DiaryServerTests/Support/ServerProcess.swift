@@ -30,15 +30,19 @@ final class ServerProcess: Sendable {
         ScratchCluster.packageRoot.appendingPathComponent(".build/debug/diary-server")
     }
 
-    convenience init(database: PostgresConfiguration, dataDirectory: URL? = nil, environment: [String: String] = [:]) throws {
-        try self.init(databaseURL: try Self.url(of: database), dataDirectory: dataDirectory, environment: environment)
+    convenience init(database: PostgresConfiguration, dataDirectory: URL? = nil, environment: [String: String] = [:], binary: URL = ServerProcess.binary) throws {
+        try self.init(databaseURL: try Self.url(of: database), dataDirectory: dataDirectory, environment: environment, binary: binary)
     }
 
     /// `dataDirectory` holds the token key: processes that share one accept each other's tokens.
-    /// `environment` adds to or replaces the test process's own.
-    init(databaseURL: String, databaseWaitSeconds: Int = 5, dataDirectory: URL? = nil, environment extra: [String: String] = [:]) throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.binary.path) else {
-            throw HarnessError("\(Self.binary.path) is missing: build it first (`make test` runs `swift build --product diary-server`)")
+    /// `environment` adds to or replaces the test process's own. `binary` is this checkout's
+    /// build unless a test serves another release.
+    init(
+        databaseURL: String, databaseWaitSeconds: Int = 5, dataDirectory: URL? = nil, environment extra: [String: String] = [:],
+        binary: URL = ServerProcess.binary
+    ) throws {
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw HarnessError("\(binary.path) is missing: build it first (`make test` runs `swift build --product diary-server`)")
         }
         port = try ScratchCluster.freePort()
         let scratch = dataDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("diary-process-\(UUID().uuidString)")
@@ -55,13 +59,13 @@ final class ServerProcess: Sendable {
         environment["LOG_LEVEL"] = "notice"
         environment["DB_WAIT_SECONDS"] = String(databaseWaitSeconds)
         environment.merge(extra) { _, new in new }
-        let process = try Spawn.start(Self.binary.path, ["serve"], environment: environment, outputPath: logPath)
+        let process = try Spawn.start(binary.path, ["serve"], environment: environment, outputPath: logPath)
         self.process = process
     }
 
     /// Runs the binary's subcommand `arguments` to its end and returns its exit status and
     /// its output and error streams together.
-    static func runCommand(_ arguments: [String], adding extra: [String: String] = [:]) async throws -> (status: Int32, output: String) {
+    static func runCommand(_ arguments: [String], adding extra: [String: String] = [:], binary: URL = ServerProcess.binary) async throws -> (status: Int32, output: String) {
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw HarnessError("\(binary.path) is missing: build it first (`make test` runs `swift build --product diary-server`)")
         }
