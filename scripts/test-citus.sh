@@ -71,3 +71,15 @@ CITUS_OUTAGE_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$database?ho
 # while two servers take posts and reads: CitusRebalanceTests, after everything else, since the
 # layout stays changed.
 CITUS_REBALANCE_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$database?host=$PGHOST" swift test --skip-build --filter CitusRebalanceTests
+
+# Last, a whole cluster restored to one moment: scripts/pitr.sh's three nodes of their own, each
+# archiving its WAL with pgBackRest; CitusRestoreTests takes their base backups, a restore point
+# on all of them, and restores every node to it. Then those nodes stop.
+scripts/pitr.sh start diary_pitr_test
+(
+    eval "$(scripts/pitr.sh env)"
+    pitr_url="postgres://diary_owner@localhost:$PGPORT/diary_pitr_test?host=$PGHOST"
+    "$bin" migrate --citus --database-url "$pitr_url" >/dev/null
+    CITUS_PITR_DATABASE_URL="$pitr_url" swift test --skip-build --filter CitusRestoreTests
+)
+scripts/pitr.sh stop
