@@ -2775,13 +2775,28 @@ CREATE FUNCTION public.claim_photo_garbage(max_hashes integer) RETURNS TABLE(con
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
+begin
+    return query select * from claim_photo_garbage(max_hashes, interval '0');
+end
+$$;
+
+--
+-- Name: claim_photo_garbage(integer, interval); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for interval) RETURNS TABLE(content_hash text, unnamed boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
 declare
     claimed text[];
     hash text;
 begin
     with taken as (
         delete from photo_garbage g
-        where g.content_hash in (select q.content_hash from photo_garbage q order by q.queued_at limit max_hashes for update skip locked)
+        where g.content_hash in (
+            select q.content_hash from photo_garbage q where q.queued_at <= now() - kept_for
+            order by q.queued_at limit max_hashes for update skip locked)
         returning g.content_hash
     )
     select coalesce(array_agg(taken.content_hash order by taken.content_hash), '{}') into claimed from taken;
@@ -4830,6 +4845,19 @@ COMMENT ON FUNCTION public.claim_photo_garbage(max_hashes integer) IS 'Takes up 
 
 REVOKE ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer) TO diary_app;
+
+--
+-- Name: FUNCTION claim_photo_garbage(max_hashes integer, kept_for interval); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for interval) IS 'claim_photo_garbage(max_hashes), of the hashes queued at least kept_for ago only: the files of deleted photos stay for the restore window (PHOTO_DELETED_KEEP_HOURS), so that a database restored to a point before the deletion finds them.';
+
+--
+-- Name: FUNCTION claim_photo_garbage(max_hashes integer, kept_for interval); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for interval) TO diary_app;
 
 --
 -- Name: FUNCTION claim_push_batch(max_rows integer, lease interval); Type: COMMENT; Schema: public; Owner: -

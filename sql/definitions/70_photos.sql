@@ -7,13 +7,24 @@ CREATE OR REPLACE FUNCTION public.claim_photo_garbage(max_hashes integer) RETURN
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
+begin
+    return query select * from claim_photo_garbage(max_hashes, interval '0');
+end
+$$;
+
+CREATE OR REPLACE FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for interval) RETURNS TABLE(content_hash text, unnamed boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
 declare
     claimed text[];
     hash text;
 begin
     with taken as (
         delete from photo_garbage g
-        where g.content_hash in (select q.content_hash from photo_garbage q order by q.queued_at limit max_hashes for update skip locked)
+        where g.content_hash in (
+            select q.content_hash from photo_garbage q where q.queued_at <= now() - kept_for
+            order by q.queued_at limit max_hashes for update skip locked)
         returning g.content_hash
     )
     select coalesce(array_agg(taken.content_hash order by taken.content_hash), '{}') into claimed from taken;
@@ -202,6 +213,11 @@ COMMENT ON FUNCTION public.claim_photo_garbage(max_hashes integer) IS 'Takes up 
 
 REVOKE ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer) TO diary_app;
+
+COMMENT ON FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for interval) IS 'claim_photo_garbage(max_hashes), of the hashes queued at least kept_for ago only: the files of deleted photos stay for the restore window (PHOTO_DELETED_KEEP_HOURS), so that a database restored to a point before the deletion finds them.';
+
+REVOKE ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for interval) TO diary_app;
 
 COMMENT ON FUNCTION public.expire_photo_uploads(max_age interval) IS 'Deletes uploads never attached within max_age, whose hashes then queue themselves for collection, and returns how many; the photo sweeper calls it.';
 

@@ -20,6 +20,9 @@ package final class PhotoSweeper: Sendable {
         package var unattachedLifetime: Duration = PhotoRepository.unattachedLifetime
         /// A file younger than this may belong to an upload whose row is not committed yet.
         package var orphanGrace: Duration = .seconds(3600)
+        /// How long a deleted photo's file stays (PHOTO_DELETED_KEEP_HOURS): a database
+        /// restored to a point within it still finds the files its rows name.
+        package var deletedFilesKept: Duration = .zero
         package var batchSize = 100
         package init() {}
     }
@@ -61,7 +64,7 @@ package final class PhotoSweeper: Sendable {
         var removed = 0
         while true {
             let (claimed, gone) = try await pool.withTransaction { connection in
-                let rows = try await connection.query("select content_hash, unnamed from claim_photo_garbage(\(options.batchSize)::integer)")
+                let rows = try await connection.query("select content_hash, unnamed from claim_photo_garbage(\(options.batchSize)::integer, \(options.deletedFilesKept))")
                 var gone = 0
                 for row in rows where try row.decode("unnamed", as: Bool.self) {
                     try await store.remove(try row.decode("content_hash", as: String.self))

@@ -32,6 +32,8 @@ struct ServeCommand: AsyncParsableCommand {
               DIARY_OPENAPI_FILE  the contract GET /openapi.yaml serves (default openapi.yaml here)
               PHOTO_STORE         folder (default) or s3: where photos' bytes are kept
               PHOTO_STORE_DIR     the folder that keeps photos (default DIARY_DATA_DIR/photos)
+              PHOTO_DELETED_KEEP_HOURS  hours a deleted photo's file stays, for restores to a
+                                  point before the deletion (default 0: removed at once)
               S3_ENDPOINT, S3_REGION, S3_BUCKET, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY (or
               S3_SECRET_ACCESS_KEY_FILE)   the bucket, with PHOTO_STORE=s3 (all required)
               S3_PATH_STYLE       1 for https://host/bucket/key (MinIO, R2, Supabase)

@@ -28,6 +28,12 @@ extension PhotoConfiguration {
             throw ConfigurationError(description: "PHOTO_URLS=presigned needs PHOTO_STORE=s3: a folder has no URLs of its own")
         }
         photos.urls = urlMode
+        if let kept = value("PHOTO_DELETED_KEEP_HOURS") {
+            guard let hours = Int(kept), (0...8760).contains(hours) else {
+                throw ConfigurationError(description: "PHOTO_DELETED_KEEP_HOURS must be a whole number of hours from 0 to 8760, not \"\(kept)\"")
+            }
+            photos.sweeper.deletedFilesKept = .seconds(hours * 3600)
+        }
         var secret = value("S3_SECRET_ACCESS_KEY")
         if secret == nil, let file = value("S3_SECRET_ACCESS_KEY_FILE") {
             secret = try Setting.fileText(file, variable: "S3_SECRET_ACCESS_KEY_FILE").trimmingCharacters(in: .whitespacesAndNewlines)

@@ -19,16 +19,20 @@ struct CitusRestoreTests {
         return result.output
     }
 
-    @Test("every node restored to a named restore point: an entry acknowledged before it is there with its counters and its change log, one acknowledged after it is not, and check-counters finds nothing")
+    @Test("every node restored to a named restore point: entries acknowledged before it are there with their counters and change log, and the photo of one deleted after it is served; what was acknowledged after it is not; check-counters finds nothing")
     func restoredToOneMoment() async throws {
         let owner = try PostgresConfiguration(url: Self.ownerURL).as(TestDatabase.ownerRole)
-        try await APIHarness.run(on: owner, citus: true) { api in
+        // Deleted photos' files stay an hour, the test's restore window.
+        try await APIHarness.run(on: owner, deletedPhotosKept: .seconds(3600), citus: true) { api in
             _ = try await Self.pitr(["backup"])
             let tag = String(UUID().uuidString.prefix(8)).lowercased()
             let alice = try await api.signIn("pitr-alice-\(tag)"), bob = try await api.signIn("pitr-bob-\(tag)")
             let diary = try await api.createDiary("時を戻す", type: .couple, token: alice.accessToken)
             #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
             let before = try await api.post("戻る先", in: diary.id, token: alice.accessToken).decode(Entry.self)
+            let photo = try await EntryPhotoTests.upload(api, alice)
+            let pictured = try await api.call(.post, "/v1/diaries/\(diary.id)/entries", token: alice.accessToken,
+                                              body: CreateEntryRequest(content: "写真", photoIds: [photo.id])).decode(Entry.self)
 
             // As a superuser, which citus_create_restore_point requires.
             let superuser = Self.ownerURL.replacingOccurrences(of: "diary_owner@", with: "postgres@")
@@ -38,6 +42,11 @@ struct CitusRestoreTests {
 
             let after = try await api.post("消える", in: diary.id, token: alice.accessToken).decode(Entry.self)
             #expect(try await api.call(.post, "/v1/diaries/\(diary.id)/entries/\(before.id)/read", token: bob.accessToken).status.code < 300)
+            // The photo's entry deleted after the point: its file must outlive the deletion.
+            #expect(try await api.call(.delete, "/v1/diaries/\(diary.id)/entries/\(pictured.id)", token: alice.accessToken).status == .noContent)
+            var kept = PhotoSweeper.Options()
+            kept.deletedFilesKept = .seconds(3600)
+            _ = try await PhotoSweeper(pool: api.pool, store: try FolderPhotoStore(root: api.photoStore), options: kept, logger: TestDatabase.logger).collect()
             let size = try await api.asSuperuser("select sum(result::bigint)::int8 as bytes from run_command_on_all_nodes($$select pg_database_size(current_database())$$)")
 
             let clock = ContinuousClock()
@@ -51,14 +60,16 @@ struct CitusRestoreTests {
                 try await api.call(.get, "/v1/diaries/\(diary.id)/entries", token: bob.accessToken).status == .ok
             }
             let timeline = try await api.call(.get, "/v1/diaries/\(diary.id)/entries", token: bob.accessToken).decode(EntryPage.self)
-            #expect(timeline.entries.map(\.id) == [before.id], "\(timeline.entries.map(\.content))")
-            #expect(timeline.entries.first?.readBy.isEmpty == true, "bob's read came after the point")
+            #expect(timeline.entries.map(\.id) == [pictured.id, before.id], "\(timeline.entries.map(\.content))")
+            #expect(timeline.entries.last?.readBy.isEmpty == true, "bob's read came after the point")
+            let restoredPhoto = try #require(timeline.entries.first?.photos.first)
+            #expect(try await api.fetch(restoredPhoto.url).status == .ok, "the photo of the entry deleted after the point is served")
             let shown = try await api.call(.get, "/v1/diaries/\(diary.id)", token: bob.accessToken).decode(Diary.self)
-            #expect(shown.unreadCount == 1)
+            #expect(shown.unreadCount == 2)
             let counted = try await api.asSuperuser("select entry_count from diaries where id = \(diary.id)")
-            #expect(try counted.first?.decode("entry_count", as: Int.self) == 1)
-            let logged = try await api.asSuperuser("select entry_id as id from change_log where diary_id = \(diary.id) and kind = 'entry.created'")
-            #expect(try logged.map { try $0.decode("id", as: UUID.self) } == [before.id])
+            #expect(try counted.first?.decode("entry_count", as: Int.self) == 2)
+            let logged = try await api.asSuperuser("select entry_id as id from change_log where diary_id = \(diary.id) and kind = 'entry.created' order by position")
+            #expect(try logged.map { try $0.decode("id", as: UUID.self) } == [before.id, pictured.id])
             #expect(!timeline.entries.contains { $0.id == after.id })
             let differences = try await TestDatabase.withPool(owner, size: 1) { try await CounterReconciliation(pool: $0).differences() }
             #expect(differences.isEmpty, "\(differences)")

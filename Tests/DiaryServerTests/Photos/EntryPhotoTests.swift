@@ -121,6 +121,25 @@ struct EntryPhotoTests {
         }
     }
 
+    @Test("with PHOTO_DELETED_KEEP_HOURS, a deleted photo's file stays that long after the deletion, then goes")
+    func deletedFilesKept() async throws {
+        try await APIHarness.run(deletedPhotosKept: .seconds(3600)) { api in
+            let couple = try await Self.couple(api)
+            let photo = try await Self.upload(api, couple.alice)
+            let entry = try await Self.post(api, couple, photos: [photo.id]).decode(Entry.self)
+            let file = try await Self.file(api, of: photo)
+            #expect(try await api.call(.delete, "/v1/diaries/\(couple.diary.id)/entries/\(entry.id)", token: couple.alice.accessToken).status == .noContent)
+            var options = PhotoSweeper.Options()
+            options.deletedFilesKept = .seconds(3600)
+            let sweeper = PhotoSweeper(pool: api.pool, store: try FolderPhotoStore(root: api.photoStore), options: options, logger: TestDatabase.logger)
+            #expect(try await sweeper.collect() == 0)
+            #expect(FileManager.default.fileExists(atPath: file), "deleted a moment ago: kept")
+            try await api.asSuperuser("update photo_garbage set queued_at = now() - interval '61 minutes'")
+            #expect(try await sweeper.collect() == 1)
+            #expect(!FileManager.default.fileExists(atPath: file))
+        }
+    }
+
     @Test("PATCH photoIds replaces the photos in order; a dropped photo's row and file go")
     func patchReplaces() async throws {
         try await APIHarness.run { api in

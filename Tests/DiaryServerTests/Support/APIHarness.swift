@@ -59,7 +59,7 @@ struct APIHarness: Sendable {
         push: PushConfiguration = PushConfiguration(), pushDelivery: PushDelivery.Options = PushDelivery.Options(),
         billing: BillingConfiguration = APIHarness.billing, serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
         export: ExportConfiguration = ExportConfiguration(), apple: AppleConfiguration = AppleConfiguration(), jwksURL: URL? = nil,
-        photoStore: PhotoStoreKind = .folder,
+        photoStore: PhotoStoreKind = .folder, deletedPhotosKept: Duration = .zero,
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         try await MigratedTemplate.withDatabase { database in
@@ -67,7 +67,8 @@ struct APIHarness: Sendable {
                 on: database, poolSize: poolSize, acquireTimeout: acquireTimeout, statementTimeout: statementTimeout,
                 maxConcurrentRequests: maxConcurrentRequests, sharedReads: sharedReads, testing: testing, route: route,
                 slowConsumerGrace: slowConsumerGrace, push: push, pushDelivery: pushDelivery, billing: billing,
-                serviceStatus: serviceStatus, export: export, apple: apple, jwksURL: jwksURL, photoStore: photoStore, body
+                serviceStatus: serviceStatus, export: export, apple: apple, jwksURL: jwksURL, photoStore: photoStore,
+                deletedPhotosKept: deletedPhotosKept, body
             )
         }
     }
@@ -80,7 +81,7 @@ struct APIHarness: Sendable {
         push: PushConfiguration = PushConfiguration(), pushDelivery: PushDelivery.Options = PushDelivery.Options(),
         billing: BillingConfiguration = APIHarness.billing, serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
         export: ExportConfiguration = ExportConfiguration(), apple: AppleConfiguration = AppleConfiguration(), jwksURL: URL? = nil,
-        photoStore: PhotoStoreKind = .folder, sharing other: APIHarness? = nil, citus: Bool = false,
+        photoStore: PhotoStoreKind = .folder, deletedPhotosKept: Duration = .zero, sharing other: APIHarness? = nil, citus: Bool = false,
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         // The server's own role: no ownership, no BYPASSRLS, so every policy applies.
@@ -110,6 +111,7 @@ struct APIHarness: Sendable {
         configuration.serviceStatus = serviceStatus
         configuration.export = export
         configuration.apple = apple
+        configuration.photos.sweeper.deletedFilesKept = deletedPhotosKept
         let store: any PhotoStore
         switch photoStore {
         case .folder:
