@@ -62,6 +62,10 @@ final class TestSocket: Sendable {
                             case .binary(let count): try await outbound.write(.binary(ByteBuffer(repeating: 1, count: count)))
                             }
                         }
+                        // Closed by the test: say so, as an app does, so that the server's handler
+                        // ends. An in-process server has no RealtimeDrain to close its sockets
+                        // first, and its graceful shutdown waits for every connection.
+                        try? await outbound.close(.normalClosure, reason: nil)
                     }
                     try await group.next()
                     group.cancelAll()
