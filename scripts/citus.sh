@@ -17,8 +17,8 @@
 #                                a further worker (.data/postgres-citus-NAME) started, DATABASE made
 #                                afresh on it, and registered in the coordinator's DATABASE; its
 #                                shards come with a rebalance (CitusRebalanceTests)
-#   scripts/citus.sh remove-worker NAME DATABASE
-#                                the worker taken out of DATABASE's cluster once it holds no shard
+#   scripts/citus.sh psql NODE DATABASE ARGS…
+#                                psql on one node as the superuser (scripts/pitr.sh)
 #   scripts/citus.sh env         the coordinator's variables, as `scripts/postgres.sh env` prints
 #
 # Every node runs with wal_level = logical: a rebalance moves shards by logical replication,
@@ -141,12 +141,6 @@ add_worker() {
     log "$name on $(node_port "$name") joined $database's cluster"
 }
 
-remove_worker() {
-    local name=$1 database=$2
-    node_psql coordinator "$database" -c "select citus_remove_node('127.0.0.1', $(node_port "$name"))
-        where exists (select from pg_dist_node where nodeport = $(node_port "$name"))" >/dev/null
-}
-
 case "${1:-}" in
     available) available ;;
     install) install ;;
@@ -156,7 +150,7 @@ case "${1:-}" in
     stop-node) node "${2:?usage: $0 stop-node NAME}" stop ;;
     start-node) node "${2:?usage: $0 start-node NAME}" start ;;
     add-worker) add_worker "${2:?usage: $0 add-worker NAME DATABASE}" "${3:?usage: $0 add-worker NAME DATABASE}" ;;
-    remove-worker) remove_worker "${2:?usage: $0 remove-worker NAME DATABASE}" "${3:?usage: $0 remove-worker NAME DATABASE}" ;;
+    psql) shift; node_psql "${1:?usage: $0 psql NODE DATABASE ARGS…}" "${2:?usage: $0 psql NODE DATABASE ARGS…}" "${@:3}" ;;
     env) node coordinator env ;;
-    *) echo "usage: $0 available|install|start|fresh DATABASE|stop|stop-node NAME|start-node NAME|add-worker NAME DATABASE|remove-worker NAME DATABASE|env" >&2; exit 2 ;;
+    *) echo "usage: $0 available|install|start|fresh DATABASE|stop|stop-node NAME|start-node NAME|add-worker NAME DATABASE|psql NODE DATABASE ARGS…|env" >&2; exit 2 ;;
 esac

@@ -24,11 +24,6 @@ source "$root/scripts/service-user.sh"
 log() { echo "pitr.sh: $*" >&2; }
 citus() { "$root/scripts/citus.sh" "$@"; }
 node_dir() { echo "$root/.data/postgres-$CITUS_CLUSTER-$1"; }
-node_psql() {
-    local name=$1
-    shift
-    "/usr/lib/postgresql/15/bin/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$(node_dir "$name")/run" -p "$(cat "$(node_dir "$name")/port")" -U postgres "$@"
-}
 # pgBackRest runs as the nodes' owner: it reads their data folders and writes their WAL.
 pgbr() { as_owner pgbackrest --config="$config" "$@"; }
 
@@ -70,8 +65,8 @@ start() {
     citus start
     write_config
     for name in "${nodes[@]}"; do
-        if [ "$(node_psql "$name" -d postgres -c 'show archive_mode')" != on ]; then
-            node_psql "$name" -d postgres -c "alter system set archive_mode = on" \
+        if [ "$(citus psql "$name" postgres -c 'show archive_mode')" != on ]; then
+            citus psql "$name" postgres -c "alter system set archive_mode = on" \
                 -c "alter system set archive_command = 'pgbackrest --config=$config --stanza=$name archive-push %p'"
             citus stop-node "$name" && citus start-node "$name"
         fi

@@ -6,7 +6,7 @@
 \startpipeline
 BEGIN;
 select authenticate(md5('s' || :n)::uuid, md5(:n::text)::uuid);
-select set_config('app.written', (join_diary('B' || lpad(:d::text, 9, '0'), (select app_user_id())))::text, true)::uuid as written;
+select set_config('app.written', (join_diary('B' || lpad(:d::text, 9, '0'), (select app_user_id())))::text, true);
 select diaries.id, diaries.name, diaries.type, diaries.invite_code, me.role, diaries.created_at,
     cardinality(members.member_ids) as member_count,
     (select e.created_at from entries e where e.diary_id = current_setting('app.written')::uuid order by e.created_at desc limit 1) as last_entry_at,

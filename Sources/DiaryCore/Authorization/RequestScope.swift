@@ -71,26 +71,22 @@ package struct RequestScope: Sendable {
     }
 
     /// Runs `write`, an expression whose value is the id of the row it wrote or found, then
-    /// `readBack`, given a spelling of that id, and returns the id and the read-back's rows.
+    /// `readBack`, given a spelling of that id, and returns the read-back's rows.
     /// The response comes from the row the write names, never from a second lookup of what
     /// the request named, which another request can change in between (a join's invite
     /// code, rotated). On one PostgreSQL in the same transaction, the id passing through the
     /// transaction-local `app.written`; on Citus after the COMMIT (`Database`), bound, so that
     /// the read routes to the row's shard.
-    package func run(writing write: PostgresQuery, thenRead readBack: (_ written: PostgresQuery) -> [PostgresQuery]) async throws -> (written: UUID, rows: [PostgresRows]) {
+    package func run(writing write: PostgresQuery, thenRead readBack: (_ written: PostgresQuery) -> [PostgresQuery]) async throws -> [PostgresRows] {
         switch database {
         case .single:
-            let results = try await run(["select set_config('app.written', (\(write))::text, true)::uuid as written"] + readBack("current_setting('app.written')::uuid"))
-            return (try Self.written(results[0]), Array(results.dropFirst()))
+            return Array(try await run(["select set_config('app.written', (\(write))::text, true)"] + readBack("current_setting('app.written')::uuid")).dropFirst())
         case .citus:
-            let written = try Self.written(try await run("select (\(write)) as written"))
-            return (written, try await read(readBack("\(written)")))
+            guard let written = try await run("select (\(write)) as written").first?.decode("written", as: UUID?.self) else {
+                throw DomainError.inconsistent("the write named no row")
+            }
+            return try await read(readBack("\(written)"))
         }
-    }
-
-    private static func written(_ rows: PostgresRows) throws -> UUID {
-        guard let id = try rows.first?.decode("written", as: UUID?.self) else { throw DomainError.inconsistent("the write named no row") }
-        return id
     }
 
     /// Runs statements that only read, as the caller, and returns each one's rows.

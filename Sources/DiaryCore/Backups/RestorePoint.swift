@@ -2,8 +2,7 @@ package import Foundation
 package import Logging
 package import PostgresClient
 
-/// A named restore point (`diary-server restore-point`, and `BackupScheduler` on a cluster):
-/// on a Citus coordinator taken on every node at once (`citus_create_restore_point`, which
+/// A named restore point (`diary-server restore-point`): on a Citus coordinator taken on every node at once (`citus_create_restore_point`, which
 /// holds off writes that span nodes for the moment it takes, so the nodes' points agree); on
 /// one PostgreSQL, `pg_create_restore_point`. Each node's base backup and WAL archive
 /// (pgBackRest) restores it to that point. Recorded in
@@ -57,10 +56,5 @@ package enum RestorePoint {
         }
         logger.notice("restore point taken", metadata: ["name": "\(name)", "everyNode": "\(citus)"])
         return taken
-    }
-
-    /// When the newest recorded restore point was taken, if any.
-    package static func newest(pool: PostgresPool) async throws -> Date? {
-        try await pool.query("select max(finished_at) as at from backup_runs where starts_with(location, \(Taken.locationPrefix))")[0].decode("at", as: Date?.self)
     }
 }

@@ -188,7 +188,7 @@ package struct DiaryRepository: Sendable {
         let joined = try await scope.run(writing: "join_diary(\(inviteCode), (select app_user_id()))") { diary in
             ["\(Self.columns(ofDiary: diary)) where diaries.id = \(diary) and \(DiariesPolicy.select.using)"]
         }
-        guard let row = joined.rows[0].first else { throw DomainError.inconsistent("the joined diary cannot be read back") }
+        guard let row = joined[0].first else { throw DomainError.inconsistent("the joined diary cannot be read back") }
         return try Self.diary(from: row)
     }
 
