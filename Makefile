@@ -7,7 +7,7 @@ BOUNCER := scripts/pgbouncer.sh
 # `make run CONFIG=release` for an optimised server.
 CONFIG ?= debug
 
-.PHONY: run test test-services test-asan test-tsan test-citus test-previous-release fuzz fuzz-merge build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
+.PHONY: run test test-services test-asan test-tsan test-citus test-previous-release diarykit-repo fuzz fuzz-merge build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
 
 run: db
 	swift build -c $(CONFIG) --product diary-server
@@ -51,6 +51,9 @@ TEST_SHELL = $(RAISE_OPEN_FILES); \
 # target's properties, and Python's zipfile reading back the ZIP corpus's archives (under a second).
 # Then DiaryKit (Clients/DiaryKit, a package of its own): built, then tested against the
 # diary-server binary built above, each test with its own server and database on this cluster.
+# Then DiaryKit as an app adds it: its repository produced (make diarykit-repo), added by URL
+# to a new consumer package as its README says, built, and the consumer's resolved packages
+# checked for any that only the server needs (scripts/test-diarykit-repo.sh).
 # Then the release still serving (releases/previous), built in .build-previous, against this
 # checkout's schema beside this checkout's server (scripts/test-previous-release.sh).
 # Last, the cluster suite on a Citus coordinator and two workers (scripts/test-citus.sh), which
@@ -66,6 +69,7 @@ test: test-services
 	swift test --skip-build --filter "FaultTests|PushProcessTests" --no-parallel; \
 	Tests/sql/run-pgtap.sh; Tests/contract/schemathesis.sh; \
 	DIARYKIT_SERVER_BINARY="$$(swift build --show-bin-path)/diary-server" swift test --package-path Clients/DiaryKit; \
+	scripts/test-diarykit-repo.sh; \
 	scripts/test-previous-release.sh; \
 	scripts/test-citus.sh
 
@@ -102,6 +106,12 @@ fuzz-merge:
 	Fuzz/fuzz.sh merge $(FUZZ_TARGETS)
 
 # The previous release against this checkout's schema alone, as make test runs it.
+# DiaryKit's repository, as an app adds it (scripts/diarykit-repo.sh): DIARYKIT_REPO=dir, by
+# default .build/DiaryKit-repo. Publishing it is pushing that repository and its tag.
+DIARYKIT_REPO ?= .build/DiaryKit-repo
+diarykit-repo:
+	scripts/diarykit-repo.sh "$(DIARYKIT_REPO)"
+
 test-previous-release: test-services
 	$(TEST_SHELL); swift build --build-tests; scripts/test-previous-release.sh
 

@@ -5,12 +5,9 @@ import PackageDescription
 /// so it can move to a repository of its own unchanged: an app that adds it resolves the
 /// OpenAPI runtime and transports, never Hummingbird or libpq.
 ///
-/// Transports by platform: URLSession (requests and the realtime socket) on Apple's platforms;
-/// async-http-client and swift-websocket's WSClient on Linux, where URLSession cannot serve
-/// (the tests run there).
-let applePlatforms: [Platform] = [.iOS, .macOS, .tvOS, .watchOS, .visionOS]
-let linux: [Platform] = [.linux]
-
+/// One code path on every platform: URLSession carries the calls (swift-openapi-urlsession)
+/// and the realtime socket. The tests alone add swift-websocket's client, for the socket on
+/// Linux, whose libcurl here has no WebSocket (README); an app never resolves it.
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
     .enableUpcomingFeature("InternalImportsByDefault"),
@@ -19,7 +16,7 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "DiaryKit",
-    platforms: [.iOS(.v17), .macOS(.v14)],
+    platforms: [.iOS(.v16), .macOS(.v13)],
     products: [
         .library(name: "DiaryKit", targets: ["DiaryKit"]),
     ],
@@ -27,12 +24,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-openapi-generator.git", from: "1.14.3"),
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
         .package(url: "https://github.com/apple/swift-openapi-urlsession.git", from: "1.4.0"),
-        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
-        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-async-algorithms.git", from: "1.1.4"),
+        // The tests' realtime socket on Linux.
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
-        // WSClient's logger type; already in the graph through WSClient and async-http-client.
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [
@@ -54,22 +50,8 @@ let package = Package(
                 "DiaryAPI",
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession",
-                         condition: .when(platforms: applePlatforms)),
-                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client",
-                         condition: .when(platforms: linux)),
-                .product(name: "AsyncHTTPClient", package: "async-http-client",
-                         condition: .when(platforms: linux)),
-                .product(name: "WSClient", package: "swift-websocket",
-                         condition: .when(platforms: linux)),
-                .product(name: "NIOCore", package: "swift-nio",
-                         condition: .when(platforms: linux)),
-                .product(name: "NIOPosix", package: "swift-nio",
-                         condition: .when(platforms: linux)),
-                .product(name: "NIOWebSocket", package: "swift-nio",
-                         condition: .when(platforms: linux)),
-                .product(name: "Logging", package: "swift-log",
-                         condition: .when(platforms: linux)),
+                .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
             ],
             swiftSettings: swiftSettings + [.swiftLanguageMode(.v6)]
         ),
@@ -77,7 +59,14 @@ let package = Package(
         // PGPORT), as `make test` provides them. No server code is imported.
         .testTarget(
             name: "DiaryKitTests",
-            dependencies: ["DiaryKit"],
+            dependencies: [
+                "DiaryKit",
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+            ],
             swiftSettings: swiftSettings + [.swiftLanguageMode(.v6)]
         ),
     ]

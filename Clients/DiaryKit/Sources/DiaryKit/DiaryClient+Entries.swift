@@ -14,6 +14,9 @@ public struct EntryDraft: Codable, Sendable, Hashable, Identifiable {
     public var question: String?
     /// Photos uploaded by the caller (`uploadPhoto`), in order: up to 4 (1 on the free plan).
     public var photoIDs: [String]
+    /// The user who wrote it, set by `EntryQueue.enqueue`: the queue sends it only while that
+    /// user is signed in. Nil on drafts queued by DiaryKit before 2.0 (`EntryQueue.unclaimed()`).
+    public internal(set) var userID: String?
 
     /// Creates a draft with a new id.
     public init(id: UUID = UUID(), diaryID: String, content: String, question: String? = nil, photoIDs: [String] = []) {

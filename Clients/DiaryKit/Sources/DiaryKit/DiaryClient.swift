@@ -1,6 +1,10 @@
 public import DiaryAPI
 public import Foundation
 public import OpenAPIRuntime
+import OpenAPIURLSession
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
 
 /// The app's one way to the diary server: sign-in and tokens, diaries and entries, photos,
 /// push devices, the account and the service's status, each call typed from the contract.
@@ -18,19 +22,28 @@ public final class DiaryClient: Sendable {
         public var appVersion: String?
         /// Where the session is kept between launches.
         public var sessionStorage: any SessionStorage
-        /// The HTTP transport; nil picks URLSession on Apple's platforms, async-http-client elsewhere.
-        public var transport: (any ClientTransport)?
-        /// How long the default transport waits on a request (`DefaultTransport.make(timeout:)`).
+        /// The URLSession both calls and the realtime socket go through, on every platform;
+        /// nil makes one whose requests wait at most `requestTimeout` for data.
+        public var urlSession: URLSession?
+        /// How long a request waits for data, in the session DiaryKit makes.
         public var requestTimeout: Duration
+        /// Replaces the HTTP transport (swift-openapi-urlsession's, over `urlSession`), in an
+        /// app's tests for instance.
+        public var transport: (any ClientTransport)?
+        /// Replaces the realtime socket (`URLSessionRealtimeTransport`, over `urlSession`).
+        public var realtimeTransport: (any RealtimeTransport)?
 
         /// Creates a configuration.
         public init(serverURL: URL, appVersion: String? = nil, sessionStorage: any SessionStorage = InMemorySessionStorage(),
-                    transport: (any ClientTransport)? = nil, requestTimeout: Duration = .seconds(60)) {
+                    urlSession: URLSession? = nil, requestTimeout: Duration = .seconds(60),
+                    transport: (any ClientTransport)? = nil, realtimeTransport: (any RealtimeTransport)? = nil) {
             self.serverURL = serverURL
             self.appVersion = appVersion
             self.sessionStorage = sessionStorage
-            self.transport = transport
+            self.urlSession = urlSession
             self.requestTimeout = requestTimeout
+            self.transport = transport
+            self.realtimeTransport = realtimeTransport
         }
     }
 
@@ -42,12 +55,16 @@ public final class DiaryClient: Sendable {
     let authority: SessionAuthority
     /// The transport the calls go through, for the photos' presigned URLs.
     let transport: any ClientTransport
+    /// What opens the realtime socket.
+    let realtimeTransport: any RealtimeTransport
 
     /// Creates a client; it signs nobody in. A session saved earlier in `sessionStorage` is used.
     public init(configuration: Configuration) {
         self.configuration = configuration
-        let transport = configuration.transport ?? DefaultTransport.make(timeout: configuration.requestTimeout)
+        let session = configuration.urlSession ?? Self.makeSession(timeout: configuration.requestTimeout)
+        let transport = configuration.transport ?? URLSessionTransport(configuration: .init(session: session))
         self.transport = transport
+        realtimeTransport = configuration.realtimeTransport ?? URLSessionRealtimeTransport(session: session)
         let generated = OpenAPIRuntime.Configuration(dateTranscoder: MicrosecondDateTranscoder())
         var outer: [any ClientMiddleware] = [ProblemMiddleware()]
         if let version = configuration.appVersion { outer.append(AppVersionMiddleware(version: version)) }
@@ -80,6 +97,19 @@ public final class DiaryClient: Sendable {
     /// revoked, signed out elsewhere, the account deleted), after DiaryKit forgot it: show sign-in.
     public func onSessionEnded(_ handler: @escaping @Sendable () -> Void) async {
         await authority.onSessionEnded(handler)
+    }
+
+    private static func makeSession(timeout: Duration) -> URLSession {
+        let configuration = URLSessionConfiguration.default
+        configuration.timeoutIntervalForRequest = TimeInterval(max(1, timeout.components.seconds))
+        return URLSession(configuration: configuration)
+    }
+
+    /// Runs `body` with every call in it made as `userID` only: if another user is signed in,
+    /// or signs in meanwhile, the calls throw `DiaryError.sessionChanged` instead of going out
+    /// with the other user's token.
+    func acting<Result: Sendable>(as userID: String, _ body: @Sendable () async throws -> Result) async throws -> Result {
+        try await SessionAuthority.$actingUserID.withValue(userID) { try await body() }
     }
 
     /// Runs a generated call, unwrapping the runtime's `ClientError` so callers catch the

@@ -42,6 +42,9 @@ public enum DiaryError: Error, Sendable, CustomStringConvertible {
     /// The session ended (signed out elsewhere, the refresh token was reused or revoked, the
     /// account was deleted). DiaryKit has forgotten it; sign in again.
     case sessionEnded
+    /// The call was made for one user (a queued draft, a refresh) and another is now signed
+    /// in, or was while it ran: it was not sent as the new user.
+    case sessionChanged
     /// The server answered in a way the contract does not describe.
     case unexpectedResponse(status: Int)
 
@@ -57,6 +60,7 @@ public enum DiaryError: Error, Sendable, CustomStringConvertible {
         case .problem(let problem): "problem \(problem)"
         case .notSignedIn: "not signed in"
         case .sessionEnded: "the session ended"
+        case .sessionChanged: "another user signed in"
         case .unexpectedResponse(let status): "unexpected response \(status)"
         }
     }

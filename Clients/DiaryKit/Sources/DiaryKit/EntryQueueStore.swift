@@ -10,6 +10,8 @@ public protocol EntryQueueStore: Sendable {
     func append(_ draft: EntryDraft) async throws
     /// Forgets a draft: it was sent, or the server rejected it.
     func remove(id: UUID) async throws
+    /// Replaces the draft with the same id where it stands in the queue.
+    func update(_ draft: EntryDraft) async throws
 }
 
 /// An `EntryQueueStore` in memory, for previews and tests: it survives a new client or
@@ -28,6 +30,11 @@ public actor InMemoryEntryQueueStore: EntryQueueStore {
 
     /// Forgets a draft.
     public func remove(id: UUID) { drafts.removeAll { $0.id == id } }
+
+    /// Replaces the draft with the same id.
+    public func update(_ draft: EntryDraft) {
+        if let index = drafts.firstIndex(where: { $0.id == draft.id }) { drafts[index] = draft }
+    }
 }
 
 /// An `EntryQueueStore` in one JSON file, rewritten atomically on every change, so a crash
@@ -41,7 +48,8 @@ public actor FileEntryQueueStore: EntryQueueStore {
         self.fileURL = fileURL
     }
 
-    /// The drafts in the file, oldest first; none when there is no file.
+    /// The drafts in the file, oldest first; none when there is no file. A file that cannot
+    /// be read or decoded throws: it is never taken for an empty queue.
     public func pendingDrafts() throws -> [EntryDraft] {
         guard FileManager.default.fileExists(atPath: fileURL.path) else { return [] }
         return try JSONDecoder().decode([EntryDraft].self, from: Data(contentsOf: fileURL))
@@ -55,6 +63,11 @@ public actor FileEntryQueueStore: EntryQueueStore {
     /// Removes a draft from the file.
     public func remove(id: UUID) throws {
         try write(pendingDrafts().filter { $0.id != id })
+    }
+
+    /// Replaces the draft with the same id where it stands.
+    public func update(_ draft: EntryDraft) throws {
+        try write(pendingDrafts().map { $0.id == draft.id ? draft : $0 })
     }
 
     private func write(_ drafts: [EntryDraft]) throws {

@@ -25,7 +25,7 @@ struct AuthenticationMiddleware: ClientMiddleware {
         guard response.status == .unauthorized else { return (response, responseBody) }
         let problem = try await ProblemMiddleware.problem(response, body: responseBody)
         guard problem.code == .tokenExpired else {
-            try await authority.end()
+            try await authority.end(refused: token)
             throw DiaryError.sessionEnded
         }
         // A body that can be read once was already sent: the caller retries, with the new token.

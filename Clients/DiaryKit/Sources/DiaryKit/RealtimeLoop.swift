@@ -26,7 +26,7 @@ actor RealtimeLoop {
         while !Task.isCancelled {
             do {
                 let token = try await client.authority.accessToken()
-                let socket = RealtimeSocket.open(url: client.realtimeURL(since: cursor), bearer: token)
+                let socket = client.realtimeTransport.connect(to: client.realtimeURL(since: cursor), headers: ["Authorization": "Bearer \(token)"])
                 let opened: Bool
                 do {
                     opened = try await serve(socket, token: token)
@@ -91,7 +91,7 @@ actor RealtimeLoop {
     }
 
     /// Reads one socket until it closes; whether it opened (sent `ready`).
-    private func serve(_ socket: RealtimeSocket, token: String) async throws -> Bool {
+    private func serve(_ socket: RealtimeConnection, token: String) async throws -> Bool {
         var opened = false
         let renewal = Task { [client, options] in
             // Renew on the open socket a little before the token expires, again after each renewal.

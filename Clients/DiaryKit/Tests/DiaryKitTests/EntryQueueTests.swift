@@ -38,7 +38,7 @@ struct EntryQueueTests {
             let after = server.client(storage: storage)
             let queue = EntryQueue(client: after, store: FileEntryQueueStore(fileURL: file))
             #expect(try await queue.pending().map(\.id) == drafts.map(\.id))
-            let outcomes = await queue.send()
+            let outcomes = try await queue.send()
             let sent = outcomes.compactMap { outcome -> String? in
                 if case .sent(_, let entry) = outcome { return entry.content }
                 return nil
@@ -61,7 +61,7 @@ struct EntryQueueTests {
             let store = InMemoryEntryQueueStore()
             let queue = EntryQueue(client: client, store: store)
             try await queue.enqueue(draft)
-            let outcomes = await queue.send()
+            let outcomes = try await queue.send()
             guard case .sent(_, let entry)? = outcomes.first else {
                 Issue.record("not sent: \(outcomes)")
                 return
@@ -71,7 +71,7 @@ struct EntryQueueTests {
 
             // The same id with other content is refused for good, and dropped from the queue.
             try await queue.enqueue(EntryDraft(id: draft.id, diaryID: diary.id, content: "something else"))
-            let conflict = await queue.send()
+            let conflict = try await queue.send()
             guard case .rejected(_, let problem)? = conflict.first else {
                 Issue.record("not rejected: \(conflict)")
                 return
@@ -93,7 +93,7 @@ struct EntryQueueTests {
                                    retryPolicy: .init(attempts: 2, initialBackoff: .milliseconds(50)))
             try await queue.enqueue(EntryDraft(diaryID: diary.id, content: ""))
             try await queue.enqueue(EntryDraft(diaryID: diary.id, content: "kept"))
-            let outcomes = await queue.send()
+            let outcomes = try await queue.send()
             #expect(outcomes.count == 2)
             if case .rejected(_, let problem)? = outcomes.first { #expect(problem.code == .validationFailed) } else { Issue.record("\(outcomes)") }
             if case .sent? = outcomes.last {} else { Issue.record("\(outcomes)") }
@@ -101,13 +101,13 @@ struct EntryQueueTests {
             try await server.stop()
             try await queue.enqueue(EntryDraft(diaryID: diary.id, content: "offline 1"))
             try await queue.enqueue(EntryDraft(diaryID: diary.id, content: "offline 2"))
-            let offline = await queue.send()
+            let offline = try await queue.send()
             #expect(offline.count == 2)
             #expect(offline.allSatisfy { if case .pending = $0 { true } else { false } })
             #expect(try await queue.pending().map(\.content) == ["offline 1", "offline 2"])
 
             try await server.launch()
-            let online = await queue.send()
+            let online = try await queue.send()
             #expect(online.allSatisfy { if case .sent = $0 { true } else { false } })
             #expect(try await client.timeline(diaryID: diary.id).entries.map(\.content) == ["offline 2", "offline 1", "kept"])
         }

@@ -10,12 +10,18 @@ struct PackageTests {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
-    @Test("the document the plugin generates from is the repository's openapi.yaml, byte for byte")
+    /// The server's contract, two folders up, when the package sits in the server's repository.
+    static var serverContract: URL {
+        packageRoot.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("openapi.yaml")
+    }
+
+    // In the repository `make diarykit-repo` produces, the contract is a file of its own and
+    // the generated code is committed; that repository's producer checks both.
+    @Test("the document the plugin generates from is the repository's openapi.yaml, byte for byte",
+          .enabled(if: FileManager.default.fileExists(atPath: PackageTests.serverContract.path)))
     func contractInStep() throws {
         let generatedFrom = try Data(contentsOf: Self.packageRoot.appendingPathComponent("Sources/DiaryAPI/openapi.yaml"))
-        let repository = Self.packageRoot.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("openapi.yaml")
-        // Once the package lives in a repository of its own, its copy is the contract.
-        try #require(FileManager.default.fileExists(atPath: repository.path))
+        let repository = Self.serverContract
         #expect(generatedFrom == (try Data(contentsOf: repository)), "Sources/DiaryAPI/openapi.yaml has drifted from the repository's contract")
     }
 

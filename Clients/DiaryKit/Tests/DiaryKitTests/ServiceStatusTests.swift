@@ -20,7 +20,7 @@ struct ServiceStatusTests {
             }
             let queue = EntryQueue(client: aiko, store: InMemoryEntryQueueStore())
             try await queue.enqueue(EntryDraft(diaryID: UUID().uuidString.lowercased(), content: "waits"))
-            let outcomes = await queue.send()
+            let outcomes = try await queue.send()
             #expect(outcomes.count == 1)
             if case .pending? = outcomes.first {} else { Issue.record("not kept: \(outcomes)") }
         }

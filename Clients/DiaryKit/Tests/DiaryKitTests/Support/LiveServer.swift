@@ -121,7 +121,7 @@ final class LiveServer: @unchecked Sendable {
         process.standardError = log
         try process.run()
         lock.withLock { self.process = process }
-        let probe = DiaryClient(configuration: .init(serverURL: url))
+        let probe = DiaryClient(configuration: .init(serverURL: url, realtimeTransport: WSClientRealtimeTransport()))
         try await waitUntil("the server on port \(port) answers (log: \(logPath))", within: .seconds(30)) {
             guard process.isRunning else { throw LiveServerError("the server exited at start-up; log: \(self.logPath)") }
             return (try? await probe.serviceStatus()) != nil
@@ -149,7 +149,8 @@ final class LiveServer: @unchecked Sendable {
     /// A new client for this server, with its own session storage.
     func client(appVersion: String? = nil, storage: any SessionStorage = InMemorySessionStorage(),
                 requestTimeout: Duration = .seconds(60)) -> DiaryClient {
-        DiaryClient(configuration: .init(serverURL: url, appVersion: appVersion, sessionStorage: storage, requestTimeout: requestTimeout))
+        DiaryClient(configuration: .init(serverURL: url, appVersion: appVersion, sessionStorage: storage, requestTimeout: requestTimeout,
+                                         realtimeTransport: WSClientRealtimeTransport()))
     }
 
     /// A client signed in by name.
