@@ -56,12 +56,13 @@ public struct DiaryChange: Sendable {
     }
 }
 
-/// What catching up on one diary found.
+/// One step of catching up on one diary.
 public enum CatchUp: Sendable {
-    /// The changes since the cursor given, oldest first, and the cursor to follow next.
+    /// One page of the changes since the cursor given, oldest first, and the cursor after it.
     case changes([DiaryChange], cursor: String)
     /// The cursor was too old or unknown (`resync_required`): here is the diary and the first
     /// page of its timeline, reloaded; replace what is held, and follow `cursor` from now on.
+    /// Always the last step.
     case reloaded(Diary, EntryPage, cursor: String)
 }
 
@@ -73,25 +74,35 @@ extension DiaryClient {
         }
     }
 
-    /// Brings one diary up to date from `cursor`: every change since, page after page; or,
-    /// when the server no longer has changes that old (`resync_required`), the diary and its
-    /// first timeline page reloaded, with the new cursor to follow.
-    public func catchUp(diaryID: String, from cursor: String) async throws -> CatchUp {
-        var collected: [DiaryChange] = []
-        var position = cursor
-        do {
-            while true {
-                let page = try await changes(diaryID: diaryID, since: position, limit: 500)
-                collected += page.changes.compactMap(DiaryChange.init)
-                position = page.nextCursor
-                if !page.hasMore { return .changes(collected, cursor: position) }
+    /// Brings one diary up to date from `cursor`, a page at a time as the sequence is read (so
+    /// a diary far behind never sits in memory whole): every change since, page after page;
+    /// or, when the server no longer has changes that old (`resync_required`), the diary and
+    /// its first timeline page reloaded, with the new cursor to follow. Apply each page and
+    /// keep its cursor before reading the next.
+    public func catchUp(diaryID: String, from cursor: String, pageSize: Int = 500) -> AsyncThrowingStream<CatchUp, any Error> {
+        let position = CatchUpPosition(cursor)
+        return AsyncThrowingStream {
+            guard let since = await position.next() else { return nil }
+            do {
+                let page = try await self.changes(diaryID: diaryID, since: since, limit: pageSize)
+                await position.advance(to: page.nextCursor, more: page.hasMore)
+                return .changes(page.changes.compactMap(DiaryChange.init), cursor: page.nextCursor)
+            } catch DiaryError.problem(let problem) where problem.code == .resyncRequired {
+                await position.advance(to: since, more: false)
+                let page = try await self.timeline(diaryID: diaryID)
+                let diary = try await self.diary(id: diaryID)
+                // The timeline page's cursor is older than the diary's: following it replays, at
+                // worst, changes already reflected, which are idempotent.
+                return .reloaded(diary, page, cursor: page.changesCursor ?? diary.changesCursor ?? since)
             }
-        } catch DiaryError.problem(let problem) where problem.code == .resyncRequired {
-            let page = try await timeline(diaryID: diaryID)
-            let diary = try await diary(id: diaryID)
-            // The timeline page's cursor is older than the diary's: following it replays, at
-            // worst, changes already reflected, which are idempotent.
-            return .reloaded(diary, page, cursor: page.changesCursor ?? diary.changesCursor ?? position)
         }
     }
+}
+
+/// Where a catch-up stands: the cursor to read from next, or done.
+private actor CatchUpPosition {
+    private var cursor: String?
+    init(_ cursor: String) { self.cursor = cursor }
+    func next() -> String? { cursor }
+    func advance(to next: String, more: Bool) { cursor = more ? next : nil }
 }

@@ -1,3 +1,4 @@
+import AsyncAlgorithms
 import DiaryAPI
 import Foundation
 
@@ -6,7 +7,9 @@ import Foundation
 actor RealtimeLoop {
     let client: DiaryClient
     let options: RealtimeOptions
-    let continuation: AsyncThrowingStream<RealtimeEvent, any Error>.Continuation
+    /// Where events go: each delivery waits until the app takes it, so nothing is buffered
+    /// ahead of the app, and the socket is read no faster than the app reads.
+    let events: AsyncThrowingChannel<RealtimeEvent, any Error>
     /// Where the next socket resumes: the last change delivered, or the last `ready` cursor.
     var cursor: String?
     /// Each diary's last change delivered, for catching it up after a `resync`.
@@ -14,12 +17,12 @@ actor RealtimeLoop {
     var failures = 0
 
     init(client: DiaryClient, cursor: String?, diaryCursors: [String: String], options: RealtimeOptions,
-         continuation: AsyncThrowingStream<RealtimeEvent, any Error>.Continuation) {
+         events: AsyncThrowingChannel<RealtimeEvent, any Error>) {
         self.client = client
         self.cursor = cursor
         self.diaryCursors = diaryCursors
         self.options = options
-        self.continuation = continuation
+        self.events = events
     }
 
     func run() async {
@@ -40,7 +43,7 @@ actor RealtimeLoop {
                 if opened { failures = 0 }
                 let reason = opened ? RealtimeCloseReason(closeCode: code) : .connectionLost
                 // Reported at once: the app can show it while the checks below run.
-                let delay = announce(reason)
+                let delay = await announce(reason)
                 do {
                     if opened, reason == .authenticationExpired {
                         // The token ran out, or the session ended: a refresh tells which (and
@@ -59,19 +62,19 @@ actor RealtimeLoop {
                 }
                 try await Task.sleep(for: delay)
             } catch DiaryError.sessionEnded {
-                continuation.finish(throwing: DiaryError.sessionEnded)
+                events.fail(DiaryError.sessionEnded)
                 return
             } catch DiaryError.notSignedIn {
-                continuation.finish(throwing: DiaryError.notSignedIn)
+                events.fail(DiaryError.notSignedIn)
                 return
             } catch is CancellationError {
                 break
             } catch {
                 // The server is down or refused: wait, then try again.
-                do { try await Task.sleep(for: announce(.connectionLost)) } catch { break }
+                do { try await Task.sleep(for: await announce(.connectionLost)) } catch { break }
             }
         }
-        continuation.finish()
+        events.finish()
     }
 
     /// What ends the stream (the session, or the task reading it), not one connection.
@@ -83,10 +86,10 @@ actor RealtimeLoop {
     }
 
     /// Reports the close and returns how long to wait before the next connection.
-    private func announce(_ reason: RealtimeCloseReason) -> Duration {
+    private func announce(_ reason: RealtimeCloseReason) async -> Duration {
         let delay = reason == .tooSlow ? .zero : options.backoff(afterFailures: failures)
         failures += 1
-        continuation.yield(.disconnected(reason, retryIn: delay))
+        await events.send(.disconnected(reason, retryIn: delay))
         return delay
     }
 
@@ -129,7 +132,7 @@ actor RealtimeLoop {
             // The cursor sent as `since`, or now when none was (or it was unknown: `resync` follows).
             if let ready = frame?.cursor {
                 cursor = ready
-                continuation.yield(.connected(cursor: ready))
+                await events.send(.connected(cursor: ready))
             }
         case "resync":
             // The socket goes on from the position the frame carries: a reconnection resumes
@@ -141,7 +144,7 @@ actor RealtimeLoop {
                   let change = DiaryChange(event) else { return }
             cursor = change.cursor
             diaryCursors[change.diaryID] = change.cursor
-            continuation.yield(.change(change))
+            await events.send(.change(change))
         }
     }
 
@@ -149,20 +152,21 @@ actor RealtimeLoop {
     /// own last cursor, or reload it when it has none or the server no longer has them.
     private func resync() async throws {
         for diary in try await client.diaries() {
-            let outcome: CatchUp
-            if let known = diaryCursors[diary.id] {
-                outcome = try await client.catchUp(diaryID: diary.id, from: known)
-            } else {
+            guard let known = diaryCursors[diary.id] else {
                 let page = try await client.timeline(diaryID: diary.id)
-                outcome = .reloaded(try await client.diary(id: diary.id), page, cursor: page.changesCursor ?? "")
+                await events.send(.reloaded(try await client.diary(id: diary.id), page))
+                diaryCursors[diary.id] = page.changesCursor ?? ""
+                continue
             }
-            switch outcome {
-            case .changes(let changes, let next):
-                for change in changes { continuation.yield(.change(change)) }
-                diaryCursors[diary.id] = next
-            case .reloaded(let reloaded, let page, let next):
-                continuation.yield(.reloaded(reloaded, page))
-                diaryCursors[diary.id] = next
+            for try await step in client.catchUp(diaryID: diary.id, from: known) {
+                switch step {
+                case .changes(let changes, let next):
+                    for change in changes { await events.send(.change(change)) }
+                    diaryCursors[diary.id] = next
+                case .reloaded(let reloaded, let page, let next):
+                    await events.send(.reloaded(reloaded, page))
+                    diaryCursors[diary.id] = next
+                }
             }
         }
     }

@@ -1,3 +1,4 @@
+import AsyncAlgorithms
 import DiaryAPI
 import Foundation
 
@@ -6,6 +7,12 @@ import Foundation
 /// with backoff, resumes from the last change delivered (no gap, no repeat), and after a
 /// `resync` catches every diary up through delta sync. It ends by throwing
 /// `DiaryError.sessionEnded` when the session is over, and when the iterating task is cancelled.
+///
+/// Nothing is buffered ahead of the app: the socket is read only as fast as the app takes
+/// events. An app that does not keep up makes the server see a slow reader, which closes the
+/// socket (`.disconnected(.tooSlow, …)`); the stream reconnects at once from the last change
+/// the app took, and the server's `resync`, if it no longer has that far back, is repaired by
+/// delta sync. Memory stays bounded however far behind the app falls.
 public struct RealtimeUpdates: AsyncSequence, Sendable {
     /// One delivery.
     public typealias Element = RealtimeEvent
@@ -17,20 +24,31 @@ public struct RealtimeUpdates: AsyncSequence, Sendable {
 
     /// Iterates the events.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        var base: AsyncThrowingStream<RealtimeEvent, any Error>.AsyncIterator
+        var base: AsyncThrowingChannel<RealtimeEvent, any Error>.AsyncIterator
+        let connection: Connection
 
         /// The next event; nil once iteration was cancelled.
-        public mutating func next() async throws -> RealtimeEvent? { try await base.next() }
+        public mutating func next() async throws -> RealtimeEvent? {
+            let connection = self.connection
+            return try await withTaskCancellationHandler { try await base.next() } onCancel: { connection.stop() }
+        }
+    }
+
+    /// The connection loop of one iteration: stopped when the iterating task is cancelled or
+    /// the iterator is dropped.
+    final class Connection: Sendable {
+        let task: Task<Void, Never>
+        init(_ task: Task<Void, Never>) { self.task = task }
+        func stop() { task.cancel() }
+        deinit { task.cancel() }
     }
 
     /// Starts the connection loop for this iteration.
     public func makeAsyncIterator() -> AsyncIterator {
-        let (stream, continuation) = AsyncThrowingStream<RealtimeEvent, any Error>.makeStream()
-        let loop = RealtimeLoop(client: client, cursor: since, diaryCursors: diaryCursors, options: options,
-                                continuation: continuation)
+        let events = AsyncThrowingChannel<RealtimeEvent, any Error>()
+        let loop = RealtimeLoop(client: client, cursor: since, diaryCursors: diaryCursors, options: options, events: events)
         let task = Task { await loop.run() }
-        continuation.onTermination = { _ in task.cancel() }
-        return AsyncIterator(base: stream.makeAsyncIterator())
+        return AsyncIterator(base: events.makeAsyncIterator(), connection: Connection(task))
     }
 }
 

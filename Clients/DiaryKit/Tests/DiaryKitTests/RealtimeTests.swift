@@ -116,15 +116,19 @@ struct RealtimeTests {
             }
 
             // Delta sync alone: an unknown cursor reloads, a fresh one returns the changes since.
-            guard case .reloaded(_, _, let fresh) = try await aiko.catchUp(diaryID: followed.id, from: "unknowncursor0") else {
+            var unknown = aiko.catchUp(diaryID: followed.id, from: "unknowncursor0").makeAsyncIterator()
+            guard case .reloaded(_, _, let fresh)? = try await unknown.next() else {
                 Issue.record("an unknown cursor did not reload")
                 return
             }
             _ = try await ren.post(EntryDraft(diaryID: followed.id, content: "later"))
             // The server answers the post before every reader sees its commit.
             try await waitUntil("delta sync returns the new entry", within: .seconds(10)) {
-                guard case .changes(let changes, _) = try await aiko.catchUp(diaryID: followed.id, from: fresh) else {
-                    throw LiveServerError("a fresh cursor reloaded")
+                var changes: [DiaryChange] = []
+                for try await step in aiko.catchUp(diaryID: followed.id, from: fresh, pageSize: 1) {
+                    guard case .changes(let page, _) = step else { throw LiveServerError("a fresh cursor reloaded") }
+                    #expect(page.count <= 1)
+                    changes += page
                 }
                 return changes.contains { if case .entryCreated(let entry) = $0.kind { entry.content == "later" } else { false } }
             }

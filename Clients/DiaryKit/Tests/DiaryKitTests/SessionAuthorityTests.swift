@@ -33,14 +33,20 @@ struct SessionAuthorityTests {
         func answer(_ result: Result<StoredSession, any Error>) { answersContinuation.yield(result) }
     }
 
-    @Test("a refresh that finishes after another sign-in keeps the new user's session, and its caller is told")
-    func refreshLosesToSignIn() async throws {
-        let storage = InMemorySessionStorage(session: Self.session("aiko", expiresIn: 0))
+    /// Aiko's session, expired, and a call whose refresh has reached the refresher and waits there.
+    static func refreshUnderWay() async -> (InMemorySessionStorage, HeldRefresher, SessionAuthority, Task<String, any Error>) {
+        let storage = InMemorySessionStorage(session: session("aiko", expiresIn: 0))
         let refresher = HeldRefresher()
         let authority = SessionAuthority(storage: storage, refresher: refresher.refresh)
         let call = Task { try await authority.accessToken() }
         var calls = refresher.calls.makeAsyncIterator()
         _ = await calls.next()
+        return (storage, refresher, authority, call)
+    }
+
+    @Test("a refresh that finishes after another sign-in keeps the new user's session, and its caller is told")
+    func refreshLosesToSignIn() async throws {
+        let (storage, refresher, authority, call) = await Self.refreshUnderWay()
         let kenji = Self.session("kenji")
         try await authority.replace(with: kenji)
         refresher.answer(.success(Self.session("aiko")))
@@ -51,12 +57,7 @@ struct SessionAuthorityTests {
 
     @Test("a refresh that finishes after a sign-out saves nothing")
     func refreshLosesToSignOut() async throws {
-        let storage = InMemorySessionStorage(session: Self.session("aiko", expiresIn: 0))
-        let refresher = HeldRefresher()
-        let authority = SessionAuthority(storage: storage, refresher: refresher.refresh)
-        let call = Task { try await authority.accessToken() }
-        var calls = refresher.calls.makeAsyncIterator()
-        _ = await calls.next()
+        let (storage, refresher, authority, call) = await Self.refreshUnderWay()
         try await authority.replace(with: nil)
         refresher.answer(.success(Self.session("aiko")))
         await #expect(throws: DiaryError.self) { try await call.value }
@@ -66,14 +67,9 @@ struct SessionAuthorityTests {
 
     @Test("a refused refresh of the old session does not forget the new one, nor report it ended")
     func refusedRefreshSparesNewSession() async throws {
-        let storage = InMemorySessionStorage(session: Self.session("aiko", expiresIn: 0))
-        let refresher = HeldRefresher()
-        let authority = SessionAuthority(storage: storage, refresher: refresher.refresh)
+        let (storage, refresher, authority, call) = await Self.refreshUnderWay()
         let ended = EndedCounter()
         await authority.onSessionEnded { ended.count() }
-        let call = Task { try await authority.accessToken() }
-        var calls = refresher.calls.makeAsyncIterator()
-        _ = await calls.next()
         let kenji = Self.session("kenji")
         try await authority.replace(with: kenji)
         let refused = Problem(status: 401, code: .unauthorized, title: "Unauthorized", detail: "refresh token reused")
