@@ -57,6 +57,8 @@ public final class DiaryClient: Sendable {
     let transport: any ClientTransport
     /// What opens the realtime socket.
     let realtimeTransport: any RealtimeTransport
+    /// Cuts short the realtime streams' backoff (`reconnectRealtimeNow()`).
+    let realtimeWakeup = RealtimeWakeup()
 
     /// Creates a client; it signs nobody in. A session saved earlier in `sessionStorage` is used.
     public init(configuration: Configuration) {

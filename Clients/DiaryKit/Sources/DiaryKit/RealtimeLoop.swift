@@ -60,7 +60,7 @@ actor RealtimeLoop {
                 } catch {
                     // Unreachable or refusing: the wait announced above stands, counted once.
                 }
-                try await Task.sleep(for: delay)
+                try await client.realtimeWakeup.sleep(for: delay)
             } catch DiaryError.sessionEnded {
                 events.fail(DiaryError.sessionEnded)
                 return
@@ -71,7 +71,7 @@ actor RealtimeLoop {
                 break
             } catch {
                 // The server is down or refused: wait, then try again.
-                do { try await Task.sleep(for: await announce(.connectionLost)) } catch { break }
+                do { try await client.realtimeWakeup.sleep(for: await announce(.connectionLost)) } catch { break }
             }
         }
         events.finish()

@@ -61,6 +61,14 @@ extension DiaryClient {
         RealtimeUpdates(client: self, since: cursor, diaryCursors: diaryCursors, options: options)
     }
 
+    /// Connects every realtime stream that is waiting out its backoff at once. Call it when the
+    /// app returns to the foreground (`scenePhase` becomes `.active`) and when the network comes
+    /// back (`NWPathMonitor` reports `.satisfied`): the stream's backoff grows to
+    /// `RealtimeOptions.maximumBackoff` while the phone is offline, and would otherwise be waited out.
+    public func reconnectRealtimeNow() {
+        realtimeWakeup.wakeAll()
+    }
+
     /// The socket's URL: the server's, with ws(s) for http(s), resuming after `cursor`.
     func realtimeURL(since cursor: String?) -> URL {
         var components = URLComponents(url: configuration.serverURL, resolvingAgainstBaseURL: false)!

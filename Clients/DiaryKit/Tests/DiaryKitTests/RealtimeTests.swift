@@ -91,6 +91,26 @@ struct RealtimeTests {
         }
     }
 
+    @Test("back in the foreground or online, the stream reconnects at once instead of waiting out its backoff")
+    func reconnectNow() async throws {
+        try await LiveServer.with { server in
+            let (aiko, ren, diary) = try await server.couple("foreground")
+            // A backoff far longer than the test waits: only reconnectRealtimeNow() can reconnect in time.
+            let recorder = Recorder(aiko.realtime(options: .init(initialBackoff: .seconds(600), maximumBackoff: .seconds(600))))
+            defer { recorder.stop() }
+            try await recorder.waitFor("the socket opens") { $0.connections == 1 }
+            try await server.stop()
+            try await recorder.waitFor("the disconnection is reported") { recorder in
+                recorder.events.contains { if case .disconnected = $0 { true } else { false } }
+            }
+            try await server.launch()
+            _ = try await ren.post(EntryDraft(diaryID: diary.id, content: "while in the background"))
+            aiko.reconnectRealtimeNow()
+            try await recorder.waitFor("the stream reconnects at once", within: .seconds(30)) { $0.connections >= 2 }
+            try await recorder.waitFor("the missed entry arrives") { $0.createdContents == ["while in the background"] }
+        }
+    }
+
     @Test("resync: an unknown cursor is recovered by delta sync from each diary's cursor, or a reload")
     func resyncRecovery() async throws {
         try await LiveServer.with { server in
