@@ -42,6 +42,19 @@ extension DiaryClient {
     /// as `first...last`; `ifNoneMatch` the ETag of a copy held. Both are sent as the server
     /// reads them. An expired URL throws `url_expired`: fetch the entry again for a new one.
     public func downloadPhoto(_ photo: Photo, range: ClosedRange<Int>? = nil, ifNoneMatch: String? = nil) async throws -> PhotoDownload {
+        let (status, body, header) = try await photoResponse(photo, range: range, ifNoneMatch: ifNoneMatch)
+        switch status {
+        case 200: return .full(try await Self.collect(body), etag: header)
+        case 206: return .partial(try await Self.collect(body), contentRange: header)
+        case 304: return .notModified
+        default: throw DiaryError.unexpectedResponse(status: status)
+        }
+    }
+
+    /// A photo's answer, its body unread: the status, the body, and the ETag (200) or
+    /// `Content-Range` (206). The URL the server signed is called through the contract; a
+    /// bucket's presigned URL as it is.
+    func photoResponse(_ photo: Photo, range: ClosedRange<Int>?, ifNoneMatch: String?) async throws -> (Int, HTTPBody?, String?) {
         guard let url = URL(string: photo.url, relativeTo: configuration.serverURL),
               let components = URLComponents(url: url, resolvingAgainstBaseURL: true) else {
             throw DiaryError.unexpectedResponse(status: 0)
@@ -50,7 +63,7 @@ extension DiaryClient {
         let rangeHeader = range.map { "bytes=\($0.lowerBound)-\($0.upperBound)" }
         guard components.path.hasPrefix("/v1/photos/"), let exp = query["exp"], let sig = query["sig"] else {
             // PHOTO_URLS=presigned: the bucket's own URL, fetched as it is.
-            return try await downloadPresigned(url, range: rangeHeader, ifNoneMatch: ifNoneMatch)
+            return try await presignedResponse(url, range: rangeHeader, ifNoneMatch: ifNoneMatch)
         }
         let photoID = String(components.path.dropFirst("/v1/photos/".count))
         let output = try await perform {
@@ -58,20 +71,15 @@ extension DiaryClient {
                                    headers: .init(range: rangeHeader, ifNoneMatch: ifNoneMatch))
         }
         switch output {
-        case .ok(let ok):
-            return .full(try await Self.collect(ok.body.bytes), etag: ok.headers.eTag)
-        case .partialContent(let partial):
-            return .partial(try await Self.collect(partial.body.bytes), contentRange: partial.headers.contentRange)
-        case .notModified:
-            return .notModified
-        case .undocumented(let status, _):
-            throw DiaryError.unexpectedResponse(status: status)
-        default:
-            throw DiaryError.unexpectedResponse(status: 0)
+        case .ok(let ok): return (200, ok.body.bytes, ok.headers.eTag)
+        case .partialContent(let partial): return (206, partial.body.bytes, partial.headers.contentRange)
+        case .notModified: return (304, nil, nil)
+        case .undocumented(let status, _): throw DiaryError.unexpectedResponse(status: status)
+        default: throw DiaryError.unexpectedResponse(status: 0)
         }
     }
 
-    private func downloadPresigned(_ url: URL, range: String?, ifNoneMatch: String?) async throws -> PhotoDownload {
+    private func presignedResponse(_ url: URL, range: String?, ifNoneMatch: String?) async throws -> (Int, HTTPBody?, String?) {
         var request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: url.path + (url.query.map { "?" + $0 } ?? ""))
         if let range { request.headerFields[.range] = range }
         if let ifNoneMatch { request.headerFields[.ifNoneMatch] = ifNoneMatch }
@@ -79,13 +87,8 @@ extension DiaryClient {
         base.path = ""
         base.query = nil
         let (response, body) = try await transport.send(request, body: nil, baseURL: base.url!, operationID: "getPhoto")
-        let data = try await Self.collect(body)
-        switch response.status.code {
-        case 200: return .full(data, etag: response.headerFields[.eTag])
-        case 206: return .partial(data, contentRange: response.headerFields[.contentRange])
-        case 304: return .notModified
-        default: throw DiaryError.unexpectedResponse(status: response.status.code)
-        }
+        let status = response.status.code
+        return (status, body, status == 206 ? response.headerFields[.contentRange] : response.headerFields[.eTag])
     }
 }
 

@@ -43,6 +43,56 @@ struct PhotoTests {
         }
     }
 
+    @Test("a photo goes up from a file in pieces with progress, and down into a file, never whole in memory")
+    func photoFiles() async throws {
+        try await LiveServer.with { server in
+            let aiko = try await server.signedIn("aiko")
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("diarykit-files-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let image = UncompressedPNG.make(width: 400, height: 400)
+            let source = directory.appendingPathComponent("picked.png")
+            try image.write(to: source)
+
+            let reports = ProgressLog()
+            let photo = try await aiko.uploadPhoto(fileURL: source, format: .png) { reports.add($0) }
+            #expect(photo.width == 400 && photo.height == 400)
+            let uploaded = reports.all
+            #expect(uploaded.count >= 3, "\(image.count) bytes in 64 KiB pieces")
+            #expect(uploaded.map(\.completed) == uploaded.map(\.completed).sorted())
+            #expect(uploaded.last == TransferProgress(completed: Int64(image.count), total: Int64(image.count)))
+
+            let diary = try await aiko.createDiary(name: "files", type: .friends)
+            let entry = try await aiko.post(EntryDraft(diaryID: diary.id, content: "from a file", photoIDs: [photo.id]))
+            let attached = try #require(entry.photos?.first)
+            let target = directory.appendingPathComponent("downloaded.png")
+            let downloads = ProgressLog()
+            guard case .written(let etag) = try await aiko.downloadPhoto(attached, to: target, progress: { downloads.add($0) }) else {
+                Issue.record("not written")
+                return
+            }
+            let stored = try Data(contentsOf: target)
+            #expect(stored.count == attached.bytes)
+            guard case .full(let inMemory, _) = try await aiko.downloadPhoto(attached) else {
+                Issue.record("not the whole photo")
+                return
+            }
+            #expect(stored == inMemory)
+            #expect(downloads.all.last?.completed == Int64(attached.bytes))
+            #expect(try await aiko.downloadPhoto(attached, to: target, ifNoneMatch: etag) == .notModified)
+            #expect(try Data(contentsOf: target) == stored)
+            // Nothing half-written is left beside it.
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == ["downloaded.png", "picked.png"])
+        }
+    }
+
+    final class ProgressLog: @unchecked Sendable {
+        private let lock = NSLock()
+        private var reports: [TransferProgress] = []
+        func add(_ progress: TransferProgress) { lock.withLock { reports.append(progress) } }
+        var all: [TransferProgress] { lock.withLock { reports } }
+    }
+
     @Test("bytes that are not an image are refused as invalid_image")
     func invalidImage() async throws {
         try await LiveServer.with { server in
