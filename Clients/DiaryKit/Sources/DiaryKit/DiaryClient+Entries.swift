@@ -14,17 +14,46 @@ public struct EntryDraft: Codable, Sendable, Hashable, Identifiable {
     public var question: String?
     /// Photos uploaded by the caller (`uploadPhoto`), in order: up to 4 (1 on the free plan).
     public var photoIDs: [String]
-    /// The user who wrote it, set by `EntryQueue.enqueue`: the queue sends it only while that
-    /// user is signed in. Nil on drafts queued by DiaryKit before 2.0 (`EntryQueue.unclaimed()`).
-    public internal(set) var userID: String?
+    /// Photos not yet uploaded, as files: a queued post uploads them when it is sent, then
+    /// attaches them after `photoIDs`. The queue deletes each file once the post no longer needs it.
+    public var photoFiles: [PhotoFile]
 
     /// Creates a draft with a new id.
-    public init(id: UUID = UUID(), diaryID: String, content: String, question: String? = nil, photoIDs: [String] = []) {
+    public init(id: UUID = UUID(), diaryID: String, content: String, question: String? = nil, photoIDs: [String] = [],
+                photoFiles: [PhotoFile] = []) {
         self.id = id
         self.diaryID = diaryID
         self.content = content
         self.question = question
         self.photoIDs = photoIDs
+        self.photoFiles = photoFiles
+    }
+
+    /// Reads a draft, DiaryKit 1's too (which had no `photoFiles`).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(UUID.self, forKey: .id)
+        diaryID = try container.decode(String.self, forKey: .diaryID)
+        content = try container.decode(String.self, forKey: .content)
+        question = try container.decodeIfPresent(String.self, forKey: .question)
+        photoIDs = try container.decode([String].self, forKey: .photoIDs)
+        photoFiles = try container.decodeIfPresent([PhotoFile].self, forKey: .photoFiles) ?? []
+    }
+}
+
+/// A photo a queued post will upload: a file the queue owns once it is queued.
+public struct PhotoFile: Codable, Sendable, Hashable {
+    /// The image file; keep it where the app's store survives (Application Support, not Caches).
+    public var fileURL: URL
+    /// Its format.
+    public var format: PhotoFormat
+    /// Set once it is uploaded, so a post sent again does not upload it twice.
+    public internal(set) var photoID: String?
+
+    /// A photo to upload from `fileURL`.
+    public init(fileURL: URL, format: PhotoFormat) {
+        self.fileURL = fileURL
+        self.format = format
     }
 }
 

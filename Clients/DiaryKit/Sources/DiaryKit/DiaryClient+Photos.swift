@@ -4,7 +4,7 @@ import HTTPTypes
 import OpenAPIRuntime
 
 /// An image format the server stores.
-public enum PhotoFormat: String, Sendable, CaseIterable {
+public enum PhotoFormat: String, Codable, Sendable, CaseIterable {
     /// JPEG; convert HEIC to it before uploading (the server refuses HEIC).
     case jpeg = "image/jpeg"
     /// PNG.

@@ -28,7 +28,7 @@ struct EntryQueueOwnershipTests {
             try await phone.signOut()
             try await phone.signInForDevelopment(name: "aiko")
             let outcomes = try await queue.send()
-            guard case .sent(_, let entry)? = outcomes.first else {
+            guard case .sent(_, let entry?)? = outcomes.first else {
                 Issue.record("not sent: \(outcomes)")
                 return
             }
@@ -44,21 +44,22 @@ struct EntryQueueOwnershipTests {
             // A file as DiaryKit 1 wrote it: drafts without a user.
             let file = EntryQueueTests.storeFile()
             defer { try? FileManager.default.removeItem(at: file) }
-            let old = [EntryDraft(diaryID: diary.id, content: "from before"), EntryDraft(diaryID: diary.id, content: "unwanted")]
-            try JSONEncoder().encode(old).write(to: file)
-            #expect(!String(decoding: try Data(contentsOf: file), as: UTF8.self).contains("userID"))
-
+            let old = [UUID(), UUID()]
+            try Data("""
+            [{"id":"\(old[0])","diaryID":"\(diary.id)","content":"from before","photoIDs":[]},
+             {"id":"\(old[1])","diaryID":"\(diary.id)","content":"unwanted","question":null,"photoIDs":[]}]
+            """.utf8).write(to: file)
             let queue = EntryQueue(client: client, store: FileEntryQueueStore(fileURL: file))
-            #expect(try await queue.unclaimed().map(\.id) == old.map(\.id))
+            #expect(try await queue.unclaimed().map(\.id) == old)
             #expect(try await queue.pending().isEmpty)
             #expect(try await queue.send().isEmpty)
             #expect(try await client.timeline(diaryID: diary.id).entries.isEmpty)
 
-            try await queue.claim(old[0].id)
-            try await queue.discard(old[1].id)
+            try await queue.claim(old[0])
+            try await queue.discard(old[1])
             let outcomes = try await queue.send()
             #expect(outcomes.count == 1)
-            if case .sent(_, let entry)? = outcomes.first { #expect(entry.content == "from before") } else { Issue.record("\(outcomes)") }
+            if case .sent(_, let entry?)? = outcomes.first { #expect(entry.content == "from before") } else { Issue.record("\(outcomes)") }
             #expect(try await queue.unclaimed().isEmpty)
             #expect(try await client.timeline(diaryID: diary.id).entries.map(\.content) == ["from before"])
         }

@@ -40,7 +40,7 @@ struct EntryQueueTests {
             #expect(try await queue.pending().map(\.id) == drafts.map(\.id))
             let outcomes = try await queue.send()
             let sent = outcomes.compactMap { outcome -> String? in
-                if case .sent(_, let entry) = outcome { return entry.content }
+                if case .sent(_, let entry?) = outcome { return entry.content }
                 return nil
             }
             #expect(sent == ["entry 1", "entry 2", "entry 3"])
@@ -62,7 +62,7 @@ struct EntryQueueTests {
             let queue = EntryQueue(client: client, store: store)
             try await queue.enqueue(draft)
             let outcomes = try await queue.send()
-            guard case .sent(_, let entry)? = outcomes.first else {
+            guard case .sent(_, let entry?)? = outcomes.first else {
                 Issue.record("not sent: \(outcomes)")
                 return
             }
