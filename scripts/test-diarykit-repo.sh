@@ -3,8 +3,11 @@
 # (scripts/diarykit-repo.sh), makes a new consumer package whose dependency is the line in
 # Clients/DiaryKit/README.md's "Adding DiaryKit" block with the URL pointed at that repository
 # (file://), builds it, and checks its Package.resolved holds no package only the server needs.
+# Before that, scripts/diarykit-api.sh check: the public API is the one recorded for VERSION.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# Its public API first: as recorded for VERSION, and in DiaryKit's own types only.
+"$root/scripts/diarykit-api.sh" check
 work=$(mktemp -d /tmp/diarykit-consumer-XXXX)
 trap 'rm -rf "$work"' EXIT
 "$root/scripts/diarykit-repo.sh" "$work/DiaryKit"
@@ -45,7 +48,9 @@ import Foundation
 // What an app's first lines touch: a client over the default transports, and the queue.
 let client = DiaryClient(configuration: .init(serverURL: URL(string: "http://127.0.0.1:9")!, appVersion: "1.0"))
 let queue = EntryQueue(client: client, store: InMemoryEntryQueueStore())
-print("signed in: \(await client.isSignedIn), drafts: \(try await queue.pending().count)")
+// DiaryKit's own types, with no import of the generated layer.
+let kind: DiaryType = .couple
+print("signed in: \(await client.isSignedIn), drafts: \(try await queue.pending().count), \(kind.rawValue)")
 SWIFT
 start=$(date +%s)
 (cd "$work/App" && swift build >&2)

@@ -1,4 +1,4 @@
-public import DiaryAPI
+import DiaryAPI
 public import Foundation
 
 /// One change in a diary, typed by its `type`: the contract's `ChangeEvent`, whose `data` is
@@ -35,22 +35,22 @@ public struct DiaryChange: Sendable {
     }
 
     /// Types the contract's event, or nil when its data does not have the shape its type says.
-    public init?(_ event: ChangeEvent) {
+    init?(_ event: Components.Schemas.ChangeEvent) {
         cursor = event.id
         diaryID = event.diaryId
         at = event.at
         let data = event.data
         let type = event._type.value1?.rawValue ?? event._type.value2 ?? ""
         switch type {
-        case "entry.created": guard let entry = data.value1 else { return nil }; kind = .entryCreated(entry)
-        case "entry.updated": guard let entry = data.value1 else { return nil }; kind = .entryUpdated(entry)
+        case "entry.created": guard let entry = data.value1 else { return nil }; kind = .entryCreated(Entry(entry))
+        case "entry.updated": guard let entry = data.value1 else { return nil }; kind = .entryUpdated(Entry(entry))
         case "entry.deleted": guard let deleted = data.value4 else { return nil }; kind = .entryDeleted(entryID: deleted.id)
         case "entry.read":
             guard let read = data.value5 else { return nil }
             kind = .entryRead(entryID: read.entryId, userID: read.userId, readAt: read.readAt)
-        case "member.joined": guard let member = data.value2 else { return nil }; kind = .memberJoined(member)
+        case "member.joined": guard let member = data.value2 else { return nil }; kind = .memberJoined(Member(member))
         case "member.left": guard let left = data.value6 else { return nil }; kind = .memberLeft(userID: left.userId)
-        case "diary.updated": guard let diary = data.value3 else { return nil }; kind = .diaryUpdated(diary)
+        case "diary.updated": guard let diary = data.value3 else { return nil }; kind = .diaryUpdated(Diary(diary))
         default: kind = .unknown(type: type)
         }
     }
@@ -69,9 +69,9 @@ public enum CatchUp: Sendable {
 extension DiaryClient {
     /// One page of delta sync: the diary's changes after `since`, oldest first.
     public func changes(diaryID: String, since: String, limit: Int = 100) async throws -> ChangeList {
-        try await perform {
+        ChangeList(try await perform {
             try await api.listChanges(path: .init(diaryId: diaryID), query: .init(since: since, limit: limit)).ok.body.json
-        }
+        })
     }
 
     /// Brings one diary up to date from `cursor`, a page at a time as the sequence is read (so
@@ -86,7 +86,7 @@ extension DiaryClient {
             do {
                 let page = try await self.changes(diaryID: diaryID, since: since, limit: pageSize)
                 await position.advance(to: page.nextCursor, more: page.hasMore)
-                return .changes(page.changes.compactMap(DiaryChange.init), cursor: page.nextCursor)
+                return .changes(page.changes, cursor: page.nextCursor)
             } catch DiaryError.problem(let problem) where problem.code == .resyncRequired {
                 await position.advance(to: since, more: false)
                 let page = try await self.timeline(diaryID: diaryID)

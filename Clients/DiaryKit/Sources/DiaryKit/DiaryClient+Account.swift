@@ -1,10 +1,10 @@
-public import DiaryAPI
+import DiaryAPI
 import Foundation
 
 extension DiaryClient {
     /// The signed-in user.
     public func me() async throws -> Me {
-        try await perform { try await api.getMe().ok.body.json }
+        Me(try await perform { try await api.getMe().ok.body.json })
     }
 
     /// Changes the profile; nil leaves a field as it is.
@@ -25,7 +25,7 @@ extension DiaryClient {
                 ? .init(notificationNewEntry: notificationNewEntry, notificationReminder: notificationReminder,
                         reminderTime: reminderTime)
                 : nil)
-        return try await perform { try await api.updateMe(body: .json(body)).ok.body.json }
+        return Me(try await perform { try await api.updateMe(body: .json(body)).ok.body.json })
     }
 
     /// Deletes the account, as App Review requires an app to offer: owned diaries pass to
@@ -37,6 +37,6 @@ extension DiaryClient {
 
     /// Today's question, in the caller's time zone.
     public func todayQuestion() async throws -> TodayQuestion {
-        try await perform { try await api.getTodayQuestion().ok.body.json }
+        TodayQuestion(try await perform { try await api.getTodayQuestion().ok.body.json })
     }
 }

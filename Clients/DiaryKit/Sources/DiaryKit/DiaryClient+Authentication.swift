@@ -1,4 +1,4 @@
-public import DiaryAPI
+import DiaryAPI
 import Foundation
 
 extension DiaryClient {
@@ -20,7 +20,7 @@ extension DiaryClient {
                 .ok.body.json
         }
         try await authority.replace(with: StoredSession(session))
-        return session.user
+        return Me(session.user)
     }
 
     /// Signs in by name on a server with `DIARY_DEV_AUTH=1` (development and tests only; 404
@@ -31,7 +31,7 @@ extension DiaryClient {
             try await api.signInForDevelopment(body: .json(.init(name: name))).ok.body.json
         }
         try await authority.replace(with: StoredSession(session))
-        return session.user
+        return Me(session.user)
     }
 
     /// Ends the session on the server and forgets it here. Forgetting never waits on the

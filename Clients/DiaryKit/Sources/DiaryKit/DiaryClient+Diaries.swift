@@ -1,38 +1,42 @@
-public import DiaryAPI
+import DiaryAPI
 import Foundation
 
 extension DiaryClient {
     /// The caller's diaries, most recently written first.
     public func diaries() async throws -> [Diary] {
-        try await perform { try await api.listDiaries().ok.body.json.diaries }
+        try await perform { try await api.listDiaries().ok.body.json.diaries }.map(Diary.init)
     }
 
     /// One diary, with `changesCursor`: the position to follow its changes from.
     public func diary(id diaryID: String) async throws -> Diary {
-        try await perform { try await api.getDiary(path: .init(diaryId: diaryID)).ok.body.json }
+        Diary(try await perform { try await api.getDiary(path: .init(diaryId: diaryID)).ok.body.json })
     }
 
     /// Creates a diary the caller owns. The free plan creates one: a second throws
     /// `premium_required`. With `id` (a UUID the app chose and kept), a retry after a lost
     /// answer returns the diary the first call made, never a second one.
     public func createDiary(id: String? = nil, name: String, type: DiaryType) async throws -> Diary {
-        try await perform {
-            let output = try await api.createDiary(body: .json(.init(id: id, name: name, _type: type)))
+        guard let kind = Components.Schemas.DiaryType(rawValue: type.rawValue) else {
+            throw DiaryError.problem(Problem(status: 400, code: .validationFailed, title: "Bad Request",
+                                             detail: "DiaryKit cannot create a diary of type \(type.rawValue)"))
+        }
+        return Diary(try await perform {
+            let output = try await api.createDiary(body: .json(.init(id: id, name: name, _type: kind)))
             if case .ok(let replayed) = output { return try replayed.body.json }
             return try output.created.body.json
-        }
+        })
     }
 
     /// Joins the diary whose invite code this is (`invite_code_invalid`, `diary_full`).
     public func joinDiary(inviteCode: String) async throws -> Diary {
-        try await perform { try await api.joinDiary(body: .json(.init(inviteCode: inviteCode))).ok.body.json }
+        Diary(try await perform { try await api.joinDiary(body: .json(.init(inviteCode: inviteCode))).ok.body.json })
     }
 
     /// Renames a diary (owner only).
     public func renameDiary(id diaryID: String, to name: String) async throws -> Diary {
-        try await perform {
+        Diary(try await perform {
             try await api.renameDiary(path: .init(diaryId: diaryID), body: .json(.init(name: name))).ok.body.json
-        }
+        })
     }
 
     /// Replaces a diary's invite code (owner only); the old one stops working.
@@ -42,7 +46,7 @@ extension DiaryClient {
 
     /// A diary's members.
     public func members(diaryID: String) async throws -> [Member] {
-        try await perform { try await api.listMembers(path: .init(diaryId: diaryID)).ok.body.json.members }
+        try await perform { try await api.listMembers(path: .init(diaryId: diaryID)).ok.body.json.members }.map(Member.init)
     }
 
     /// Removes a member (owner), or leaves the diary when `userID` is the caller's own.

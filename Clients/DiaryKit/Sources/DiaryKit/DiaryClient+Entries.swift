@@ -1,4 +1,4 @@
-public import DiaryAPI
+import DiaryAPI
 public import Foundation
 
 /// An entry to post: its content and a client-chosen id, so that sending it again after a
@@ -61,9 +61,9 @@ extension DiaryClient {
     /// A page of a diary's timeline, newest first; pass `nextCursor` as `before` for the
     /// next. The first page carries `changesCursor`, to follow changes from.
     public func timeline(diaryID: String, limit: Int = 20, before: String? = nil) async throws -> EntryPage {
-        try await perform {
+        EntryPage(try await perform {
             try await api.listEntries(path: .init(diaryId: diaryID), query: .init(limit: limit, before: before)).ok.body.json
-        }
+        })
     }
 
     /// Posts an entry under the draft's id. Safe to repeat: the same id with the same content
@@ -74,28 +74,28 @@ extension DiaryClient {
         let body = Components.Schemas.CreateEntryRequest(
             id: draft.id.uuidString.lowercased(), content: draft.content, question: draft.question,
             photoIds: draft.photoIDs.isEmpty ? nil : draft.photoIDs)
-        return try await perform {
+        return Entry(try await perform {
             switch try await api.createEntry(path: .init(diaryId: draft.diaryID), body: .json(body)) {
             case .created(let created): try created.body.json
             case .ok(let replayed): try replayed.body.json
             case .undocumented(let status, _): throw DiaryError.unexpectedResponse(status: status)
             default: throw DiaryError.unexpectedResponse(status: 0)
             }
-        }
+        })
     }
 
     /// One entry.
     public func entry(diaryID: String, entryID: String) async throws -> Entry {
-        try await perform { try await api.getEntry(path: .init(diaryId: diaryID, entryId: entryID)).ok.body.json }
+        Entry(try await perform { try await api.getEntry(path: .init(diaryId: diaryID, entryId: entryID)).ok.body.json })
     }
 
     /// Edits an entry (author only); nil leaves a field as it is. `photoIDs` replaces the photos.
     public func editEntry(diaryID: String, entryID: String, content: String? = nil, question: String? = nil,
                           photoIDs: [String]? = nil) async throws -> Entry {
-        try await perform {
+        Entry(try await perform {
             try await api.updateEntry(path: .init(diaryId: diaryID, entryId: entryID),
                                       body: .json(.init(content: content, question: question, photoIds: photoIDs))).ok.body.json
-        }
+        })
     }
 
     /// Deletes an entry (author only).
@@ -110,11 +110,11 @@ extension DiaryClient {
 
     /// Who has read an entry.
     public func reads(diaryID: String, entryID: String) async throws -> [ReadReceipt] {
-        try await perform { try await api.listEntryReads(path: .init(diaryId: diaryID, entryId: entryID)).ok.body.json.reads }
+        try await perform { try await api.listEntryReads(path: .init(diaryId: diaryID, entryId: entryID)).ok.body.json.reads }.map(ReadReceipt.init)
     }
 
     /// The days of a month (`YYYY-MM`) that have entries, in the caller's time zone.
-    public func calendar(diaryID: String, month: String) async throws -> Components.Schemas.DiaryCalendar {
-        try await perform { try await api.getCalendar(path: .init(diaryId: diaryID), query: .init(month: month)).ok.body.json }
+    public func calendar(diaryID: String, month: String) async throws -> DiaryCalendar {
+        DiaryCalendar(try await perform { try await api.getCalendar(path: .init(diaryId: diaryID), query: .init(month: month)).ok.body.json })
     }
 }

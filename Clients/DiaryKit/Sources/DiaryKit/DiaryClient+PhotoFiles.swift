@@ -1,4 +1,4 @@
-public import DiaryAPI
+import DiaryAPI
 public import Foundation
 import HTTPTypes
 import OpenAPIRuntime
@@ -32,14 +32,14 @@ extension DiaryClient {
         let total = size?.int64Value
         let body = HTTPBody(FileChunks(fileURL: fileURL, total: total, progress: progress),
                             length: total.map { .known($0) } ?? .unknown, iterationBehavior: .multiple)
-        return try await perform {
+        return Photo(try await perform {
             let input: Operations.UploadPhoto.Input.Body = switch format {
             case .jpeg: .jpeg(body)
             case .png: .png(body)
             case .webp: .imageWebp(body)
             }
             return try await api.uploadPhoto(body: input).created.body.json
-        }
+        })
     }
 
     /// Downloads a whole photo into `fileURL` as it arrives, never whole in memory, replacing

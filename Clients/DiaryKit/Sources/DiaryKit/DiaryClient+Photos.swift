@@ -1,4 +1,4 @@
-public import DiaryAPI
+import DiaryAPI
 public import Foundation
 import HTTPTypes
 import OpenAPIRuntime
@@ -28,14 +28,14 @@ extension DiaryClient {
     /// metadata. Attach the returned photo's id to an entry within 24 hours.
     public func uploadPhoto(_ data: Data, format: PhotoFormat) async throws -> Photo {
         let body = HTTPBody(data)
-        return try await perform {
+        return Photo(try await perform {
             let input: Operations.UploadPhoto.Input.Body = switch format {
             case .jpeg: .jpeg(body)
             case .png: .png(body)
             case .webp: .imageWebp(body)
             }
             return try await api.uploadPhoto(body: input).created.body.json
-        }
+        })
     }
 
     /// Downloads a photo by the URL an entry carries, with no token. `range` is one byte range

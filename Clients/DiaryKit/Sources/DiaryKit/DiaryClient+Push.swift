@@ -1,4 +1,4 @@
-public import DiaryAPI
+import DiaryAPI
 public import Foundation
 
 extension DiaryClient {
@@ -14,8 +14,12 @@ extension DiaryClient {
 
     /// Registers a device by its token as hex text (64 to 200 digits).
     public func registerDevice(hexToken: String, environment: PushEnvironment) async throws {
+        guard let known = Components.Schemas.PushEnvironment(rawValue: environment.rawValue) else {
+            throw DiaryError.problem(Problem(status: 400, code: .validationFailed, title: "Bad Request",
+                                             detail: "no push environment \(environment.rawValue)"))
+        }
         _ = try await perform {
-            try await api.registerDevice(path: .init(deviceToken: hexToken), body: .json(.init(environment: environment))).noContent
+            try await api.registerDevice(path: .init(deviceToken: hexToken), body: .json(.init(environment: known))).noContent
         }
     }
 
@@ -31,7 +35,7 @@ extension DiaryClient {
 
     /// The caller's registered devices, oldest first.
     public func devices() async throws -> [Device] {
-        try await perform { try await api.listDevices().ok.body.json.devices }
+        try await perform { try await api.listDevices().ok.body.json.devices }.map(Device.init)
     }
 
     static func hex(_ data: Data) -> String {
@@ -50,13 +54,13 @@ extension PushNotification {
         for (key, value) in userInfo { if let key = key as? String { plain[key] = value } }
         guard JSONSerialization.isValidJSONObject(plain),
               let data = try? JSONSerialization.data(withJSONObject: plain),
-              let decoded = try? JSONDecoder().decode(PushNotification.self, from: data) else { return nil }
-        self = decoded
+              let decoded = try? JSONDecoder().decode(Components.Schemas.PushNotification.self, from: data) else { return nil }
+        self.init(decoded)
     }
 
     /// What the notification is about.
     public var subject: PushSubject {
-        if let diaryID = diaryId, let entryID = entryId { return .newEntry(diaryID: diaryID, entryID: entryID) }
+        if let diaryID, let entryID { return .newEntry(diaryID: diaryID, entryID: entryID) }
         return .reminder
     }
 }

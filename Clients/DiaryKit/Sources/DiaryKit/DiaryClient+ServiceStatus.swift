@@ -1,4 +1,4 @@
-public import DiaryAPI
+import DiaryAPI
 import Foundation
 
 /// Whether this app can use the service now, from `GET /v1/service-status`, before any call fails.
@@ -14,7 +14,7 @@ public enum Availability: Sendable, Hashable {
 extension DiaryClient {
     /// The service's status: maintenance, the minimum app version and notices. Needs no sign-in.
     public func serviceStatus() async throws -> ServiceStatus {
-        try await perform { try await api.getServiceStatus().ok.body.json }
+        ServiceStatus(try await perform { try await api.getServiceStatus().ok.body.json })
     }
 
     /// Whether this app (`Configuration.appVersion`) can use the service now: call it at

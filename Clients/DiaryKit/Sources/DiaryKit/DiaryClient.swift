@@ -1,4 +1,4 @@
-public import DiaryAPI
+import DiaryAPI
 public import Foundation
 public import OpenAPIRuntime
 import OpenAPIURLSession
@@ -49,9 +49,9 @@ public final class DiaryClient: Sendable {
 
     /// The configuration the client was made with.
     public let configuration: Configuration
-    /// The generated client, for an operation the hand-written layer does not cover. It adds
-    /// the token, `X-App-Version`, and throws problems as `DiaryError` like the rest.
-    public let api: Client
+    /// The generated client, with the token, `X-App-Version` and problems as `DiaryError`.
+    /// Internal: the app sees DiaryKit's own types only.
+    let api: Client
     let authority: SessionAuthority
     /// The transport the calls go through, for the photos' presigned URLs.
     let transport: any ClientTransport

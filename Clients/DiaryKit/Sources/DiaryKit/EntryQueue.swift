@@ -1,4 +1,4 @@
-public import DiaryAPI
+import DiaryAPI
 public import Foundation
 
 /// Offline-first writing: posts, edits and deletions are kept in a store the moment they are

@@ -1,4 +1,4 @@
-public import DiaryAPI
+import DiaryAPI
 import Foundation
 
 /// What the realtime stream delivers, in order.

@@ -140,7 +140,7 @@ actor RealtimeLoop {
             if let next = frame?.cursor { cursor = next }
             try await resync()
         default:
-            guard let event = try? JSONDecoder.diary.decode(ChangeEvent.self, from: data),
+            guard let event = try? JSONDecoder.diary.decode(Components.Schemas.ChangeEvent.self, from: data),
                   let change = DiaryChange(event) else { return }
             cursor = change.cursor
             diaryCursors[change.diaryID] = change.cursor

@@ -13,7 +13,7 @@ struct AccountAndPushTests {
                                                   reminderTime: "21:30")
             #expect(me.displayName == "あいこ" && me.timeZone == "Asia/Tokyo")
             #expect(me.settings.notificationReminder && me.settings.reminderTime == "21:30")
-            #expect(me.plan.value1 == .free)
+            #expect(me.plan == .free)
             #expect(!(try await aiko.todayQuestion().question.isEmpty))
 
             try await aiko.deleteAccount()
@@ -32,7 +32,7 @@ struct AccountAndPushTests {
             let devices = try await aiko.devices()
             #expect(devices.count == 1)
             #expect(devices.first?.token == token.map { String(format: "%02x", $0) }.joined())
-            #expect(devices.first?.environment.value1 == .sandbox)
+            #expect(devices.first?.environment == .sandbox)
             try await aiko.removeDevice(token: token)
             #expect(try await aiko.devices().isEmpty)
         }
@@ -46,7 +46,7 @@ struct AccountAndPushTests {
         ]
         let entry = try #require(PushNotification(userInfo: entryInfo))
         #expect(entry.subject == .newEntry(diaryID: "d1", entryID: "e1"))
-        #expect(entry.aps.alert?.title == "新しい日記")
+        #expect(entry.title == "新しい日記")
         let reminder = try #require(PushNotification(userInfo: ["aps": ["alert": ["title": "ずっと日記", "body": "今日の日記を書きましょう"]]]))
         #expect(reminder.subject == .reminder)
         #expect(PushNotification(userInfo: ["other": 1]) == nil)

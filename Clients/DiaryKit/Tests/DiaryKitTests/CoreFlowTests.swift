@@ -15,13 +15,13 @@ struct CoreFlowTests {
 
             let diary = try await aiko.createDiary(name: "ふたりの日記", type: .couple)
             #expect(diary.name == "ふたりの日記")
-            #expect(diary._type.value1 == .couple)
-            #expect(diary.role.value1 == .owner)
+            #expect(diary.type == .couple)
+            #expect(diary.role == .owner)
 
             let joined = try await ren.joinDiary(inviteCode: diary.inviteCode)
             #expect(joined.id == diary.id)
             #expect(joined.memberCount == 2)
-            #expect(joined.role.value1 == .member)
+            #expect(joined.role == .member)
 
             let draft = EntryDraft(diaryID: diary.id, content: "今日は晴れ")
             let entry = try await aiko.post(draft)
@@ -44,7 +44,7 @@ struct CoreFlowTests {
             let reads = try await aiko.reads(diaryID: diary.id, entryID: entry.id)
             #expect(reads.count == 1)
             let renID = try #require(await ren.userID)
-            #expect(reads.first?.userId == renID)
+            #expect(reads.first?.userID == renID)
 
             let list = try await ren.diaries()
             #expect(list.map(\.id) == [diary.id])

@@ -54,7 +54,7 @@ struct EntryQueueWritesTests {
                 Issue.record("not sent: \(outcomes)")
                 return
             }
-            let photo = try #require(entry.photos?.first)
+            let photo = try #require(entry.photos.first)
             #expect(photo.width == 40 && photo.height == 30)
             #expect(!FileManager.default.fileExists(atPath: file.path), "the queue keeps a file it no longer needs")
             #expect(try await queue.pending().isEmpty)

@@ -25,6 +25,21 @@ struct PackageTests {
         #expect(generatedFrom == (try Data(contentsOf: repository)), "Sources/DiaryAPI/openapi.yaml has drifted from the repository's contract")
     }
 
+    /// With InternalImportsByDefault, a public declaration cannot use a type of a module
+    /// imported without `public`: so long as no file imports DiaryAPI publicly, the compiler
+    /// itself keeps the generated types out of the app's sight (scripts/diarykit-api.sh also
+    /// checks the built module's API).
+    @Test("the generated layer is imported by no file publicly: the app sees DiaryKit's own types only")
+    func generatedLayerStaysInside() throws {
+        let sources = Self.packageRoot.appendingPathComponent("Sources/DiaryKit")
+        let files = try FileManager.default.contentsOfDirectory(atPath: sources.path).filter { $0.hasSuffix(".swift") }
+        #expect(files.count > 10)
+        for file in files {
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            #expect(!text.contains("public import DiaryAPI") && !text.contains("@_exported"), "\(file) hands the generated layer to the app")
+        }
+    }
+
     @Test("no server dependency: no Hummingbird, no libpq, no server target, nothing by local path")
     func noServerDependency() throws {
         let manifest = try String(contentsOf: Self.packageRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
