@@ -46,4 +46,40 @@ struct RealtimeBoundTests {
         for _ in 0..<2_000 { await Task.yield() }
         #expect(transport.pulled <= delivered + 1, "pulled \(transport.pulled) frames for \(delivered) events")
     }
+
+    /// The socket Clients/DiaryKit/README.md shows an app's tests, as written there.
+    final class ReplayedSocket: RealtimeTransport, @unchecked Sendable {
+        private let lock = NSLock()
+        private var frames: [String]    // e.g. #"{"type":"ready","cursor":"c0"}"#, then change events
+        init(frames: [String]) { self.frames = frames }
+
+        func connect(to url: URL, headers: [String: String]) -> RealtimeConnection {
+            RealtimeConnection(
+                messages: AsyncThrowingStream { self.lock.withLock { self.frames.isEmpty ? nil : self.frames.removeFirst() } },
+                send: { _ in }, close: {}, closeCode: { 1000 })
+        }
+    }
+
+    @Test("the README's replayed socket: its frames arrive as events, with no server")
+    func readmeReplayedSocket() async throws {
+        let readme = try String(contentsOf: PackageTests.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(readme.contains("messages: AsyncThrowingStream { self.lock.withLock { self.frames.isEmpty ? nil : self.frames.removeFirst() } },"),
+                "the README's example and this copy have drifted")
+        let diaryID = UUID().uuidString.lowercased()
+        let client = DiaryClient(configuration: .init(
+            serverURL: URL(string: "https://example.invalid")!,
+            sessionStorage: InMemorySessionStorage(session: StoredSession(
+                accessToken: "t", refreshToken: "r", accessTokenExpiresAt: .distantFuture, userID: "me")),
+            realtimeTransport: ReplayedSocket(frames: [
+                #"{"type":"ready","cursor":"c0"}"#,
+                #"{"id":"c1","type":"entry.deleted","diaryId":"\#(diaryID)","at":"2026-11-28T00:00:00.000000Z","data":{"id":"e1"}}"#,
+            ])))
+        var events = client.realtime().makeAsyncIterator()
+        guard case .connected(cursor: "c0")? = try await events.next() else { Issue.record("no ready"); return }
+        guard case .change(let change)? = try await events.next(), case .entryDeleted(entryID: "e1") = change.kind else {
+            Issue.record("no change")
+            return
+        }
+        #expect(change.cursor == "c1" && change.diaryID == diaryID)
+    }
 }
