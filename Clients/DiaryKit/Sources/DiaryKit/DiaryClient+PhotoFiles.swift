@@ -32,14 +32,7 @@ extension DiaryClient {
         let total = size?.int64Value
         let body = HTTPBody(FileChunks(fileURL: fileURL, total: total, progress: progress),
                             length: total.map { .known($0) } ?? .unknown, iterationBehavior: .multiple)
-        return Photo(try await perform {
-            let input: Operations.UploadPhoto.Input.Body = switch format {
-            case .jpeg: .jpeg(body)
-            case .png: .png(body)
-            case .webp: .imageWebp(body)
-            }
-            return try await api.uploadPhoto(body: input).created.body.json
-        })
+        return try await uploadPhoto(body, format: format)
     }
 
     /// Downloads a whole photo into `fileURL` as it arrives, never whole in memory, replacing

@@ -27,8 +27,12 @@ extension DiaryClient {
     /// Uploads an image as it is (at most 10 MiB, 12,000 px a side); the server strips its
     /// metadata. Attach the returned photo's id to an entry within 24 hours.
     public func uploadPhoto(_ data: Data, format: PhotoFormat) async throws -> Photo {
-        let body = HTTPBody(data)
-        return Photo(try await perform {
+        try await uploadPhoto(HTTPBody(data), format: format)
+    }
+
+    /// Uploads a photo's body, whichever image type it is.
+    func uploadPhoto(_ body: HTTPBody, format: PhotoFormat) async throws -> Photo {
+        Photo(try await perform {
             let input: Operations.UploadPhoto.Input.Body = switch format {
             case .jpeg: .jpeg(body)
             case .png: .png(body)
