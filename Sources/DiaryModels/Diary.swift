@@ -21,6 +21,8 @@ public struct Diary: Codable, Sendable, Equatable {
     public var type: DiaryType
     public var maxMembers: Int
     public var inviteCode: String
+    /// `<PUBLIC_URL>/i/<inviteCode>`: the link to share, which opens the app.
+    public var inviteUrl: String
     /// The caller's role in this diary.
     public var role: MemberRole
     public var memberCount: Int
@@ -33,12 +35,13 @@ public struct Diary: Codable, Sendable, Equatable {
     /// Following the changes from here (socket `since`, or delta sync) misses nothing.
     public var changesCursor: String?
 
-    public init(id: UUID, name: String, type: DiaryType, inviteCode: String, role: MemberRole, memberCount: Int, members: [Member], createdAt: Date, lastEntryAt: Date?, unreadCount: Int) {
+    public init(id: UUID, name: String, type: DiaryType, inviteCode: String, inviteUrl: String, role: MemberRole, memberCount: Int, members: [Member], createdAt: Date, lastEntryAt: Date?, unreadCount: Int) {
         self.id = id
         self.name = name
         self.type = type
         self.maxMembers = type.maxMembers
         self.inviteCode = inviteCode
+        self.inviteUrl = inviteUrl
         self.role = role
         self.memberCount = memberCount
         self.members = members
@@ -94,11 +97,16 @@ public struct UpdateDiaryRequest: Codable, Sendable {
 }
 
 public struct JoinDiaryRequest: Codable, Sendable {
+    /// The code as typed, or the diary's invite link (`inviteUrl`).
     public var inviteCode: String
     public init(inviteCode: String) { self.inviteCode = inviteCode }
 }
 
 public struct InviteCodeResponse: Codable, Sendable, Equatable {
     public var inviteCode: String
-    public init(inviteCode: String) { self.inviteCode = inviteCode }
+    public var inviteUrl: String
+    public init(inviteCode: String, inviteUrl: String) {
+        self.inviteCode = inviteCode
+        self.inviteUrl = inviteUrl
+    }
 }

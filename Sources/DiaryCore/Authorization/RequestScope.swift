@@ -19,6 +19,8 @@ package struct RequestScope: Sendable {
     /// Mints the URLs of the photos this caller's reads return: whatever RLS lets the
     /// caller read, and nothing else, gets a URL.
     package let photoLinks: PhotoLinks
+    /// Mints the invite links of the diaries this caller's reads return.
+    package let inviteLinks: InviteLinks
     private let pool: PostgresPool
     private let readPlacement: PostgresPool.Placement
     private let database: Database
@@ -38,12 +40,13 @@ package struct RequestScope: Sendable {
     }
 
     package init(
-        identity: TokenService.Identity, pool: PostgresPool, photoLinks: PhotoLinks, readPlacement: PostgresPool.Placement = .ownConnection,
-        database: Database = .single
+        identity: TokenService.Identity, pool: PostgresPool, photoLinks: PhotoLinks, inviteLinks: InviteLinks,
+        readPlacement: PostgresPool.Placement = .ownConnection, database: Database = .single
     ) {
         self.identity = identity
         self.pool = pool
         self.photoLinks = photoLinks
+        self.inviteLinks = inviteLinks
         self.readPlacement = readPlacement
         self.database = database
     }

@@ -48,12 +48,13 @@ package struct DiaryRepository: Sendable {
         """
     }
 
-    static func diary(from row: PostgresRow) throws -> Diary {
+    static func diary(from row: PostgresRow, invites: InviteLinks) throws -> Diary {
         guard let type = DiaryType(rawValue: try row.decode("type")), let role = MemberRole(rawValue: try row.decode("role")) else {
             throw PostgresDecodingError(column: "type", targetType: "DiaryType", failure: .malformed("unknown diary type or role"))
         }
+        let inviteCode: String = try row.decode("invite_code")
         return Diary(
-            id: try row.decode("id"), name: try row.decode("name"), type: type, inviteCode: try row.decode("invite_code"),
+            id: try row.decode("id"), name: try row.decode("name"), type: type, inviteCode: inviteCode, inviteUrl: invites.url(for: inviteCode),
             role: role, memberCount: try row.decode("member_count"),
             members: try members(from: row),
             createdAt: try row.decode("created_at"), lastEntryAt: try row.decode("last_entry_at"),
@@ -84,10 +85,10 @@ package struct DiaryRepository: Sendable {
                 \(Self.diaryColumns)
                 where \(DiariesPolicy.select.using)
                 order by last_entry_at desc nulls last, diaries.created_at desc
-                """).map(Self.diary(from:))
+                """).map { try Self.diary(from: $0, invites: scope.inviteLinks) }
         }
         let diaries = try await scope.readEachDiary { "\(Self.diaryColumns(ofDiary: $0)) where diaries.id = \($0) and \(DiariesPolicy.select.using)" }
-        return try diaries.compactMap { try $0.rows.first.map(Self.diary(from:)) }.sorted(by: Self.latestWrittenFirst)
+        return try diaries.compactMap { try $0.rows.first.map { try Self.diary(from: $0, invites: scope.inviteLinks) } }.sorted(by: Self.latestWrittenFirst)
     }
 
     /// `order by last_entry_at desc nulls last, created_at desc`.
@@ -108,7 +109,7 @@ package struct DiaryRepository: Sendable {
             "\(Self.diaryColumns(ofDiary: id)) where diaries.id = \(id) and \(DiariesPolicy.select.using)",
         ])
         guard let row = results[1].first else { throw DomainError.notFound("no such diary") }
-        var diary = try Self.diary(from: row)
+        var diary = try Self.diary(from: row, invites: scope.inviteLinks)
         diary.changesCursor = try ChangeLogRepository.position(ofDiary: id, from: results[0]).encoded
         return diary
     }
@@ -139,7 +140,7 @@ package struct DiaryRepository: Sendable {
                     if existed || chosen == nil { throw DomainError.inconsistent("the new diary cannot be read back") }
                     throw Self.idConflict
                 }
-                let diary = try Self.diary(from: row)
+                let diary = try Self.diary(from: row, invites: scope.inviteLinks)
                 if !existed { return .created(diary) }
                 guard diary.role == .owner, diary.name == name, diary.type == type else { throw Self.idConflict }
                 return .replayed(diary)
@@ -160,7 +161,7 @@ package struct DiaryRepository: Sendable {
         )
         try PolicyTwin.requireDone(results[0], missing: "no such diary", forbidden: "only the owner can rename the diary")
         guard let row = results[1].first else { throw DomainError.notFound("no such diary") }
-        return try Self.diary(from: row)
+        return try Self.diary(from: row, invites: scope.inviteLinks)
     }
 
     /// Replaces the invite code, so the old one stops working. Owner only.
@@ -189,7 +190,7 @@ package struct DiaryRepository: Sendable {
             ["\(Self.columns(ofDiary: diary)) where diaries.id = \(diary) and \(DiariesPolicy.select.using)"]
         }
         guard let row = joined[0].first else { throw DomainError.inconsistent("the joined diary cannot be read back") }
-        return try Self.diary(from: row)
+        return try Self.diary(from: row, invites: scope.inviteLinks)
     }
 
     package func members(of id: UUID) async throws -> [Member] {

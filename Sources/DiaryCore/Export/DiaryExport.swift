@@ -52,7 +52,7 @@ package struct DiaryExport: Sendable {
             var archive = ExportArchive(sink: sink, modified: exportedAt)
             let rows = try await reader.read("\(DiaryRepository.diaryColumns(ofDiary: diaryID)) where diaries.id = \(diaryID) and \(DiariesPolicy.select.using)")
             guard let row = rows.first else { throw DomainError.notFound("no such diary") }
-            let diary = try DiaryRepository.diary(from: row)
+            let diary = try DiaryRepository.diary(from: row, invites: scope.inviteLinks)
             let counted = try await reader.read("select diaries.entry_count from diaries where diaries.id = \(diaryID)")
             let entryCount: Int = try counted.first?.decode("entry_count") ?? 0
 

@@ -12,8 +12,9 @@ package enum TextLimit: CaseIterable, Sendable {
     case entryContent
     /// The question an entry answers.
     case entryQuestion
-    /// An invite code as a person types it, hyphens and spaces included: the database
-    /// normalizes it (`normalize_invite_code`) before it looks the ten characters up.
+    /// An invite code as a person types it, hyphens and spaces included (the database
+    /// normalizes it, `normalize_invite_code`, before it looks the ten characters up), or the
+    /// diary's invite link, `<PUBLIC_URL>/i/<code>`.
     case inviteCode
     /// Apple's identity token, refused at the size `TokenService` refuses any token at.
     case identityToken
@@ -33,7 +34,7 @@ package enum TextLimit: CaseIterable, Sendable {
         case .displayName: 1...50
         case .entryContent: 1...10_000
         case .entryQuestion: 1...500
-        case .inviteCode: 1...32
+        case .inviteCode: 1...512
         case .identityToken: 1...TokenService.maximumTokenLength
         case .nonce: 1...256
         case .authorizationCode: 1...1024

@@ -99,7 +99,7 @@ package struct ChangeLogRepository: Sendable {
                 // A diary left: kept in the cursor until its departure has been told.
                 next[diary] = try head.decode("position", as: Int64?.self) == nil ? nil : after
             }
-            queues.append(try rows.compactMap { try LoggedChange(row: $0, diary: diary, links: scope.photoLinks) })
+            queues.append(try rows.compactMap { try LoggedChange(row: $0, diary: diary, links: scope.photoLinks, invites: scope.inviteLinks) })
         }
 
         var changes: [LoggedChange] = []
@@ -183,7 +183,7 @@ package struct ChangeLogRepository: Sendable {
         var data: ChangeData?
 
         /// Nil for the row that carries only the diary's position.
-        init?(row: PostgresRow, diary: UUID, links: PhotoLinks) throws {
+        init?(row: PostgresRow, diary: UUID, links: PhotoLinks, invites: InviteLinks) throws {
             guard let position = try row.decode("position", as: Int64?.self) else { return nil }
             guard let type = ChangeType(rawValue: try row.decode("kind")) else {
                 throw PostgresDecodingError(column: "kind", targetType: "ChangeType", failure: .malformed("unknown change"))
@@ -204,7 +204,7 @@ package struct ChangeLogRepository: Sendable {
                 if try member.decode("public_id", as: UUID?.self) != nil { data = .member(try DiaryRepository.member(from: member)) }
             case .diaryUpdated:
                 let shown = try row.section(after: "diary_section")
-                if try shown.decode("id", as: UUID?.self) != nil { data = .diary(try DiaryRepository.diary(from: shown)) }
+                if try shown.decode("id", as: UUID?.self) != nil { data = .diary(try DiaryRepository.diary(from: shown, invites: invites)) }
             case .entryDeleted:
                 data = entryID.map { .entryDeleted(DeletedEntry(id: $0)) }
             case .entryRead:

@@ -41,12 +41,13 @@ package func buildApplication(
         export: configuration.export,
         sharedReads: configuration.sharedReads,
         citus: configuration.citus,
+        inviteLinks: configuration.inviteLinks,
         contract: OpenAPIDocument.text(file: configuration.openAPIFile)
     )
     let feed = feed ?? makeChangeFeed(configuration: configuration, logger: logger)
     let realtime = RealtimeGateway(
         feed: feed, tokens: tokens, pool: pool, readPlacement: readPlacement, database: configuration.citus ? .citus : .single, photoLinks: photos.links,
-        options: RealtimeSocket.Options(slowConsumerGrace: configuration.slowConsumerGrace)
+        inviteLinks: configuration.inviteLinks, options: RealtimeSocket.Options(slowConsumerGrace: configuration.slowConsumerGrace)
     )
     let push = makePush(configuration: configuration, http: outbound, logger: logger)
     return Application(
@@ -153,7 +154,8 @@ private func backgroundConnections(
 func buildRouter(
     pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenService, apple: AppleAccounts, devSignIn: Bool, photos: Photos,
     billing: BillingConfiguration = BillingConfiguration(), serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
-    export: ExportConfiguration = ExportConfiguration(), sharedReads: Bool = false, citus: Bool = false, contract: String
+    export: ExportConfiguration = ExportConfiguration(), sharedReads: Bool = false, citus: Bool = false,
+    inviteLinks: InviteLinks = InviteLinks(publicURL: ServerConfiguration.developmentPublicURL), contract: String
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     // Outermost, so it records the status the client gets, problems included.
@@ -193,7 +195,7 @@ func buildRouter(
 
     let bearer = BearerAuthenticator(
         tokens: tokens, pool: pool, readPlacement: sharedReads ? .sharedConnection : .ownConnection, database: citus ? .citus : .single,
-        photoLinks: photos.links
+        photoLinks: photos.links, inviteLinks: inviteLinks
     )
     let authenticated = api.add(middleware: bearer).group(context: AuthenticatedContext.self)
     auth.register(authenticated: authenticated)

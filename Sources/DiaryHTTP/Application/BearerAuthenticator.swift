@@ -15,6 +15,7 @@ struct BearerAuthenticator: RouterMiddleware {
     /// One PostgreSQL or a Citus coordinator (`ServerConfiguration.citus`).
     let database: RequestScope.Database
     let photoLinks: PhotoLinks
+    let inviteLinks: InviteLinks
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let header = request.headers[.authorization] else {
@@ -32,7 +33,8 @@ struct BearerAuthenticator: RouterMiddleware {
             throw Problem.unauthorized("the access token is not valid", invalidToken: true)
         }
         var context = context
-        context.scope = RequestScope(identity: identity, pool: pool, photoLinks: photoLinks, readPlacement: readPlacement, database: database)
+        context.scope = RequestScope(
+            identity: identity, pool: pool, photoLinks: photoLinks, inviteLinks: inviteLinks, readPlacement: readPlacement, database: database)
         context.logger[metadataKey: "user"] = "\(identity.userID)"
         return try await next(request, context)
     }

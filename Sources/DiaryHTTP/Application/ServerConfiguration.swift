@@ -1,4 +1,5 @@
 package import DiaryCore
+package import Foundation
 package import PostgresClient
 
 /// Everything `serve` needs. `DiaryServer` reads it from the environment and flags, once.
@@ -40,6 +41,14 @@ package struct ServerConfiguration: Sendable {
     /// `DIARY_OPENAPI_FILE`: the contract served at /openapi.yaml; nil looks in the working
     /// directory, then beside the sources (`OpenAPIDocument`).
     package var openAPIFile: String?
+    /// `PUBLIC_URL`: the server's address as apps and browsers reach it, which invite links
+    /// start with; nil is this server's own, `http://HOST:PORT` (development).
+    package var publicURL: URL?
+
+    /// The invite links this server mints and reads.
+    package var inviteLinks: InviteLinks {
+        InviteLinks(publicURL: publicURL ?? URL(string: "http://\(host):\(port)") ?? ServerConfiguration.developmentPublicURL)
+    }
 
     package init(
         host: String, port: Int, database: PostgresConfiguration, listenDatabase: PostgresConfiguration? = nil,
@@ -57,6 +66,8 @@ package struct ServerConfiguration: Sendable {
         self.sharedReads = sharedReads
     }
 
+    /// The address invite links start with when nothing else is known.
+    package static let developmentPublicURL = URL(string: "http://127.0.0.1:8080")!
     package static let defaultHost = "127.0.0.1"
     package static let defaultPort = 8080
     package static let defaultPoolSize = 8

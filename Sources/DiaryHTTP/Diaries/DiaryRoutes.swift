@@ -23,7 +23,14 @@ struct DiaryRoutes {
 
         router.post("diaries/join") { request, context -> Diary in
             let body = try await request.decode(as: JoinDiaryRequest.self, context: context)
-            let code = try Validation.text(body.inviteCode, field: "inviteCode", limit: .inviteCode)
+            let typed = try Validation.text(body.inviteCode, field: "inviteCode", limit: .inviteCode)
+            let code: String
+            switch context.scope.inviteLinks.read(typed) {
+            case .code(let typedCode): code = typedCode
+            case .link(let linked): code = linked
+            case .foreignLink:
+                throw Problem.validation(field: "inviteCode", "is a link, but not this server's invite link (\(context.scope.inviteLinks.url(for: "<code>")))")
+            }
             if let wait = joinLimiter.retryAfter(for: context.userID) {
                 AppMetrics.recordRateLimitRejection("join_attempts")
                 throw Problem(status: .tooManyRequests, code: .rateLimited, detail: "too many wrong invite codes; try again later", headers: [.retryAfter: String(wait)])
@@ -49,7 +56,7 @@ struct DiaryRoutes {
 
         router.post("diaries/:diaryId/invite-code") { _, context -> InviteCodeResponse in
             let code = try await DiaryRepository(scope: context.scope).rotateInviteCode(try Validation.id(context, "diaryId"))
-            return InviteCodeResponse(inviteCode: code)
+            return InviteCodeResponse(inviteCode: code, inviteUrl: context.scope.inviteLinks.url(for: code))
         }
 
         router.get("diaries/:diaryId/members") { _, context -> MemberList in

@@ -19,7 +19,7 @@ struct APIRequestDecoder: RequestDecoder {
 
     /// Fields that belong to the server. A body naming one is refused whatever the route.
     static let readOnlyFields: Set<String> = [
-        "author", "userId", "user_id", "role", "inviteCode", "invite_code", "isPremium", "premiumExpiresAt", "plan",
+        "author", "userId", "user_id", "role", "inviteCode", "invite_code", "inviteUrl", "isPremium", "premiumExpiresAt", "plan",
         "createdAt", "updatedAt", "joinedAt", "diaryId", "memberCount", "maxMembers", "isMine", "readBy",
         "appleSub", "email", "lastEntryAt", "unreadCount", "id", "type", "members",
     ]

@@ -135,6 +135,7 @@ extension Diary: JSONWritable {
         output.member("type", type.rawValue)
         output.member("maxMembers", maxMembers)
         output.member("inviteCode", inviteCode)
+        output.member("inviteUrl", inviteUrl)
         output.member("role", role.rawValue)
         output.member("memberCount", memberCount)
         output.member("members", members) { $0.writeJSON(to: output) }

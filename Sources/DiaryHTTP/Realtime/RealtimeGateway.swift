@@ -20,6 +20,7 @@ struct RealtimeGateway: Sendable {
     let readPlacement: PostgresPool.Placement
     let database: RequestScope.Database
     let photoLinks: PhotoLinks
+    let inviteLinks: InviteLinks
     let options: RealtimeSocket.Options
 
     func shouldUpgrade(
@@ -54,7 +55,7 @@ struct RealtimeGateway: Sendable {
         try await channel.setOption(ChannelOptions.socketOption(.so_sndbuf), value: RealtimeSocket.Options.kernelSendBuffer).get()
         let socket = RealtimeSocket(
             subscription: subscription, since: query.get("since").map { String($0) }, pool: pool, readPlacement: readPlacement,
-            database: database, photoLinks: photoLinks, tokens: tokens, channel: channel, options: options
+            database: database, photoLinks: photoLinks, inviteLinks: inviteLinks, tokens: tokens, channel: channel, options: options
         )
         return .upgrade([:]) { inbound, outbound, context in
             await socket.run(inbound: inbound, outbound: outbound, logger: context.logger)

@@ -91,6 +91,7 @@ struct RealtimeSocket: Sendable {
     /// On Citus, statements are spelled for its planner, as every request's are.
     let database: RequestScope.Database
     let photoLinks: PhotoLinks
+    let inviteLinks: InviteLinks
     let tokens: TokenService
     let channel: any Channel
     let options: Options
@@ -138,7 +139,8 @@ struct RealtimeSocket: Sendable {
 
     private func repository() -> ChangeLogRepository {
         ChangeLogRepository(scope: RequestScope(
-            identity: subscription.identity, pool: pool, photoLinks: photoLinks, readPlacement: readPlacement, database: database))
+            identity: subscription.identity, pool: pool, photoLinks: photoLinks, inviteLinks: inviteLinks, readPlacement: readPlacement,
+            database: database))
     }
 
     /// After a resync the socket goes on from the diaries' positions now, which the frame

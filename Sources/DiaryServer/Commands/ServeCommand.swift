@@ -30,6 +30,8 @@ struct ServeCommand: AsyncParsableCommand {
               DIARY_JWT_KEY_FILE  key for access tokens (development generates one in DIARY_DATA_DIR)
               DIARY_URL_KEY_FILE  key for signed photo URLs (development generates one in DIARY_DATA_DIR)
               DIARY_OPENAPI_FILE  the contract GET /openapi.yaml serves (default openapi.yaml here)
+              PUBLIC_URL          this server's address as apps and browsers reach it; invite
+                                  links are PUBLIC_URL/i/<code> (default http://HOST:PORT)
               PHOTO_STORE         folder (default) or s3: where photos' bytes are kept
               PHOTO_STORE_DIR     the folder that keeps photos (default DIARY_DATA_DIR/photos)
               PHOTO_DELETED_KEEP_HOURS  hours a deleted photo's file stays, for restores to a

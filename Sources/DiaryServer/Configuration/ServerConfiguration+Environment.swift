@@ -46,6 +46,10 @@ extension ServerConfiguration {
         configuration.export = try ExportConfiguration.fromEnvironment(poolSize: configuration.poolOptions.size, environment)
         configuration.photos = try PhotoConfiguration.fromEnvironment(production: auth.production, environment)
         configuration.openAPIFile = Setting.string(flag: nil, environment: "DIARY_OPENAPI_FILE", in: environment)
+        if Setting.string(flag: nil, environment: "PUBLIC_URL", in: environment) != nil {
+            configuration.publicURL = try Setting.url(
+                environment: "PUBLIC_URL", default: ServerConfiguration.developmentPublicURL, production: auth.production, in: environment)
+        }
         return configuration
     }
 }

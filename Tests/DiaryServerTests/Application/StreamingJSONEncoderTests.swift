@@ -41,14 +41,14 @@ struct StreamingJSONEncoderTests {
     }
 
     static var diary: Diary {
-        Diary(id: UUID(), name: awkward, type: .anonymous, inviteCode: "ABCDE-FGHJK", role: .owner, memberCount: 2,
+        Diary(id: UUID(), name: awkward, type: .anonymous, inviteCode: "ABCDE-FGHJK", inviteUrl: "https://diary.example/i/ABCDE-FGHJK", role: .owner, memberCount: 2,
               members: [.init(userId: UUID(), displayName: "匿名1", profileImageUrl: nil, role: .owner, joinedAt: moment)],
               createdAt: moment, lastEntryAt: nil, unreadCount: 0)
     }
 
     /// The other branch of every optional and list of `diary`.
     static var fullDiary: Diary {
-        Diary(id: UUID(), name: "家族", type: .family, inviteCode: "ABCDE-FGHJK", role: .member, memberCount: 10,
+        Diary(id: UUID(), name: "家族", type: .family, inviteCode: "ABCDE-FGHJK", inviteUrl: "https://diary.example/i/ABCDE-FGHJK", role: .member, memberCount: 10,
               members: [.init(userId: UUID(), displayName: awkward, profileImageUrl: "https://example.com/a.png", role: .member, joinedAt: moment),
                         .init(userId: UUID(), displayName: "B", profileImageUrl: nil, role: .owner, joinedAt: moment.addingTimeInterval(60))],
               createdAt: moment, lastEntryAt: moment.addingTimeInterval(3600), unreadCount: 12_345)
@@ -67,7 +67,7 @@ struct StreamingJSONEncoderTests {
         try expectSame(DiaryList(diaries: [Self.diary, Self.fullDiary]))
         try expectSame(Self.fullDiary)
         try expectSame(MemberList(members: Self.diary.members))
-        try expectSame(InviteCodeResponse(inviteCode: "ABCDE-FGHJK"))
+        try expectSame(InviteCodeResponse(inviteCode: "ABCDE-FGHJK", inviteUrl: "https://diary.example/i/ABCDE-FGHJK"))
         try expectSame(TodayQuestion(date: "2026-11-22", question: Self.awkward))
         try expectSame(["numbers": [0, -1, Int.max], "more": [7]])
         try expectSame([[1], [], [2, 3]])

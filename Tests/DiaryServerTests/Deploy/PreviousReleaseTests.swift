@@ -12,6 +12,13 @@ import TestSupport
 /// migrations); without them the suite does not run, and the script fails instead.
 @Suite("The previous release against today's schema", .enabled(if: PreviousRelease.current != nil), .timeLimit(.minutes(5)))
 struct PreviousReleaseTests {
+    /// A diary as the previous release answers it: read by what every release carries, not by
+    /// today's `Diary`, whose fields a release that predates them does not send (`inviteUrl`).
+    struct CreatedDiary: Decodable {
+        var id: UUID
+        var inviteCode: String
+    }
+
     @Test("the release still serving serves, beside today's server, on the schema migrated under it: the README's curl flow, a post seen on a socket of each, delta sync from a cursor taken before the migration")
     func servesAgainstTodaysSchema() async throws {
         let previous = try #require(PreviousRelease.current)
@@ -33,7 +40,7 @@ struct PreviousReleaseTests {
             // README's aiko and ben, whose flow below must start from nothing.
             let mika = try await old.request(http, .POST, "/v1/auth/dev", json: #"{"name":"mika"}"#).decode(Session.self)
             let ren = try await old.request(http, .POST, "/v1/auth/dev", json: #"{"name":"ren"}"#).decode(Session.self)
-            let diary = try await old.request(http, .POST, "/v1/diaries", token: mika.accessToken, json: #"{"name":"ふたり","type":"couple"}"#, expecting: 201).decode(Diary.self)
+            let diary = try await old.request(http, .POST, "/v1/diaries", token: mika.accessToken, json: #"{"name":"ふたり","type":"couple"}"#, expecting: 201).decode(CreatedDiary.self)
             _ = try await old.request(http, .POST, "/v1/diaries/join", token: ren.accessToken, json: #"{"inviteCode":"\#(diary.inviteCode)"}"#)
             _ = try await old.request(http, .POST, "/v1/diaries/\(diary.id)/entries", token: mika.accessToken, json: #"{"content":"移行の前"}"#, expecting: 201)
             let page = try await old.request(http, .GET, "/v1/diaries/\(diary.id)/entries?limit=20", token: ren.accessToken).decode(EntryPage.self)

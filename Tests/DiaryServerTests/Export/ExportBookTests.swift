@@ -161,7 +161,7 @@ struct ExportBookTests {
 
     static func diary(name: String, type: DiaryType = .couple, members: [Member]) -> Diary {
         Diary(
-            id: UUID(), name: name, type: type, inviteCode: "ABCD1234", role: .owner, memberCount: members.count, members: members,
+            id: UUID(), name: name, type: type, inviteCode: "ABCD1234", inviteUrl: "https://diary.example/i/ABCD1234", role: .owner, memberCount: members.count, members: members,
             createdAt: at("2026-01-01T00:00:00Z"), lastEntryAt: nil, unreadCount: 0)
     }
 

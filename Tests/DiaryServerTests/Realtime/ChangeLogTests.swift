@@ -277,7 +277,8 @@ struct ChangeLogTests {
             let friends = try await api.createDiary("友達", type: .anonymous, token: carol.accessToken)
             let tokens = TokenService(key: try TokenService.loadKey(path: nil, dataDirectory: api.dataDirectory, production: false))
             let scope = RequestScope(
-                identity: try await tokens.verifyAccessToken(bob.accessToken), pool: api.pool, photoLinks: PhotoLinks(key: SymmetricKey(size: .bits256)))
+                identity: try await tokens.verifyAccessToken(bob.accessToken), pool: api.pool, photoLinks: PhotoLinks(key: SymmetricKey(size: .bits256)),
+                inviteLinks: InviteLinks(publicURL: ServerConfiguration.developmentPublicURL))
             let repository = ChangeLogRepository(scope: scope)
             let start = try await repository.position()
             // After the cursor: a post, a read and an edit in one diary; a join (from where the

@@ -27,7 +27,8 @@ extension DiaryClient {
         })
     }
 
-    /// Joins the diary whose invite code this is (`invite_code_invalid`, `diary_full`).
+    /// Joins the diary whose invite code this is, as typed, or whose invite link
+    /// (`Diary.inviteURL`) this is (`invite_code_invalid`, `diary_full`).
     public func joinDiary(inviteCode: String) async throws -> Diary {
         Diary(try await perform { try await api.joinDiary(body: .json(.init(inviteCode: inviteCode))).ok.body.json })
     }
@@ -39,9 +40,10 @@ extension DiaryClient {
         })
     }
 
-    /// Replaces a diary's invite code (owner only); the old one stops working.
-    public func replaceInviteCode(diaryID: String) async throws -> String {
-        try await perform { try await api.replaceInviteCode(path: .init(diaryId: diaryID)).ok.body.json.inviteCode }
+    /// Replaces a diary's invite code (owner only); the old code and its link stop working.
+    public func replaceInviteCode(diaryID: String) async throws -> Invitation {
+        let answer = try await perform { try await api.replaceInviteCode(path: .init(diaryId: diaryID)).ok.body.json }
+        return Invitation(code: answer.inviteCode, url: answer.inviteUrl)
     }
 
     /// A diary's members.
@@ -53,4 +55,12 @@ extension DiaryClient {
     public func removeMember(diaryID: String, userID: String) async throws {
         _ = try await perform { try await api.removeMember(path: .init(diaryId: diaryID, userId: userID)).noContent }
     }
+}
+
+/// A diary's invitation: the code to type, and the link to share.
+public struct Invitation: Sendable, Hashable {
+    /// The code, ten characters (hyphens and spaces are ignored when typed).
+    public var code: String
+    /// `<PUBLIC_URL>/i/<code>`.
+    public var url: String
 }

@@ -134,6 +134,9 @@ public struct Diary: Sendable, Hashable, Identifiable {
     public var type: DiaryType
     public var maxMembers: Int
     public var inviteCode: String
+    /// The link to share (LINE, Messages): it opens the app, or a page that does; a join
+    /// takes it as well as the code.
+    public var inviteURL: String
     /// The caller's role.
     public var role: Role
     public var memberCount: Int
@@ -150,6 +153,7 @@ public struct Diary: Sendable, Hashable, Identifiable {
         type = DiaryType(rawValue: diary._type.value1?.rawValue ?? diary._type.value2 ?? "")
         maxMembers = diary.maxMembers
         inviteCode = diary.inviteCode
+        inviteURL = diary.inviteUrl
         role = Role(diary.role)
         memberCount = diary.memberCount
         members = diary.members.map(Member.init)

@@ -16,6 +16,7 @@ struct CoreFlowTests {
             let diary = try await aiko.createDiary(name: "ふたりの日記", type: .couple)
             #expect(diary.name == "ふたりの日記")
             #expect(diary.type == .couple)
+            #expect(diary.inviteURL.hasSuffix("/i/\(diary.inviteCode)"))
             #expect(diary.role == .owner)
 
             let joined = try await ren.joinDiary(inviteCode: diary.inviteCode)

@@ -165,7 +165,8 @@ final class LiveServer: @unchecked Sendable {
         let aiko = try await signedIn("aiko")
         let ren = try await signedIn("ren")
         let diary = try await aiko.createDiary(name: name, type: .couple)
-        _ = try await ren.joinDiary(inviteCode: diary.inviteCode)
+        // By the link, as a tap in LINE would give it; CoreFlowTests joins by the code.
+        _ = try await ren.joinDiary(inviteCode: diary.inviteURL)
         return (aiko, ren, diary)
     }
 
