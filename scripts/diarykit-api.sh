@@ -19,21 +19,17 @@ python3 - "$dump" "$version" > "$listing" <<'PY'
 import json, sys
 root = json.load(open(sys.argv[1]))["ABIRoot"]
 lines = []
+# A declaration's children are its signature (the types it uses) and, for a type, its members.
+signature_kinds = ("TypeNominal", "TypeFunc", "TypeNameAlias")
 def walk(node, path):
-    kind = node.get("kind")
-    if kind == "Import":
-        return
-    name = node.get("printedName", node.get("name", ""))
-    here = path
-    if kind not in (None, "Root", "TypeNominal", "TypeFunc", "TypeNameAlias"):
-        here = path + [name]
-        decl = node.get("declKind", kind)
-        types = "".join(f" {c.get('printedName')}" for c in node.get("children", []) if c.get("kind", "").startswith("Type"))
-        lines.append(f"{'.'.join(path)}{'.' if path else ''}{name} [{decl}]{types}")
     for child in node.get("children", []):
-        if child.get("kind", "").startswith("Type") and kind not in ("Root",):
+        kind = child.get("kind", "")
+        if kind == "Import" or kind in signature_kinds:
             continue
-        walk(child, here if kind not in (None, "Root") else [])
+        here = path + [child.get("printedName", child.get("name", ""))]
+        signature = "".join(f" {c.get('printedName')}" for c in child.get("children", []) if c.get("kind") in signature_kinds)
+        lines.append(f"{'.'.join(here)} [{child.get('declKind', kind)}]{signature}")
+        walk(child, here)
 walk(root, [])
 print(f"# DiaryKit {sys.argv[2]}: its public API (scripts/diarykit-api.sh record)")
 for line in sorted(set(lines)):
