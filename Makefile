@@ -29,6 +29,10 @@ $(TEST_TARGETS): export DIARY_PG_CLUSTER = $(TEST_CLUSTER)
 $(TEST_TARGETS): export DIARY_PG_FSYNC = off
 # Every suite runs at once, each server with its own pools: more than 1,000 connections at peak.
 $(TEST_TARGETS): export DIARY_PG_MAX_CONNECTIONS = 3000
+# Swift Testing starts every test at once unless told otherwise: some 1,000 processes (servers,
+# backends) on two cores. Sixteen at a time took as long (118 s against 124 s, with a third of
+# the processes and half the memory), so one slow machine's stall reaches fewer tests.
+$(TEST_TARGETS): export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH = 16
 # The suites' servers, pools and sockets share one test process: far more than the 1,024 open
 # files a shell often allows (EMFILE then fails every connection at once), so the limit is
 # raised first, to 65,536 where that is allowed (root), else to the hard limit; PgBouncer's
@@ -58,6 +62,8 @@ TEST_SHELL = $(RAISE_OPEN_FILES); \
 # checkout's schema beside this checkout's server (scripts/test-previous-release.sh).
 # Last, the cluster suite on a Citus coordinator and two workers (scripts/test-citus.sh), which
 # says when it skipped, and under CI fails instead.
+# Each suite runs under scripts/run-suite.sh: a suite still running after its minutes is stopped,
+# naming the tests it had not finished, so a hang fails the run in minutes, not at CI's limit.
 # `sync` between the build and the suites: linking the test binary leaves some 2 GB of dirty
 # pages, and while the kernel writes them back, the tests' cluster waits on the disk for its
 # own writes; connections then took up to 3.6 s, past the 5 s connect timeout in two CI runs
@@ -65,10 +71,10 @@ TEST_SHELL = $(RAISE_OPEN_FILES); \
 test: test-services
 	$(TEST_SHELL); \
 	swift build --build-tests; sync; \
-	swift test --skip-build --skip "FaultTests|PushProcessTests"; \
-	swift test --skip-build --filter "FaultTests|PushProcessTests" --no-parallel; \
+	scripts/run-suite.sh 20 swift test --skip-build --skip "FaultTests|PushProcessTests"; \
+	scripts/run-suite.sh 15 swift test --skip-build --filter "FaultTests|PushProcessTests" --no-parallel; \
 	Tests/sql/run-pgtap.sh; Tests/contract/schemathesis.sh; \
-	DIARYKIT_SERVER_BINARY="$$(swift build --show-bin-path)/diary-server" swift test --package-path Clients/DiaryKit; \
+	DIARYKIT_SERVER_BINARY="$$(swift build --show-bin-path)/diary-server" scripts/run-suite.sh 20 swift test --package-path Clients/DiaryKit; \
 	scripts/test-diarykit-repo.sh; \
 	scripts/test-previous-release.sh; \
 	scripts/test-citus.sh

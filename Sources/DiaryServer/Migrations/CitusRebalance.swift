@@ -38,16 +38,21 @@ struct CitusRebalance {
         try await CitusSchema(pool: pool, logger: logger).checkCluster()
         let tables = try await pool.query(Self.protectedTables).map { try $0.decode("relname", as: String.self) }
         let started = ContinuousClock.now
-        try await setForced(false, on: tables)
-        let summary: Summary
+        let summary: Result<Summary, any Error>
         do {
-            summary = try await rebalance(started: started)
+            try await setForced(false, on: tables, within: Self.unforceLimit)
+            summary = .success(try await rebalance(started: started))
         } catch {
-            try? await setForced(true, on: tables)
-            throw error
+            summary = .failure(error)
         }
-        try await setForced(true, on: tables)
-        return summary
+        do {
+            try await setForced(true, on: tables, within: Self.forceAgainLimit)
+        } catch {
+            let unforced = try? await pool.query(Self.unforcedTables).map { try $0.decode("relname", as: String.self) }
+            logger.critical("rebalance: row security is not forced again", metadata: ["tables": "\(unforced ?? tables)", "error": "\(error)"])
+            throw Failure.notForcedAgain(tables: unforced ?? tables, error: "\(error)")
+        }
+        return try summary.get()
     }
 
     private func rebalance(started: ContinuousClock.Instant) async throws -> Summary {
@@ -70,9 +75,13 @@ struct CitusRebalance {
 
     /// Each table's ALTER takes its lock for a moment, on the coordinator and every shard,
     /// behind the transactions using it, and every new one queues behind the ALTER while it
-    /// waits: so it gives up after `lockTimeout` (or when the cluster finds it in a deadlock
-    /// with the servers' writes, which lock several tables) and tries again after a backoff.
-    private func setForced(_ forced: Bool, on tables: [String]) async throws {
+    /// waits: so it gives up after `lockTimeout` on every node and tries again after a backoff,
+    /// for as long as `limit` allows. The timeout is a SET LOCAL that Citus passes on to the
+    /// workers (`citus.propagate_set_commands`): without it the ALTER waited on a worker with no
+    /// limit, in a cycle with a server's transaction that waited for the coordinator's lock,
+    /// until Citus's deadlock detection ended it two seconds later.
+    func setForced(_ forced: Bool, on tables: [String], within limit: Duration) async throws {
+        let deadline = ContinuousClock.now + limit
         for table in tables {
             // Names from the catalog, spelled as the migrations spell every table.
             guard CitusSchema.isPlainIdentifier(table) else { preconditionFailure("unexpected table name \(table)") }
@@ -81,12 +90,14 @@ struct CitusRebalance {
             while true {
                 do {
                     try await pool.withTransaction { connection in
-                        try await connection.query("select set_config('lock_timeout', \(Self.lockTimeout), true)")
+                        try await connection.query("set local citus.propagate_set_commands = 'local'")
+                        try await connection.query(PostgresQuery(unsafeSQL: "set local lock_timeout = '\(Self.lockTimeout)'"))
                         try await connection.query(alter)
                     }
                     break
-                } catch let error as PostgresError where (error.kind == .deadlock || error.kind == .lockNotAvailable) && attempts.failures < Self.lockAttempts {
+                } catch let error as PostgresError where error.kind == .deadlock || error.kind == .lockNotAvailable {
                     let wait = attempts.failed()
+                    guard ContinuousClock.now + wait < deadline else { throw error }
                     logger.notice("rebalance: a table's lock was not free; trying again", metadata: ["table": "\(table)", "error": "\(error.kind)", "attempt": "\(attempts.failures)"])
                     try await Task.sleep(for: wait)
                 }
@@ -95,17 +106,35 @@ struct CitusRebalance {
         logger.notice("rebalance: row security \(forced ? "forced again" : "unforced for the moves")", metadata: ["tables": "\(tables.count)"])
     }
 
+    /// The tables whose row security is enabled and not forced: none, outside a rebalance.
+    static let unforcedTables: PostgresQuery = """
+        select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace
+        where n.nspname = 'public' and c.relkind = 'r' and c.relrowsecurity and not c.relforcerowsecurity order by c.relname
+        """
+
     static let lockTimeout = "500ms"
-    static let lockAttempts = 20
     static let lockRetry = Backoff(base: .milliseconds(100), cap: .seconds(2), jitter: 0.5...1.0)
+    /// Unforcing gives up sooner: nothing has moved yet, and running again starts over.
+    static let unforceLimit: Duration = .seconds(60)
+    /// Forcing again outlasts a busy minute or two of the servers' writes: each try holds up
+    /// their statements on one table for at most `lockTimeout`.
+    static let forceAgainLimit: Duration = .seconds(600)
 
     enum Failure: Error, CustomStringConvertible {
         case jobEnded(job: Int, state: String)
+        case notForcedAgain(tables: [String], error: String)
 
         var description: String {
             switch self {
             case .jobEnded(let job, let state):
                 "rebalance job \(job) ended \(state): see pg_dist_background_task for its tasks' messages; running rebalance again resumes"
+            case .notForcedAgain(let tables, let error):
+                """
+                row security is NOT forced on \(tables.joined(separator: ", ")) (\(error)): the server's \
+                role is still refused by row security, but run `diary-server rebalance` again now, \
+                which forces it again, or, as the schema's owner, `alter table <name> force row \
+                level security` for each
+                """
             }
         }
     }

@@ -278,6 +278,48 @@ struct CitusClusterTests {
         #expect(!FileManager.default.fileExists(atPath: directory))
     }
 
+    @Test("forcing row security again waits at most its lock timeout on a worker too: a worker's transaction holding a placement of users never holds the coordinator's reads of users behind the ALTER")
+    func forcingYieldsOnWorkers() async throws {
+        let owner = try Self.owner()
+        let placement = try await TestDatabase.withPool(owner, size: 1) { pool in
+            try #require(try await pool.query("""
+                select p.nodename, p.nodeport, s.shardid from pg_dist_shard s join pg_dist_placement pl using (shardid) join pg_dist_node p using (groupid)
+                where s.logicalrelid = 'users'::regclass and p.groupid <> 0 order by p.nodeport limit 1
+                """).first)
+        }
+        // As the coordinator reaches it: each node has a socket folder of its own.
+        var worker = owner
+        worker.parameters["host"] = nil
+        worker.host = try placement.decode("nodename", as: String.self)
+        worker.port = try placement.decode("nodeport", as: Int.self)
+        let shard = PostgresQuery(unsafeSQL: "public.users_\(try placement.decode("shardid", as: Int.self))")
+        var reader = owner
+        reader.statementTimeout = .seconds(20)
+        try await TestDatabase.withPool(owner, size: 1) { ownerPool in
+            let rebalance = CitusRebalance(pool: ownerPool, logger: TestDatabase.logger)
+            let forcing = try await TestDatabase.withPool(worker, size: 1) { workerPool in
+                try await workerPool.withTransaction { holder in
+                    // As a server's write holds it there, in the shard's own name, which Citus guards.
+                    try await holder.query("set local citus.enable_manual_changes_to_shards = on")
+                    try await holder.query("lock table \(shard) in row exclusive mode")
+                    let forcing = Task { try await rebalance.setForced(true, on: ["users"], within: .seconds(120)) }
+                    // The ALTER has reached the worker and waits there for the placement.
+                    _ = try await waitForValue("the ALTER waiting on the worker", within: .seconds(30)) {
+                        try await holder.query("select 1 as waiting from pg_locks where not granted and mode = 'AccessExclusiveLock'").first
+                    }
+                    // The holder still holds: a read through the coordinator is answered all the same.
+                    let read = try await TestDatabase.withPool(reader, size: 1) { try await $0.query("select count(*)::int8 as n from users") }
+                    #expect(try read.first?.decode("n", as: Int.self) ?? -1 >= 0)
+                    return forcing
+                }
+            }
+            // Released: the next try takes the lock everywhere.
+            try await forcing.value
+        }
+        let unforced = try await TestDatabase.withPool(owner, size: 1) { try await $0.query(CitusRebalance.unforcedTables) }
+        #expect(unforced.isEmpty)
+    }
+
     static func month() -> String {
         let parts = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "Asia/Tokyo")!, from: Date())
         return String(format: "%04d-%02d", parts.year!, parts.month!)
