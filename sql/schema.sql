@@ -1324,6 +1324,102 @@ CREATE POLICY invite_codes_update ON public.invite_codes FOR UPDATE USING (false
 COMMENT ON TABLE public.invite_codes IS 'Every invite code drawn, keyed by the code, so that codes are unique across the service (and shardable: a table sharded by diary can only keep unique what holds diary_id). diaries.invite_code is the current one.';
 
 --
+-- ============================== profile_photos ==============================
+--
+
+--
+-- Name: profile_photos; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.profile_photos (
+    user_id uuid NOT NULL,
+    id uuid NOT NULL,
+    content_hash text NOT NULL,
+    content_type text NOT NULL,
+    bytes integer NOT NULL,
+    width integer NOT NULL,
+    height integer NOT NULL,
+    content_crc32 bigint,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT profile_photos_bytes_check CHECK (((bytes >= 1) AND (bytes <= 10485760))),
+    CONSTRAINT profile_photos_content_hash_check CHECK ((content_hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT profile_photos_content_type_check CHECK ((content_type = ANY (ARRAY['image/jpeg'::text, 'image/png'::text, 'image/webp'::text]))),
+    CONSTRAINT profile_photos_height_check CHECK (((height >= 1) AND (height <= 12000))),
+    CONSTRAINT profile_photos_width_check CHECK (((width >= 1) AND (width <= 12000)))
+);
+
+ALTER TABLE ONLY public.profile_photos FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: profile_photos profile_photos_id_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.profile_photos
+    ADD CONSTRAINT profile_photos_id_key UNIQUE (id);
+
+--
+-- Name: profile_photos profile_photos_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.profile_photos
+    ADD CONSTRAINT profile_photos_pkey PRIMARY KEY (user_id);
+
+--
+-- Name: profile_photos profile_photos_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.profile_photos
+    ADD CONSTRAINT profile_photos_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: profile_photos_hash; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX profile_photos_hash ON public.profile_photos USING btree (content_hash);
+
+--
+-- Name: profile_photos; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.profile_photos ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: profile_photos profile_photos_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY profile_photos_delete ON public.profile_photos FOR DELETE USING (false);
+
+--
+-- Name: profile_photos profile_photos_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY profile_photos_insert ON public.profile_photos FOR INSERT WITH CHECK (false);
+
+--
+-- Name: profile_photos profile_photos_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY profile_photos_select ON public.profile_photos FOR SELECT USING (((user_id = ANY (( SELECT public.app_visible_user_ids() AS app_visible_user_ids)::uuid[])) IS TRUE));
+
+--
+-- Name: profile_photos profile_photos_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY profile_photos_update ON public.profile_photos FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: profile_photos profile_photos_written_by_their_functions; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER profile_photos_written_by_their_functions BEFORE INSERT OR DELETE OR UPDATE ON public.profile_photos FOR EACH ROW EXECUTE FUNCTION public.refuse_direct_write('set_profile_photo', 'remove_profile_photo', 'forget_user');
+
+--
+-- Name: TABLE profile_photos; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.profile_photos TO diary_app;
+
+--
 -- ============================== users ==============================
 --
 
@@ -2303,10 +2399,15 @@ CREATE VIEW public.member_profiles WITH (security_invoker='true') AS
         CASE
             WHEN ((d.type = 'anonymous'::text) AND (m.user_id IS DISTINCT FROM public.app_user_id())) THEN NULL::text
             ELSE u.profile_image_url
-        END AS profile_image_url
-   FROM ((public.diary_members m
+        END AS profile_image_url,
+        CASE
+            WHEN ((d.type = 'anonymous'::text) AND (m.user_id IS DISTINCT FROM public.app_user_id())) THEN NULL::text
+            ELSE (((((f.id)::text || ' '::text) || f.content_hash) || ' '::text) || f.content_type)
+        END AS profile_photo
+   FROM (((public.diary_members m
      JOIN public.diaries d ON ((d.id = m.diary_id)))
-     LEFT JOIN public.users u ON ((u.id = m.user_id)));
+     LEFT JOIN public.users u ON ((u.id = m.user_id)))
+     LEFT JOIN public.profile_photos f ON ((f.user_id = m.user_id)));
 
 --
 -- Name: TABLE member_profiles; Type: ACL; Schema: public; Owner: -
@@ -3347,6 +3448,7 @@ begin
     end loop;
     insert into photo_garbage (content_hash)
     select distinct u.content_hash from photo_uploads u where u.uploader_id = account
+    union select f.content_hash from profile_photos f where f.user_id = account
     on conflict (content_hash) do nothing;
     insert into apple_revocations (token_id, client_id, sealed)
     select t.token_id, t.client_id, t.sealed from apple_tokens t where t.user_id = account
@@ -3356,6 +3458,7 @@ begin
     end if;
     perform set_app_setting('app.writer', 'forget_user');
     delete from photo_uploads u where u.uploader_id = account;
+    delete from profile_photos f where f.user_id = account;
     delete from users u where u.id = account;
     perform set_app_setting('app.writer', '');
 end
@@ -3792,6 +3895,9 @@ begin
     if not found then
         return query select u.content_hash, u.content_type, u.bytes from photo_uploads u where u.id = photo_id limit 1;
     end if;
+    if not found then
+        return query select f.content_hash, f.content_type, f.bytes from profile_photos f where f.id = photo_id;
+    end if;
 end
 $$;
 
@@ -3837,7 +3943,8 @@ CREATE FUNCTION public.photo_hash_unnamed(hash text) RETURNS boolean
 begin
     perform photo_hash_lock(hash);
     return not exists (select 1 from photo_uploads u where u.content_hash = hash)
-       and not exists (select 1 from entry_photos p where p.content_hash = hash);
+       and not exists (select 1 from entry_photos p where p.content_hash = hash)
+       and not exists (select 1 from profile_photos f where f.content_hash = hash);
 end
 $$;
 
@@ -4263,6 +4370,45 @@ end
 $$;
 
 --
+-- Name: remove_profile_photo(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.remove_profile_photo() RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    caller constant uuid := app_user_id();
+    old_hash text;
+begin
+    if caller is null then
+        raise exception 'not signed in' using errcode = 'ZN401';
+    end if;
+    perform set_app_setting('app.writer', 'remove_profile_photo');
+    delete from profile_photos f where f.user_id = caller returning f.content_hash into old_hash;
+    perform set_app_setting('app.writer', '');
+    if old_hash is null then
+        return false;
+    end if;
+    insert into photo_garbage (content_hash) values (old_hash) on conflict (content_hash) do nothing;
+    return true;
+end
+$$;
+
+--
+-- Name: FUNCTION remove_profile_photo(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.remove_profile_photo() IS 'DELETE /v1/me/photo: removes the caller''s profile photo, whose file is then queued for collection; false when there was none.';
+
+--
+-- Name: FUNCTION remove_profile_photo(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.remove_profile_photo() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.remove_profile_photo() TO diary_app;
+
+--
 -- Name: rename_diary(uuid, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -4551,6 +4697,43 @@ begin
     if found then
         perform log_edited_entry(diary, entry);
     end if;
+end
+$$;
+
+--
+-- Name: set_profile_photo(uuid, text, text, integer, integer, integer, integer, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.set_profile_photo(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    caller constant uuid := app_user_id();
+    old_hash text;
+begin
+    if caller is null then
+        raise exception 'not signed in' using errcode = 'ZN401';
+    end if;
+    perform photo_hash_lock(hash);
+    insert into photo_upload_days as d (user_id, day, uploads)
+    values (caller, (now() at time zone 'UTC')::date, 1)
+    on conflict (user_id, day) do update set uploads = d.uploads + 1 where d.uploads < daily_limit;
+    if not found then
+        insert into photo_garbage (content_hash) values (hash) on conflict (content_hash) do nothing;
+        return false;
+    end if;
+    select f.content_hash into old_hash from profile_photos f where f.user_id = caller for update;
+    perform set_app_setting('app.writer', 'set_profile_photo');
+    insert into profile_photos as f (user_id, id, content_hash, content_type, bytes, width, height, content_crc32)
+    values (caller, photo_id, hash, media_type, byte_count, pixel_width, pixel_height, checksum)
+    on conflict (user_id) do update set id = excluded.id, content_hash = excluded.content_hash, content_type = excluded.content_type,
+        bytes = excluded.bytes, width = excluded.width, height = excluded.height, content_crc32 = excluded.content_crc32, created_at = excluded.created_at;
+    perform set_app_setting('app.writer', '');
+    if old_hash is not null and old_hash <> hash then
+        insert into photo_garbage (content_hash) values (old_hash) on conflict (content_hash) do nothing;
+    end if;
+    return true;
 end
 $$;
 
@@ -5052,7 +5235,7 @@ REVOKE ALL ON FUNCTION public.forget_entries(diary uuid, ids uuid[], logged bool
 -- Name: FUNCTION forget_user(account uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.forget_user(account uuid) IS 'Deletes an account and everything only theirs: entries (forget_entries), memberships (drop_diary_member), uploads (queued as photo garbage); queues the revocation of their Apple tokens.';
+COMMENT ON FUNCTION public.forget_user(account uuid) IS 'Deletes an account and everything only theirs: entries (forget_entries), memberships (drop_diary_member), uploads and the profile photo (queued as photo garbage); queues the revocation of their Apple tokens.';
 
 --
 -- Name: FUNCTION forget_user(account uuid); Type: ACL; Schema: public; Owner: -
@@ -5540,6 +5723,19 @@ COMMENT ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[
 
 REVOKE ALL ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) TO diary_app;
+
+--
+-- Name: FUNCTION set_profile_photo(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.set_profile_photo(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) IS 'PUT /v1/me/photo: makes an upload, already in the store under hash, the caller''s profile photo, under the hash''s lock as record_photo_upload records one and within the same daily upload limit (false when over it); the photo it replaces is queued for collection.';
+
+--
+-- Name: FUNCTION set_profile_photo(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.set_profile_photo(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.set_profile_photo(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) TO diary_app;
 
 --
 -- Name: FUNCTION store_apple_token(token uuid, client text, sealed_token bytea); Type: COMMENT; Schema: public; Owner: -

@@ -13,7 +13,7 @@ join diary_members me on me.diary_id = diaries.id and me.user_id = app_user_id()
 cross join lateral (
     select array_agg(p.public_id order by p.joined_at, p.public_id) as member_ids,
            array_agg(p.display_name order by p.joined_at, p.public_id) as member_names,
-           array_agg(p.profile_image_url order by p.joined_at, p.public_id) as member_images,
+           array_agg(p.profile_photo order by p.joined_at, p.public_id) as member_images,
            array_agg(p.role order by p.joined_at, p.public_id) as member_roles,
            array_agg(p.joined_at order by p.joined_at, p.public_id) as member_joined_at
     from member_profiles p where p.diary_id = diaries.id) as members

@@ -9,7 +9,7 @@ select diaries.change_position from diaries where diaries.id = md5('d' || :d)::u
 with profiles as (select * from member_profiles where member_profiles.diary_id = md5('d' || :d)::uuid)
 select entries.id, entries.diary_id, entries.content, entries.question,
     entries.created_at, entries.updated_at, entries.user_id = (select app_user_id()) as is_mine,
-    author.public_id as author_id, author.display_name as author_name, author.profile_image_url as author_image,
+    author.public_id as author_id, author.display_name as author_name, author.profile_photo as author_image,
     reads.reader_ids, reads.read_at,
     photos.photo_ids, photos.photo_hashes, photos.photo_types, photos.photo_bytes, photos.photo_widths, photos.photo_heights
 from entries

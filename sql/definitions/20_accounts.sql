@@ -76,6 +76,7 @@ begin
     end loop;
     insert into photo_garbage (content_hash)
     select distinct u.content_hash from photo_uploads u where u.uploader_id = account
+    union select f.content_hash from profile_photos f where f.user_id = account
     on conflict (content_hash) do nothing;
     insert into apple_revocations (token_id, client_id, sealed)
     select t.token_id, t.client_id, t.sealed from apple_tokens t where t.user_id = account
@@ -85,6 +86,7 @@ begin
     end if;
     perform set_app_setting('app.writer', 'forget_user');
     delete from photo_uploads u where u.uploader_id = account;
+    delete from profile_photos f where f.user_id = account;
     delete from users u where u.id = account;
     perform set_app_setting('app.writer', '');
 end
@@ -238,7 +240,7 @@ COMMENT ON FUNCTION public.authenticate(session uuid, caller uuid) IS 'Sets the 
 REVOKE ALL ON FUNCTION public.authenticate(session uuid, caller uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.authenticate(session uuid, caller uuid) TO diary_app;
 
-COMMENT ON FUNCTION public.forget_user(account uuid) IS 'Deletes an account and everything only theirs: entries (forget_entries), memberships (drop_diary_member), uploads (queued as photo garbage); queues the revocation of their Apple tokens.';
+COMMENT ON FUNCTION public.forget_user(account uuid) IS 'Deletes an account and everything only theirs: entries (forget_entries), memberships (drop_diary_member), uploads and the profile photo (queued as photo garbage); queues the revocation of their Apple tokens.';
 
 REVOKE ALL ON FUNCTION public.forget_user(account uuid) FROM PUBLIC;
 

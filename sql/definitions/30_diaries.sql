@@ -479,10 +479,15 @@ CREATE OR REPLACE VIEW public.member_profiles WITH (security_invoker='true') AS
         CASE
             WHEN ((d.type = 'anonymous'::text) AND (m.user_id IS DISTINCT FROM public.app_user_id())) THEN NULL::text
             ELSE u.profile_image_url
-        END AS profile_image_url
-   FROM ((public.diary_members m
+        END AS profile_image_url,
+        CASE
+            WHEN ((d.type = 'anonymous'::text) AND (m.user_id IS DISTINCT FROM public.app_user_id())) THEN NULL::text
+            ELSE (((((f.id)::text || ' '::text) || f.content_hash) || ' '::text) || f.content_type)
+        END AS profile_photo
+   FROM (((public.diary_members m
      JOIN public.diaries d ON ((d.id = m.diary_id)))
-     LEFT JOIN public.users u ON ((u.id = m.user_id)));
+     LEFT JOIN public.users u ON ((u.id = m.user_id)))
+     LEFT JOIN public.profile_photos f ON ((f.user_id = m.user_id)));
 
 GRANT SELECT ON TABLE public.member_profiles TO diary_app;
 

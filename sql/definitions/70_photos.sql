@@ -65,6 +65,9 @@ begin
     if not found then
         return query select u.content_hash, u.content_type, u.bytes from photo_uploads u where u.id = photo_id limit 1;
     end if;
+    if not found then
+        return query select f.content_hash, f.content_type, f.bytes from profile_photos f where f.id = photo_id;
+    end if;
 end
 $$;
 
@@ -90,7 +93,8 @@ CREATE OR REPLACE FUNCTION public.photo_hash_unnamed(hash text) RETURNS boolean
 begin
     perform photo_hash_lock(hash);
     return not exists (select 1 from photo_uploads u where u.content_hash = hash)
-       and not exists (select 1 from entry_photos p where p.content_hash = hash);
+       and not exists (select 1 from entry_photos p where p.content_hash = hash)
+       and not exists (select 1 from profile_photos f where f.content_hash = hash);
 end
 $$;
 
@@ -98,6 +102,28 @@ CREATE OR REPLACE FUNCTION public.photos_per_entry(user_id uuid) RETURNS integer
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$ select case when user_plan(photos_per_entry.user_id) = 'free' then 1 else 4 end $$;
+
+CREATE OR REPLACE FUNCTION public.remove_profile_photo() RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    caller constant uuid := app_user_id();
+    old_hash text;
+begin
+    if caller is null then
+        raise exception 'not signed in' using errcode = 'ZN401';
+    end if;
+    perform set_app_setting('app.writer', 'remove_profile_photo');
+    delete from profile_photos f where f.user_id = caller returning f.content_hash into old_hash;
+    perform set_app_setting('app.writer', '');
+    if old_hash is null then
+        return false;
+    end if;
+    insert into photo_garbage (content_hash) values (old_hash) on conflict (content_hash) do nothing;
+    return true;
+end
+$$;
 
 CREATE OR REPLACE FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) RETURNS boolean
     LANGUAGE sql SECURITY DEFINER
@@ -126,6 +152,39 @@ begin
     end if;
     insert into photo_uploads (id, uploader_id, content_hash, content_type, bytes, width, height, content_crc32)
     values (photo_id, caller, hash, media_type, byte_count, pixel_width, pixel_height, checksum);
+    return true;
+end
+$$;
+
+CREATE OR REPLACE FUNCTION public.set_profile_photo(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    caller constant uuid := app_user_id();
+    old_hash text;
+begin
+    if caller is null then
+        raise exception 'not signed in' using errcode = 'ZN401';
+    end if;
+    perform photo_hash_lock(hash);
+    insert into photo_upload_days as d (user_id, day, uploads)
+    values (caller, (now() at time zone 'UTC')::date, 1)
+    on conflict (user_id, day) do update set uploads = d.uploads + 1 where d.uploads < daily_limit;
+    if not found then
+        insert into photo_garbage (content_hash) values (hash) on conflict (content_hash) do nothing;
+        return false;
+    end if;
+    select f.content_hash into old_hash from profile_photos f where f.user_id = caller for update;
+    perform set_app_setting('app.writer', 'set_profile_photo');
+    insert into profile_photos as f (user_id, id, content_hash, content_type, bytes, width, height, content_crc32)
+    values (caller, photo_id, hash, media_type, byte_count, pixel_width, pixel_height, checksum)
+    on conflict (user_id) do update set id = excluded.id, content_hash = excluded.content_hash, content_type = excluded.content_type,
+        bytes = excluded.bytes, width = excluded.width, height = excluded.height, content_crc32 = excluded.content_crc32, created_at = excluded.created_at;
+    perform set_app_setting('app.writer', '');
+    if old_hash is not null and old_hash <> hash then
+        insert into photo_garbage (content_hash) values (old_hash) on conflict (content_hash) do nothing;
+    end if;
     return true;
 end
 $$;
@@ -241,6 +300,16 @@ COMMENT ON FUNCTION public.photos_per_entry(user_id uuid) IS 'Photos an entry ma
 
 REVOKE ALL ON FUNCTION public.photos_per_entry(user_id uuid) FROM PUBLIC;
 
+COMMENT ON FUNCTION public.remove_profile_photo() IS 'DELETE /v1/me/photo: removes the caller''s profile photo, whose file is then queued for collection; false when there was none.';
+
+REVOKE ALL ON FUNCTION public.remove_profile_photo() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.remove_profile_photo() TO diary_app;
+
+COMMENT ON FUNCTION public.set_profile_photo(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) IS 'PUT /v1/me/photo: makes an upload, already in the store under hash, the caller''s profile photo, under the hash''s lock as record_photo_upload records one and within the same daily upload limit (false when over it); the photo it replaces is queued for collection.';
+
+REVOKE ALL ON FUNCTION public.set_profile_photo(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.set_profile_photo(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) TO diary_app;
+
 COMMENT ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) IS 'The signature without a checksum, for servers of the previous release while a deploy rolls: records the upload as the eight-argument form does, with no CRC-32.';
 
 REVOKE ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) FROM PUBLIC;
@@ -299,6 +368,18 @@ CREATE POLICY photo_upload_days_select ON public.photo_upload_days FOR SELECT US
 DROP POLICY IF EXISTS photo_upload_days_update ON public.photo_upload_days;
 CREATE POLICY photo_upload_days_update ON public.photo_upload_days FOR UPDATE USING (false) WITH CHECK (false);
 
+DROP POLICY IF EXISTS profile_photos_delete ON public.profile_photos;
+CREATE POLICY profile_photos_delete ON public.profile_photos FOR DELETE USING (false);
+
+DROP POLICY IF EXISTS profile_photos_insert ON public.profile_photos;
+CREATE POLICY profile_photos_insert ON public.profile_photos FOR INSERT WITH CHECK (false);
+
+DROP POLICY IF EXISTS profile_photos_select ON public.profile_photos;
+CREATE POLICY profile_photos_select ON public.profile_photos FOR SELECT USING (((user_id = ANY (( SELECT public.app_visible_user_ids() AS app_visible_user_ids)::uuid[])) IS TRUE));
+
+DROP POLICY IF EXISTS profile_photos_update ON public.profile_photos;
+CREATE POLICY profile_photos_update ON public.profile_photos FOR UPDATE USING (false) WITH CHECK (false);
+
 DROP POLICY IF EXISTS photo_uploads_delete ON public.photo_uploads;
 CREATE POLICY photo_uploads_delete ON public.photo_uploads FOR DELETE USING (false);
 
@@ -314,5 +395,7 @@ CREATE POLICY photo_uploads_update ON public.photo_uploads FOR UPDATE USING (fal
 -- Triggers
 
 CREATE OR REPLACE TRIGGER entry_photos_deleted_by_forget_entries BEFORE DELETE ON public.entry_photos FOR EACH ROW EXECUTE FUNCTION public.refuse_direct_write('forget_entries', 'forget_diary', 'set_entry_photos', 'forget_user');
+
+CREATE OR REPLACE TRIGGER profile_photos_written_by_their_functions BEFORE INSERT OR DELETE OR UPDATE ON public.profile_photos FOR EACH ROW EXECUTE FUNCTION public.refuse_direct_write('set_profile_photo', 'remove_profile_photo', 'forget_user');
 
 CREATE OR REPLACE TRIGGER photo_uploads_deleted_by_their_functions BEFORE DELETE ON public.photo_uploads FOR EACH ROW EXECUTE FUNCTION public.refuse_direct_write('set_entry_photos', 'expire_photo_uploads', 'forget_user');

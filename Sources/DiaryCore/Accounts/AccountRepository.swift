@@ -6,8 +6,11 @@ package import PostgresClient
 package struct AccountRepository: Sendable {
     let pool: PostgresPool
     let tokens: TokenService
+    /// Mints the profile photo URL of the `Me` that sign-in and refresh answer.
+    let photoLinks: PhotoLinks
 
-    package init(pool: PostgresPool, tokens: TokenService) {
+    package init(pool: PostgresPool, tokens: TokenService, photoLinks: PhotoLinks) {
+        self.photoLinks = photoLinks
         self.pool = pool
         self.tokens = tokens
     }
@@ -39,7 +42,7 @@ package struct AccountRepository: Sendable {
         statements.append("select \(UserColumns.me), now() as issued_at from users where \(UserRepository.callersRow)")
         let results = try await AppSQLState.translating { try await pool.transaction(statements) }
         guard let row = results.last?.first else { throw DomainError.inconsistent("the signed-in account cannot be read back") }
-        let me = try UserColumns.me(from: row)
+        let me = try UserColumns.me(from: row, links: photoLinks)
         return try await session(me: me, sessionID: sessionID, refreshToken: refreshToken, issuedAt: try row.decode("issued_at"))
     }
 
@@ -58,7 +61,7 @@ package struct AccountRepository: Sendable {
         case "rotated", "replayed":
             guard let userRow = results[1].first else { return nil }
             return try await session(
-                me: try UserColumns.me(from: userRow),
+                me: try UserColumns.me(from: userRow, links: photoLinks),
                 sessionID: try outcome.decode("session_id"),
                 refreshToken: successor,
                 issuedAt: try outcome.decode("issued_at")

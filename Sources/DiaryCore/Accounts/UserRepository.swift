@@ -16,7 +16,7 @@ package struct UserRepository: Sendable {
         let rows = try await scope.read("select \(UserColumns.me) from users where \(Self.callersRow)")
         // A live session whose user is gone cannot happen (sessions cascade), but if it did it is not a 500.
         guard let row = rows.first else { throw DomainError.unauthenticated("the account no longer exists") }
-        return try UserColumns.me(from: row)
+        return try UserColumns.me(from: row, links: scope.photoLinks)
     }
 
     /// Applies the fields present in `patch` through `update_me`, which reschedules the
@@ -28,11 +28,12 @@ package struct UserRepository: Sendable {
             ))
         }
         let results = try await scope.run(
-            ["select update_me(\(patch.displayName), \(patch.profileImageUrl), \(patch.timeZone), \(settings))"],
+            // The profile photo is never a URL given here (PUT /v1/me/photo); the route refuses one.
+            ["select update_me(\(patch.displayName), \(String?.none), \(patch.timeZone), \(settings))"],
             thenRead: ["select \(UserColumns.me) from users where \(Self.callersRow)"]
         )
         guard let row = results[1].first else { throw DomainError.unauthenticated("the account no longer exists") }
-        return try UserColumns.me(from: row)
+        return try UserColumns.me(from: row, links: scope.photoLinks)
     }
 
     /// Deletes the account and everything that is only theirs, in one transaction.

@@ -53,6 +53,13 @@ package struct RequestScope: Sendable {
 
     package var userID: UUID { identity.userID }
 
+    /// The same caller, with every photo's URL its path inside an export's ZIP.
+    package func exporting() -> RequestScope {
+        RequestScope(
+            identity: identity, pool: pool, photoLinks: photoLinks.serving(.archive), inviteLinks: inviteLinks,
+            readPlacement: readPlacement, database: database)
+    }
+
     /// Runs statements that may change data, as the caller, and returns each one's rows;
     /// once they have committed, in the same round trip, sends what they announced (see
     /// `Announcement`).

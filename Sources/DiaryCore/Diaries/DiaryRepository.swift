@@ -41,14 +41,15 @@ package struct DiaryRepository: Sendable {
         cross join lateral (
             select array_agg(p.public_id order by p.joined_at, p.public_id) as member_ids,
                    array_agg(p.display_name order by p.joined_at, p.public_id) as member_names,
-                   array_agg(p.profile_image_url order by p.joined_at, p.public_id) as member_images,
+                   array_agg(p.profile_photo order by p.joined_at, p.public_id) as member_images,
                    array_agg(p.role order by p.joined_at, p.public_id) as member_roles,
                    array_agg(p.joined_at order by p.joined_at, p.public_id) as member_joined_at
             from member_profiles p where p.diary_id = \(diary)) as members
         """
     }
 
-    static func diary(from row: PostgresRow, invites: InviteLinks) throws -> Diary {
+    /// `invites` mints the invite link; `links`, the members' profile photo URLs.
+    static func diary(from row: PostgresRow, invites: InviteLinks, links: PhotoLinks) throws -> Diary {
         guard let type = DiaryType(rawValue: try row.decode("type")), let role = MemberRole(rawValue: try row.decode("role")) else {
             throw PostgresDecodingError(column: "type", targetType: "DiaryType", failure: .malformed("unknown diary type or role"))
         }
@@ -56,13 +57,13 @@ package struct DiaryRepository: Sendable {
         return Diary(
             id: try row.decode("id"), name: try row.decode("name"), type: type, inviteCode: inviteCode, inviteUrl: invites.url(for: inviteCode),
             role: role, memberCount: try row.decode("member_count"),
-            members: try members(from: row),
+            members: try members(from: row, links: links),
             createdAt: try row.decode("created_at"), lastEntryAt: try row.decode("last_entry_at"),
             unreadCount: try row.decode("unread_count")
         )
     }
 
-    private static func members(from row: PostgresRow) throws -> [Member] {
+    private static func members(from row: PostgresRow, links: PhotoLinks) throws -> [Member] {
         let ids = try row.decodeAggregate("member_ids", as: UUID.self)
         let names = try row.decodeAggregate("member_names", as: String.self, count: ids.count)
         let images = try row.decodeAggregate("member_images", as: String?.self, count: ids.count)
@@ -72,7 +73,7 @@ package struct DiaryRepository: Sendable {
             guard let role = MemberRole(rawValue: roles[index]) else {
                 throw PostgresDecodingError(column: "member_roles", targetType: "MemberRole", failure: .malformed("unknown role"))
             }
-            return Member(userId: ids[index], displayName: names[index], profileImageUrl: images[index], role: role, joinedAt: joinedAt[index])
+            return Member(userId: ids[index], displayName: names[index], profileImageUrl: links.profileImageURL(images[index]), role: role, joinedAt: joinedAt[index])
         }
     }
 
@@ -85,10 +86,10 @@ package struct DiaryRepository: Sendable {
                 \(Self.diaryColumns)
                 where \(DiariesPolicy.select.using)
                 order by last_entry_at desc nulls last, diaries.created_at desc
-                """).map { try Self.diary(from: $0, invites: scope.inviteLinks) }
+                """).map { try Self.diary(from: $0, invites: scope.inviteLinks, links: scope.photoLinks) }
         }
         let diaries = try await scope.readEachDiary { "\(Self.diaryColumns(ofDiary: $0)) where diaries.id = \($0) and \(DiariesPolicy.select.using)" }
-        return try diaries.compactMap { try $0.rows.first.map { try Self.diary(from: $0, invites: scope.inviteLinks) } }.sorted(by: Self.latestWrittenFirst)
+        return try diaries.compactMap { try $0.rows.first.map { try Self.diary(from: $0, invites: scope.inviteLinks, links: scope.photoLinks) } }.sorted(by: Self.latestWrittenFirst)
     }
 
     /// `order by last_entry_at desc nulls last, created_at desc`.
@@ -109,7 +110,7 @@ package struct DiaryRepository: Sendable {
             "\(Self.diaryColumns(ofDiary: id)) where diaries.id = \(id) and \(DiariesPolicy.select.using)",
         ])
         guard let row = results[1].first else { throw DomainError.notFound("no such diary") }
-        var diary = try Self.diary(from: row, invites: scope.inviteLinks)
+        var diary = try Self.diary(from: row, invites: scope.inviteLinks, links: scope.photoLinks)
         diary.changesCursor = try ChangeLogRepository.position(ofDiary: id, from: results[0]).encoded
         return diary
     }
@@ -140,7 +141,7 @@ package struct DiaryRepository: Sendable {
                     if existed || chosen == nil { throw DomainError.inconsistent("the new diary cannot be read back") }
                     throw Self.idConflict
                 }
-                let diary = try Self.diary(from: row, invites: scope.inviteLinks)
+                let diary = try Self.diary(from: row, invites: scope.inviteLinks, links: scope.photoLinks)
                 if !existed { return .created(diary) }
                 guard diary.role == .owner, diary.name == name, diary.type == type else { throw Self.idConflict }
                 return .replayed(diary)
@@ -161,7 +162,7 @@ package struct DiaryRepository: Sendable {
         )
         try PolicyTwin.requireDone(results[0], missing: "no such diary", forbidden: "only the owner can rename the diary")
         guard let row = results[1].first else { throw DomainError.notFound("no such diary") }
-        return try Self.diary(from: row, invites: scope.inviteLinks)
+        return try Self.diary(from: row, invites: scope.inviteLinks, links: scope.photoLinks)
     }
 
     /// Replaces the invite code, so the old one stops working. Owner only.
@@ -190,7 +191,7 @@ package struct DiaryRepository: Sendable {
             ["\(Self.columns(ofDiary: diary)) where diaries.id = \(diary) and \(DiariesPolicy.select.using)"]
         }
         guard let row = joined[0].first else { throw DomainError.inconsistent("the joined diary cannot be read back") }
-        return try Self.diary(from: row, invites: scope.inviteLinks)
+        return try Self.diary(from: row, invites: scope.inviteLinks, links: scope.photoLinks)
     }
 
     package func members(of id: UUID) async throws -> [Member] {
@@ -204,16 +205,17 @@ package struct DiaryRepository: Sendable {
             """,
         ])
         guard !results[0].isEmpty else { throw DomainError.notFound("no such diary") }
-        return try results[1].map(Self.member(from:))
+        return try results[1].map { try Self.member(from: $0, links: scope.photoLinks) }
     }
 
     /// A member's columns from `member_profiles p`, for `member(from:)`.
-    static let memberColumns: PostgresFragment = "p.public_id, p.display_name, p.profile_image_url, p.role, p.joined_at"
+    static let memberColumns: PostgresFragment = "p.public_id, p.display_name, p.profile_photo, p.role, p.joined_at"
 
-    static func member(from row: PostgresRow) throws -> Member {
+    /// `links` mints the member's profile photo URL.
+    static func member(from row: PostgresRow, links: PhotoLinks) throws -> Member {
         Member(
             userId: try row.decode("public_id"), displayName: try row.decode("display_name"),
-            profileImageUrl: try row.decode("profile_image_url"),
+            profileImageUrl: links.profileImageURL(try row.decode("profile_photo")),
             role: MemberRole(rawValue: try row.decode("role")) ?? .member, joinedAt: try row.decode("joined_at")
         )
     }

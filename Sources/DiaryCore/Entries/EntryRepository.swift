@@ -27,7 +27,7 @@ package struct EntryRepository: Sendable {
         with profiles as (select * from member_profiles where member_profiles.diary_id = \(diary))
         select entries.id, entries.diary_id, entries.content, entries.question,
             entries.created_at, entries.updated_at, entries.user_id = (select app_user_id()) as is_mine,
-            author.public_id as author_id, author.display_name as author_name, author.profile_image_url as author_image,
+            author.public_id as author_id, author.display_name as author_name, author.profile_photo as author_image,
             reads.reader_ids, reads.read_at,
             photos.photo_ids, photos.photo_hashes, photos.photo_types, photos.photo_bytes, photos.photo_widths, photos.photo_heights
         from entries
@@ -68,7 +68,7 @@ package struct EntryRepository: Sendable {
             author: Entry.Author(
                 id: try row.decode("author_id", as: UUID?.self) ?? departedAuthorID,
                 displayName: try row.decode("author_name", as: String?.self) ?? departedAuthorName,
-                profileImageUrl: try row.decode("author_image")
+                profileImageUrl: links.profileImageURL(try row.decode("author_image"))
             ),
             content: try row.decode("content"), question: try row.decode("question"), images: photos.map(\.url), photos: photos,
             createdAt: try row.decode("created_at"), updatedAt: try row.decode("updated_at"),

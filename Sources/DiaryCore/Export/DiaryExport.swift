@@ -52,7 +52,8 @@ package struct DiaryExport: Sendable {
             var archive = ExportArchive(sink: sink, modified: exportedAt)
             let rows = try await reader.read("\(DiaryRepository.diaryColumns(ofDiary: diaryID)) where diaries.id = \(diaryID) and \(DiariesPolicy.select.using)")
             guard let row = rows.first else { throw DomainError.notFound("no such diary") }
-            let diary = try DiaryRepository.diary(from: row, invites: scope.inviteLinks)
+            // Members' photos and entries' photos as paths inside the archive, which carries them.
+            let diary = try DiaryRepository.diary(from: row, invites: scope.inviteLinks, links: scope.photoLinks.serving(.archive))
             let counted = try await reader.read("select diaries.entry_count from diaries where diaries.id = \(diaryID)")
             let entryCount: Int = try counted.first?.decode("entry_count") ?? 0
 
@@ -74,6 +75,10 @@ package struct DiaryExport: Sendable {
             }
 
             try await archive.photos(reader, store: store, where: "entry_photos.diary_id = \(diaryID) and \(EntryPhotosPolicy.select.using)", logger: logger)
+            // The members' profile photos, as the diary shows them: none in an anonymous diary.
+            try await archive.photos(reader, store: store, from: .profilePhotos, where: """
+                profile_photos.user_id in (select p.user_id from member_profiles p where p.diary_id = \(diaryID) and p.profile_photo is not null)
+                """, logger: logger)
             try await archive.text(path: "README.txt") { chunk in
                 try await chunk(ExportReadme.diary(name: diary.name, exportedAt: exportedAt))
             }
@@ -90,7 +95,7 @@ package struct DiaryExport: Sendable {
             order by entries.created_at, entries.id limit \(Self.pageSize)
             """
         }, key: ExportArchive.EntryKey.init) { row in
-            try await body(ExportArchive.exported(try EntryRepository.entry(from: row, links: scope.photoLinks), days: days))
+            try await body(ExportArchive.exported(try EntryRepository.entry(from: row, links: scope.photoLinks.serving(.archive)), days: days))
         }
     }
 }

@@ -64,16 +64,25 @@ struct ExportArchive {
         try await emit(zip.finishEntry())
     }
 
-    /// The photos that `visible` selects from entry_photos, as `photos/<id>.<ext>`, their
+    /// The tables whose rows name photos' files, with the same columns.
+    enum PhotoTable: String {
+        case entryPhotos = "entry_photos"
+        case profilePhotos = "profile_photos"
+    }
+
+    /// The photos that `visible` selects from `table`, as `photos/<id>.<ext>`, their
     /// bytes read from the store a chunk at a time. A file the store has lost is left out
     /// and logged: one missing photo must not keep the rest of a diary from its owners.
-    mutating func photos(_ reader: RequestScope.SnapshotReader, store: any PhotoStore, where visible: PostgresQuery, logger: Logger) async throws {
+    mutating func photos(
+        _ reader: RequestScope.SnapshotReader, store: any PhotoStore, from table: PhotoTable = .entryPhotos, where visible: PostgresQuery, logger: Logger
+    ) async throws {
+        let name = PostgresQuery(unsafeSQL: table.rawValue)
         try await reader.forEachRow(pagesOf: Self.photoPageSize, { (after: UUID?) -> PostgresQuery in
-            let keyset: PostgresQuery = after.map { "and entry_photos.id > \($0)" } ?? ""
+            let keyset: PostgresQuery = after.map { "and \(name).id > \($0)" } ?? ""
             return """
-                select entry_photos.id, entry_photos.content_hash, entry_photos.content_type, entry_photos.bytes, entry_photos.content_crc32
-                from entry_photos where \(visible) \(keyset)
-                order by entry_photos.id limit \(Self.photoPageSize)
+                select \(name).id, \(name).content_hash, \(name).content_type, \(name).bytes, \(name).content_crc32
+                from \(name) where \(visible) \(keyset)
+                order by \(name).id limit \(Self.photoPageSize)
                 """
         }, key: { try $0.decode("id", as: UUID.self) }) { row in
             let id: UUID = try row.decode("id")

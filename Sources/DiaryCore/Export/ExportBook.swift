@@ -31,7 +31,7 @@ package struct ExportBook: Sendable {
         let name = Self.escape(diary.name)
         let members = diary.members.map { member in
             let role = member.role == .owner ? "<span class=\"role\">作成者</span>" : ""
-            return "<li>\(Self.escape(member.displayName))\(role)</li>"
+            return "<li>\(Self.avatar(member.profileImageUrl))\(Self.escape(member.displayName))\(role)</li>"
         }.joined()
         return """
             <!doctype html>
@@ -65,7 +65,7 @@ package struct ExportBook: Sendable {
         let time = calendar.dateComponents([.hour, .minute], from: entry.createdAt)
         let clock = "\(Self.pad(time.hour ?? 0)):\(Self.pad(time.minute ?? 0))"
         html += "<article class=\"entry\" id=\"entry-\(entry.id.uuidString.lowercased())\">\n"
-        html += "<p class=\"byline\"><span class=\"author\">\(Self.escape(entry.author.displayName))</span>"
+        html += "<p class=\"byline\">\(Self.avatar(entry.author.profileImageUrl))<span class=\"author\">\(Self.escape(entry.author.displayName))</span>"
         html += "<time datetime=\"\(Self.isoMinute(entry.createdAt, calendar))\">\(clock)</time></p>\n"
         if let question = entry.question, !question.isEmpty {
             html += "<p class=\"question\"><span class=\"question-mark\">今日の質問</span>\(Self.escape(question))</p>\n"
@@ -73,7 +73,7 @@ package struct ExportBook: Sendable {
         // No whitespace between the tags and the text: white-space: pre-wrap shows it.
         html += "<div class=\"content\">\(Self.escape(entry.content))</div>\n"
         // Only paths inside the archive's photos/ folder: the book never points outside itself.
-        let photos = entry.photos.filter { $0.hasPrefix("photos/") && !$0.contains("..") && !$0.contains(":") }
+        let photos = entry.photos.filter(Self.isArchivePath)
         if !photos.isEmpty {
             html += "<div class=\"photos\">"
             html += photos.map { "<img src=\"\(Self.escape($0))\" alt=\"\" loading=\"eager\">" }.joined()
@@ -86,6 +86,17 @@ package struct ExportBook: Sendable {
         }
         html += "</article>\n"
         return html
+    }
+
+    /// Only paths inside the archive's photos/ folder: the book never points outside itself.
+    static func isArchivePath(_ path: String) -> Bool {
+        path.hasPrefix("photos/") && !path.contains("..") && !path.contains(":")
+    }
+
+    /// A profile photo beside a name, when the archive carries one.
+    static func avatar(_ path: String?) -> String {
+        guard let path, isArchivePath(path) else { return "" }
+        return "<img class=\"avatar\" src=\"\(escape(path))\" alt=\"\" loading=\"eager\">"
     }
 
     package func closing(entryCount: Int) -> String {
@@ -177,6 +188,7 @@ extension ExportBook {
         .cover { text-align: center; padding: 1.5rem 0 2rem; margin-bottom: 1rem; border-bottom: 1px solid #ddd3c4; }
         .kind { margin: 0; font-size: .75rem; letter-spacing: .25em; color: #8c7b66; }
         h1 { margin: .4rem 0 1rem; font-size: 2rem; font-weight: 700; line-height: 1.4; letter-spacing: .05em; }
+        .avatar { width: 1.6em; height: 1.6em; border-radius: 50%; object-fit: cover; vertical-align: middle; margin-right: .4em; }
         .members { display: flex; flex-wrap: wrap; justify-content: center; gap: .2rem 1.4rem; margin: 0 0 .8rem; padding: 0; list-style: none; font-size: .9rem; }
         .role { margin-left: .4em; padding: 0 .35em; font-size: .7rem; color: #8c7b66; border: 1px solid #ddd3c4; border-radius: .3em; }
         .exported { margin: 0; font-size: .75rem; color: #8c7b66; }

@@ -34,7 +34,8 @@ package enum ExportReadme {
                 updatedAt   最後に編集した日時（UTC、ISO 8601）
                 localDate   書いた日付（YYYY-MM-DD、diary.json のタイムゾーン）
             photos/
-              日記に添えられた写真です。ファイル名は <写真の id>.<拡張子> です。
+              日記に添えられた写真と、メンバーのプロフィール写真です（diary.json と
+              entries.json の profileImageUrl がそのファイル名）。ファイル名は <写真の id>.<拡張子> です。
             README.txt
               このファイルです。
 
@@ -65,7 +66,8 @@ package enum ExportReadme {
                 updatedAt   when it was last edited (UTC, ISO 8601)
                 localDate   the date it was written (YYYY-MM-DD, in diary.json's time zone)
             photos/
-              The entries' photos, named <photo id>.<extension>.
+              The entries' photos and the members' profile photos (diary.json's and
+              entries.json's profileImageUrl name them), named <photo id>.<extension>.
             README.txt
               This file.
 
@@ -100,7 +102,8 @@ package enum ExportReadme {
             billing.json
               プレミアムの購入・更新・解約などの記録。
             photos/
-              あなたが日記に添えた写真です。ファイル名は <写真の id>.<拡張子> です。
+              あなたが日記に添えた写真と、あなたのプロフィール写真（profile.json の
+              profileImageUrl がそのファイル名）です。ファイル名は <写真の id>.<拡張子> です。
             README.txt
               このファイルです。
 
@@ -123,7 +126,8 @@ package enum ExportReadme {
             billing.json
               Your premium events: purchases, renewals, cancellations and the like.
             photos/
-              The photos you attached to your entries, named <photo id>.<extension>.
+              The photos you attached to your entries, and your profile photo (profile.json's
+              profileImageUrl names it), named <photo id>.<extension>.
             README.txt
               This file.
 

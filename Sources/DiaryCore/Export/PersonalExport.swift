@@ -33,7 +33,8 @@ package struct PersonalExport: Sendable {
 
     package func write(exportedAt: Date, to sink: (ByteBuffer) async throws -> Void) async throws {
         // Each is one small read; the history below shares a snapshot.
-        let me = try await UserRepository(scope: scope).me()
+        // The profile photo as its path in the archive, which carries it.
+        let me = try await UserRepository(scope: scope.exporting()).me()
         let devices = try await DeviceRepository(scope: scope).list().devices
         let memberships = try await DiaryRepository(scope: scope).list()
         try await scope.snapshot { reader in try await withoutActuallyEscaping(sink) { sink in
@@ -58,6 +59,7 @@ package struct PersonalExport: Sendable {
                     select 1 from entries where entries.diary_id = entry_photos.diary_id and entries.id = entry_photos.entry_id
                     and entries.user_id = (select app_user_id()))
                 """, logger: logger)
+            try await archive.photos(reader, store: store, from: .profilePhotos, where: "profile_photos.user_id = (select app_user_id())", logger: logger)
             try await archive.text(path: "README.txt") { chunk in try await chunk(ExportReadme.personal(exportedAt: exportedAt)) }
             try await archive.finish()
         } }

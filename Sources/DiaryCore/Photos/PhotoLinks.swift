@@ -23,6 +23,9 @@ package struct PhotoLinks: Sendable {
         /// The bucket, by presigned GET (`PHOTO_URLS=presigned`): no byte passes through the
         /// server, and a URL works until it expires, whatever happens to the photo meanwhile.
         case presigned(S3PhotoStore)
+        /// Inside an export: the photo's path in the ZIP (`ExportArchive.photoPath`), where
+        /// the archive carries its bytes, readable without the server.
+        case archive
     }
 
     let key: SymmetricKey
@@ -55,11 +58,35 @@ package struct PhotoLinks: Sendable {
             path(for: id, expiresAt: expiresAt)
         case .presigned(let store):
             store.presignedURL(of: hash, contentType: contentType, lifetime: lifetime, date: Date(timeIntervalSince1970: TimeInterval(issuedAt)))
+        case .archive:
+            ExportArchive.photoPath(id: id, contentType: contentType)
         }
         return Photo(
             id: id, contentType: contentType, bytes: bytes, width: width, height: height,
             url: url, urlExpiresAt: Date(timeIntervalSince1970: TimeInterval(expiresAt))
         )
+    }
+
+    /// A profile photo's URL, from the token that `member_profiles.profile_photo` and
+    /// `UserColumns.me` spell (`<id> <hash> <type>`), or nil for none. It expires at the end
+    /// of the window after the current one, so a photo keeps one URL for a whole window
+    /// (`lifetime`), valid for between one and two, and an app's image cache keeps it.
+    package func profileImageURL(_ token: String?) -> String? {
+        guard let token else { return nil }
+        let parts = token.split(separator: " ")
+        guard parts.count == 3, let id = UUID(uuidString: String(parts[0])) else { return nil }
+        let window = Int(Self.lifetime.wholeSeconds)
+        let windowStart = Int(now().timeIntervalSince1970) / window * window
+        let expiresAt = windowStart + 2 * window
+        switch mode {
+        case .server:
+            return path(for: id, expiresAt: expiresAt)
+        case .presigned(let store):
+            return store.presignedURL(
+                of: String(parts[1]), contentType: String(parts[2]), lifetime: expiresAt - windowStart, date: Date(timeIntervalSince1970: TimeInterval(windowStart)))
+        case .archive:
+            return ExportArchive.photoPath(id: id, contentType: String(parts[2]))
+        }
     }
 
     package enum Verdict: Equatable, Sendable {

@@ -24,6 +24,50 @@ package struct PhotoRepository: Sendable {
     /// bytes between the two (its last row went meanwhile); once the row is committed none
     /// can, so the file is checked once more.
     package func upload(_ bytes: [UInt8], declaredAs declared: PhotoContentType) async throws -> Photo {
+        let kept = try await keep(bytes, declaredAs: declared, thenRead: []) { id, hash, image, checksum in
+            ["""
+            select record_photo_upload(\(id), \(hash), \(image.contentType.rawValue), \(image.bytes.count)::integer,
+                \(image.width)::integer, \(image.height)::integer, \(Self.dailyUploadLimit)::integer, \(Int64(checksum))::bigint) as recorded
+            """]
+        }
+        return scope.photoLinks.photo(
+            id: kept.id, hash: kept.hash, contentType: kept.image.contentType.rawValue, bytes: kept.image.bytes.count, width: kept.image.width, height: kept.image.height)
+    }
+
+    /// `PUT /v1/me/photo`: the image becomes the caller's profile photo, kept as an upload is
+    /// and within the same daily limit; the one it replaces is collected.
+    package func setProfilePhoto(_ bytes: [UInt8], declaredAs declared: PhotoContentType) async throws -> Me {
+        let kept = try await keep(bytes, declaredAs: declared, thenRead: ["select \(UserColumns.me) from users where \(UserRepository.callersRow)"]) { id, hash, image, checksum in
+            ["""
+            select set_profile_photo(\(id), \(hash), \(image.contentType.rawValue), \(image.bytes.count)::integer,
+                \(image.width)::integer, \(image.height)::integer, \(Self.dailyUploadLimit)::integer, \(Int64(checksum))::bigint) as recorded
+            """]
+        }
+        guard let row = kept.readBack.first else { throw DomainError.unauthenticated("the account no longer exists") }
+        return try UserColumns.me(from: row, links: scope.photoLinks)
+    }
+
+    /// `DELETE /v1/me/photo`: the caller has no profile photo any more; its file is collected.
+    package func removeProfilePhoto() async throws -> Me {
+        let results = try await scope.run(["select remove_profile_photo()"], thenRead: ["select \(UserColumns.me) from users where \(UserRepository.callersRow)"])
+        guard let row = results[1].first else { throw DomainError.unauthenticated("the account no longer exists") }
+        return try UserColumns.me(from: row, links: scope.photoLinks)
+    }
+
+    private struct Kept {
+        var id: UUID
+        var hash: String
+        var image: SanitizedImage
+        var readBack: PostgresRows
+    }
+
+    /// The one way a photo's bytes are kept: sanitized and hashed off the event loop, put in
+    /// the store, recorded by `record` (whose first statement answers `recorded`, false over
+    /// the daily limit), then checked in the store once more.
+    private func keep(
+        _ bytes: [UInt8], declaredAs declared: PhotoContentType, thenRead readBack: [PostgresQuery],
+        record: (UUID, String, SanitizedImage, UInt32) -> [PostgresQuery]
+    ) async throws -> Kept {
         // Parsing and hashing 10 MiB take milliseconds of CPU: not on an event loop.
         // The CRC-32 too, for exports (a stored ZIP entry declares it before its bytes).
         let (image, hash, checksum) = try await NIOThreadPool.singleton.runIfActive {
@@ -32,11 +76,9 @@ package struct PhotoRepository: Sendable {
         }
         let id = UUID()
         try await PhotoStoreError.translating { try await store.put(image.bytes, hash: hash) }
-        let recorded = try await scope.run("""
-            select record_photo_upload(\(id), \(hash), \(image.contentType.rawValue), \(image.bytes.count)::integer,
-                \(image.width)::integer, \(image.height)::integer, \(Self.dailyUploadLimit)::integer, \(Int64(checksum))::bigint) as recorded
-            """)
-        guard try recorded.first?.decode("recorded", as: Bool.self) == true else {
+        let recording = record(id, hash, image, checksum)
+        let results = readBack.isEmpty ? try await scope.run(recording) : try await scope.run(recording, thenRead: readBack)
+        guard try results[0].first?.decode("recorded", as: Bool.self) == true else {
             throw DomainError(.rateLimited, "at most \(Self.dailyUploadLimit) photos a day; try again tomorrow (UTC)")
         }
         try await PhotoStoreError.translating {
@@ -44,7 +86,7 @@ package struct PhotoRepository: Sendable {
                 try await store.put(image.bytes, hash: hash)
             }
         }
-        return scope.photoLinks.photo(id: id, hash: hash, contentType: image.contentType.rawValue, bytes: image.bytes.count, width: image.width, height: image.height)
+        return Kept(id: id, hash: hash, image: image, readBack: results.count > 1 ? results[1] : results[0])
     }
 
     static func sanitize(_ bytes: [UInt8], declaredAs declared: PhotoContentType) throws -> SanitizedImage {

@@ -201,10 +201,10 @@ package struct ChangeLogRepository: Sendable {
                 if try entry.decode("id", as: UUID?.self) != nil { data = .entry(try EntryRepository.entry(from: entry, links: links)) }
             case .memberJoined:
                 let member = try row.section(after: "member_section")
-                if try member.decode("public_id", as: UUID?.self) != nil { data = .member(try DiaryRepository.member(from: member)) }
+                if try member.decode("public_id", as: UUID?.self) != nil { data = .member(try DiaryRepository.member(from: member, links: links)) }
             case .diaryUpdated:
                 let shown = try row.section(after: "diary_section")
-                if try shown.decode("id", as: UUID?.self) != nil { data = .diary(try DiaryRepository.diary(from: shown, invites: invites)) }
+                if try shown.decode("id", as: UUID?.self) != nil { data = .diary(try DiaryRepository.diary(from: shown, invites: invites, links: links)) }
             case .entryDeleted:
                 data = entryID.map { .entryDeleted(DeletedEntry(id: $0)) }
             case .entryRead:

@@ -7,7 +7,7 @@ enum AllowedMethods {
         ("/health", [.get, .head]), ("/ready", [.get, .head]), ("/metrics", [.get]), ("/openapi.yaml", [.get]),
         ("/v1/auth/apple", [.post]), ("/v1/auth/dev", [.post]), ("/v1/auth/refresh", [.post]), ("/v1/auth/logout", [.post]),
         ("/v1/me", [.get, .patch, .delete]), ("/v1/questions/today", [.get]),
-        ("/v1/me/devices", [.get]), ("/v1/me/devices/:id", [.put, .delete]),
+        ("/v1/me/devices", [.get]), ("/v1/me/photo", [.put, .delete]), ("/v1/me/devices/:id", [.put, .delete]),
         ("/v1/diaries", [.get, .post]), ("/v1/diaries/join", [.post]),
         ("/v1/diaries/:id", [.get, .patch]), ("/v1/diaries/:id/invite-code", [.post]),
         ("/v1/diaries/:id/members", [.get]), ("/v1/diaries/:id/members/:id", [.delete]),
@@ -17,6 +17,7 @@ enum AllowedMethods {
         ("/v1/photos", [.post]), ("/v1/photos/:id", [.get]), ("/v1/webhooks/revenuecat", [.post]), ("/v1/webhooks/apple", [.post]),
         ("/v1/diaries/:id/calendar", [.get]), ("/v1/diaries/:id/export", [.get]), ("/v1/me/export", [.get]),
         ("/v1/data-safety", [.get]), ("/v1/service-status", [.get]),
+        ("/i/:id", [.get]), ("/invite-preview.png", [.get]), ("/.well-known/apple-app-site-association", [.get]),
     ].map { (template: $0.0.split(separator: "/"), methods: $0.1) }
 
     /// The methods `path` accepts, or nil if no route has that shape.

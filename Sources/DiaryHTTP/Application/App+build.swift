@@ -42,6 +42,8 @@ package func buildApplication(
         sharedReads: configuration.sharedReads,
         citus: configuration.citus,
         inviteLinks: configuration.inviteLinks,
+        invitePage: configuration.invitePage,
+        trustedProxies: configuration.trustedProxies,
         contract: OpenAPIDocument.text(file: configuration.openAPIFile)
     )
     let feed = feed ?? makeChangeFeed(configuration: configuration, logger: logger)
@@ -148,24 +150,30 @@ private func backgroundConnections(
     return (pool, listen)
 }
 
-/// request → metrics → request log → request id → problem mapping → declared length → admission
+/// request → metrics → client address → request log → request id → problem mapping → declared length → admission
 /// → service status (under /v1) → bearer auth (the authenticated routes) → route (plan and query
 /// in a repository) → response. docs/ARCHITECTURE.md, "A request's walk", lists the same order.
 func buildRouter(
     pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenService, apple: AppleAccounts, devSignIn: Bool, photos: Photos,
     billing: BillingConfiguration = BillingConfiguration(), serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
     export: ExportConfiguration = ExportConfiguration(), sharedReads: Bool = false, citus: Bool = false,
-    inviteLinks: InviteLinks = InviteLinks(publicURL: ServerConfiguration.developmentPublicURL), contract: String
+    inviteLinks: InviteLinks = InviteLinks(publicURL: ServerConfiguration.developmentPublicURL),
+    invitePage: InvitePageConfiguration = InvitePageConfiguration(), trustedProxies: TrustedProxies = TrustedProxies(), contract: String
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     // Outermost, so it records the status the client gets, problems included.
     router.middlewares.add(RequestMetricsMiddleware())
+    router.middlewares.add(ClientAddressMiddleware(trustedProxies: trustedProxies))
     router.middlewares.add(RequestLogMiddleware())
     router.middlewares.add(RequestIDMiddleware())
     router.middlewares.add(ProblemMiddleware())
     router.middlewares.add(DeclaredLengthMiddleware())
     router.middlewares.add(ConcurrencyLimitMiddleware(limit: maxConcurrentRequests))
     HealthRoutes(pool: pool).register(on: router)
+    InvitePageRoutes(
+        lookup: InviteCodeLookup(pool: pool), page: InvitePage(links: inviteLinks, configuration: invitePage),
+        limiter: AttemptLimiter(limit: invitePage.pagesPerMinute)
+    ).register(on: router)
     MetricsRoutes(pool: pool).register(on: router)
     router.get("/openapi.yaml") { _, _ -> Response in
         Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: contract)))
@@ -181,7 +189,7 @@ func buildRouter(
         throw Problem(status: .upgradeRequired, code: .badRequest, detail: "this is a WebSocket endpoint; send an upgrade request", headers: [.upgrade: "websocket"])
     }
 
-    let auth = AuthRoutes(accounts: AccountRepository(pool: pool, tokens: tokens), apple: apple.verifier, appleTokens: apple.exchanger, devSignInEnabled: devSignIn)
+    let auth = AuthRoutes(accounts: AccountRepository(pool: pool, tokens: tokens, photoLinks: photos.links), apple: apple.verifier, appleTokens: apple.exchanger, devSignInEnabled: devSignIn)
     let api = router.group("v1").add(middleware: ServiceStatusMiddleware(configuration: serviceStatus))
     ServiceStatusRoutes(configuration: serviceStatus, notices: ServiceNoticeRepository(pool: pool)).register(on: api)
     auth.register(public: api)
@@ -199,8 +207,8 @@ func buildRouter(
     )
     let authenticated = api.add(middleware: bearer).group(context: AuthenticatedContext.self)
     auth.register(authenticated: authenticated)
-    MeRoutes(photoSweeper: photos.sweeper, appleRevoker: apple.revoker).register(on: authenticated)
-    DiaryRoutes(joinLimiter: JoinAttemptLimiter(), freePlanDiaries: billing.freePlanDiaries).register(on: authenticated)
+    MeRoutes(photoSweeper: photos.sweeper, appleRevoker: apple.revoker, photoStore: photos.store).register(on: authenticated)
+    DiaryRoutes(joinLimiter: AttemptLimiter(limit: 10), freePlanDiaries: billing.freePlanDiaries).register(on: authenticated)
     EntryRoutes(photoSweeper: photos.sweeper).register(on: authenticated)
     photoRoutes.register(authenticated: authenticated)
     ChangeRoutes().register(on: authenticated)

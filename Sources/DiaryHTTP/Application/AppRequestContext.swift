@@ -7,9 +7,15 @@ import Hummingbird
 struct AppRequestContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     var scope: RequestScope?
+    /// The connection's peer: a proxy's address when the server sits behind one.
+    let peerAddress: String?
+    /// The client's address, as `ClientAddressMiddleware` reads it (`TrustedProxies`).
+    var clientAddress: String?
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        peerAddress = source.channel.remoteAddress?.ipAddress
+        clientAddress = peerAddress
     }
 
     var maxUploadSize: Int { APIRequestDecoder.maximumBytes }

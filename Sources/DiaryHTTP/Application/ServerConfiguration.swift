@@ -45,6 +45,11 @@ package struct ServerConfiguration: Sendable {
     /// start with; nil is this server's own, `http://HOST:PORT` (development).
     package var publicURL: URL?
 
+    /// The app the invite page opens, and the app-site association.
+    package var invitePage = InvitePageConfiguration()
+    /// `TRUSTED_PROXIES`: whose X-Forwarded-For names the client (`TrustedProxies`).
+    package var trustedProxies = TrustedProxies()
+
     /// The invite links this server mints and reads.
     package var inviteLinks: InviteLinks {
         InviteLinks(publicURL: publicURL ?? URL(string: "http://\(host):\(port)") ?? ServerConfiguration.developmentPublicURL)

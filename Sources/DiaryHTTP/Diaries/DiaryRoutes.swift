@@ -1,9 +1,11 @@
 import DiaryCore
 import DiaryModels
+import Foundation
 import Hummingbird
 
 struct DiaryRoutes {
-    let joinLimiter: JoinAttemptLimiter
+    /// Wrong invite codes per user: 10 a minute.
+    let joinLimiter: AttemptLimiter<UUID>
     /// Diaries a free user may create (`FREE_PLAN_DIARIES`); joining is never limited.
     let freePlanDiaries: Int
 
@@ -38,7 +40,7 @@ struct DiaryRoutes {
             do {
                 return try await DiaryRepository(scope: context.scope).join(inviteCode: code)
             } catch let error as DomainError where error.reason == .inviteCodeInvalid {
-                joinLimiter.recordFailure(for: context.userID)
+                joinLimiter.record(for: context.userID)
                 throw error
             }
         }

@@ -47,12 +47,13 @@ enum Validation {
         }
     }
 
-    static func imageURL(_ value: String?) throws -> String? {
-        guard let value else { return nil }
-        guard value.count <= 2048, let url = URL(string: value), url.scheme == "https", url.host != nil else {
-            throw Problem.validation(field: "profileImageUrl", "must be an https URL of at most 2048 characters")
+    /// A profile photo is uploaded (`PUT /v1/me/photo`) and its URL minted by the server: a
+    /// URL a user gave would be loaded by every co-member's app, telling its server when and
+    /// from where they open the diary.
+    static func noProfileImageURL(_ value: String?) throws {
+        guard value == nil else {
+            throw Problem.validation(field: "profileImageUrl", "cannot be set: upload the photo with PUT /v1/me/photo, and the server gives its URL")
         }
-        return value
     }
 
     static func timeZone(_ value: String?) throws -> String? {

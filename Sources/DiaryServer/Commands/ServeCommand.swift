@@ -32,6 +32,14 @@ struct ServeCommand: AsyncParsableCommand {
               DIARY_OPENAPI_FILE  the contract GET /openapi.yaml serves (default openapi.yaml here)
               PUBLIC_URL          this server's address as apps and browsers reach it; invite
                                   links are PUBLIC_URL/i/<code> (default http://HOST:PORT)
+              APP_STORE_URL       the app's App Store page, the invite page's second button
+                                  (default the App Store's search for ずっと日記)
+              APPLE_APP_ID        TEAMID.bundle.id: /.well-known/apple-app-site-association
+                                  claims /i/* for it (unset: 404, links open the page)
+              APP_URL_SCHEME      the app's URL scheme; the invite page opens
+                                  <scheme>://join?code=<code> (default zuttonikki)
+              TRUSTED_PROXIES     comma-separated addresses and CIDR ranges whose
+                                  X-Forwarded-For names the client (default none)
               PHOTO_STORE         folder (default) or s3: where photos' bytes are kept
               PHOTO_STORE_DIR     the folder that keeps photos (default DIARY_DATA_DIR/photos)
               PHOTO_DELETED_KEEP_HOURS  hours a deleted photo's file stays, for restores to a

@@ -50,6 +50,12 @@ extension ServerConfiguration {
             configuration.publicURL = try Setting.url(
                 environment: "PUBLIC_URL", default: ServerConfiguration.developmentPublicURL, production: auth.production, in: environment)
         }
+        configuration.invitePage = try InvitePageConfiguration.fromEnvironment(production: auth.production, environment)
+        do {
+            configuration.trustedProxies = try TrustedProxies(parsing: Setting.string(flag: nil, environment: "TRUSTED_PROXIES", default: "", in: environment)!)
+        } catch {
+            throw ConfigurationError(description: "TRUSTED_PROXIES: \(error)")
+        }
         return configuration
     }
 }

@@ -28,6 +28,7 @@ struct CitusSchema {
     /// the coordinator's tables last, with everything their foreign keys reach.
     static let placements: [(table: String, placement: Placement)] = [
         ("users", .reference),
+        ("profile_photos", .reference),
         ("diaries", .byDiary(column: "id")),
         ("diary_members", .byDiary(column: "diary_id")),
         ("entries", .byDiary(column: "diary_id")),

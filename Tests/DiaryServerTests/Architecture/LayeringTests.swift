@@ -24,6 +24,7 @@ struct LayeringTests {
         "DiaryHTTP": [
             "APNSClient", "AppleIDClient", "S3Client", "AsyncHTTPClient", "DiaryCore", "DiaryModels", "PostgresClient", "Hummingbird", "HummingbirdCore", "HummingbirdWebSocket",
             "Logging", "Metrics", "Prometheus", "NIOCore", "NIOConcurrencyHelpers", "NIOFoundationEssentialsCompat", "NIOSSL", "NIOWebSocket", "ServiceLifecycle",
+            "Crypto",
         ],
         "DiaryServer": ["APNSClient", "AppleIDClient", "S3Client", "DiaryCore", "DiaryHTTP", "DiaryModels", "PostgresClient", "Hummingbird", "ArgumentParser", "Logging", "ServiceLifecycle", "UnixSignals", "Crypto"],
     ]

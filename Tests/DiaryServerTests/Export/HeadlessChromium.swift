@@ -91,6 +91,52 @@ struct HeadlessChromium {
         return RenderedBook(dom: dom, images: try images(in: dom), screenshot: screenshot)
     }
 
+    /// What a page served over loopback made Chromium do: its DOM after load, every console
+    /// message (a Content-Security-Policy's refusals among them), and every request the page
+    /// made, which NetLog records with the page's site as their network isolation key, apart
+    /// from the browser's own background requests.
+    struct VisitedPage {
+        var dom: String
+        var consoleMessages: [String]
+        var pageRequests: [String]
+        var screenshot: URL
+    }
+
+    /// Opens `url` (on 127.0.0.1) and writes a phone-sized screenshot to `screenshot`. Loopback
+    /// is reached directly; any other host only through a proxy that is not there.
+    static func visit(_ url: URL, screenshot: URL, timeout: Duration = .seconds(60)) async throws -> VisitedPage {
+        let chromium = try binary()
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("chromium-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let netLog = scratch.appendingPathComponent("net.json")
+        var consoleMessages: [String] = []
+        let dom = try await run(
+            chromium, offline: [], step: "dump-dom", scratch: scratch, timeout: timeout, reachLoopback: true,
+            arguments: ["--enable-logging=stderr", "--v=0", "--log-net-log=\(netLog.path)", "--dump-dom", url.absoluteString],
+            log: { consoleMessages = $0.split(separator: "\n").filter { $0.contains(":CONSOLE") }.map(String.init) })
+        try? FileManager.default.removeItem(at: screenshot)
+        try FileManager.default.createDirectory(at: screenshot.deletingLastPathComponent(), withIntermediateDirectories: true)
+        _ = try await run(
+            chromium, offline: [], step: "screenshot", scratch: scratch, timeout: timeout, reachLoopback: true,
+            arguments: ["--screenshot=\(screenshot.path)", "--window-size=390,844", url.absoluteString])
+        guard FileManager.default.fileExists(atPath: screenshot.path) else { throw Failure.noReport("no screenshot at \(screenshot.path)") }
+        return VisitedPage(dom: dom, consoleMessages: consoleMessages, pageRequests: try requests(in: netLog, site: "\(url.scheme ?? "http")://\(url.host ?? "")"), screenshot: screenshot)
+    }
+
+    /// The URLs of the requests NetLog started for pages of `site`.
+    static func requests(in netLog: URL, site: String) throws -> [String] {
+        guard let log = try JSONSerialization.jsonObject(with: Data(contentsOf: netLog)) as? [String: Any],
+            let constants = log["constants"] as? [String: Any], let types = constants["logEventTypes"] as? [String: Int],
+            let startJob = types["URL_REQUEST_START_JOB"], let events = log["events"] as? [[String: Any]]
+        else { throw Failure.noReport("the NetLog has no URL_REQUEST_START_JOB events to read") }
+        return events.compactMap { event in
+            guard event["type"] as? Int == startJob, let parameters = event["params"] as? [String: Any],
+                let key = parameters["network_isolation_key"] as? String, key.hasPrefix(site + " ") else { return nil }
+            return parameters["url"] as? String
+        }
+    }
+
     /// Records each image's naturalWidth on <body> once the page has loaded. It goes first in
     /// <head>, before the book's Content-Security-Policy, which refuses scripts parsed after it.
     static let checkScript = """
@@ -132,8 +178,11 @@ struct HeadlessChromium {
     }
 
     /// One browser run in a fresh profile and HOME, with networking off; its standard output.
+    /// `reachLoopback` lets 127.0.0.1 past the dead proxy, as Chromium does by default; `log`
+    /// is given the browser's standard error.
     static func run(
-        _ chromium: String, offline: [String], step: String, scratch: URL, timeout: Duration, arguments: [String]
+        _ chromium: String, offline: [String], step: String, scratch: URL, timeout: Duration, reachLoopback: Bool = false, arguments: [String],
+        log readLog: (String) -> Void = { _ in }
     ) async throws -> String {
         let home = scratch.appendingPathComponent(step)
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
@@ -144,17 +193,19 @@ struct HeadlessChromium {
         let flags = [
             "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
             "--user-data-dir=\(home.appendingPathComponent("profile").path)",
-            "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+            "--proxy-server=127.0.0.1:9",
             "--virtual-time-budget=10000",
             "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--disable-sync",
             "--disable-background-networking", "--disable-component-update", "--disable-default-apps",
             "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio", "--force-color-profile=srgb",
         ]
-        let command = offline + [chromium] + flags + arguments
+        let command = offline + [chromium] + flags + (reachLoopback ? [] : ["--proxy-bypass-list=<-loopback>"]) + arguments
         let output = home.appendingPathComponent("stdout")
         let log = home.appendingPathComponent("stderr")
         let status = try await launch(command[0], Array(command.dropFirst()), environment: environment, output: output, errors: log, timeout: timeout)
-        let tail = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").suffix(15).joined(separator: "\n")
+        let errors = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        readLog(errors)
+        let tail = errors.split(separator: "\n").suffix(15).joined(separator: "\n")
         guard let status else { throw Failure.timedOut(step: step, after: timeout, log: tail) }
         guard status == 0 else { throw Failure.exited(step: step, status: status, log: tail) }
         return try String(contentsOf: output, encoding: .utf8)

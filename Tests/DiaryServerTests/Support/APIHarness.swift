@@ -60,6 +60,7 @@ struct APIHarness: Sendable {
         billing: BillingConfiguration = APIHarness.billing, serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
         export: ExportConfiguration = ExportConfiguration(), apple: AppleConfiguration = AppleConfiguration(), jwksURL: URL? = nil,
         photoStore: PhotoStoreKind = .folder, deletedPhotosKept: Duration = .zero,
+        invitePage: InvitePageConfiguration = InvitePageConfiguration(), trustedProxies: TrustedProxies = TrustedProxies(),
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         try await MigratedTemplate.withDatabase { database in
@@ -68,7 +69,7 @@ struct APIHarness: Sendable {
                 maxConcurrentRequests: maxConcurrentRequests, sharedReads: sharedReads, testing: testing, route: route,
                 slowConsumerGrace: slowConsumerGrace, push: push, pushDelivery: pushDelivery, billing: billing,
                 serviceStatus: serviceStatus, export: export, apple: apple, jwksURL: jwksURL, photoStore: photoStore,
-                deletedPhotosKept: deletedPhotosKept, body
+                deletedPhotosKept: deletedPhotosKept, invitePage: invitePage, trustedProxies: trustedProxies, body
             )
         }
     }
@@ -82,6 +83,7 @@ struct APIHarness: Sendable {
         billing: BillingConfiguration = APIHarness.billing, serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
         export: ExportConfiguration = ExportConfiguration(), apple: AppleConfiguration = AppleConfiguration(), jwksURL: URL? = nil,
         photoStore: PhotoStoreKind = .folder, deletedPhotosKept: Duration = .zero, sharing other: APIHarness? = nil, citus: Bool = false,
+        invitePage: InvitePageConfiguration = InvitePageConfiguration(), trustedProxies: TrustedProxies = TrustedProxies(),
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         // The server's own role: no ownership, no BYPASSRLS, so every policy applies.
@@ -112,6 +114,8 @@ struct APIHarness: Sendable {
         configuration.export = export
         configuration.apple = apple
         configuration.photos.sweeper.deletedFilesKept = deletedPhotosKept
+        configuration.invitePage = invitePage
+        configuration.trustedProxies = trustedProxies
         let store: any PhotoStore
         switch photoStore {
         case .folder:
@@ -185,14 +189,16 @@ struct APIHarness: Sendable {
     var photoStore: String { (dataDirectory as NSString).appendingPathComponent("photos") }
 
     /// `POST /v1/photos` with `bytes` as the body; `contentLength` nil sends none.
+    /// An image as the body, to `POST /v1/photos` unless told otherwise (`PUT /v1/me/photo`).
     func upload(
-        _ bytes: [UInt8], type: String = "image/jpeg", token: String, contentLength: String? = "exact", headers extra: HTTPFields = [:]
+        _ bytes: [UInt8], type: String = "image/jpeg", token: String, contentLength: String? = "exact", headers extra: HTTPFields = [:],
+        to path: String = "/v1/photos", method: HTTPRequest.Method = .post
     ) async throws -> Reply {
         var headers = extra
         headers[.authorization] = "Bearer \(token)"
         headers[.contentType] = type
         if let contentLength { headers[.contentLength] = contentLength == "exact" ? String(bytes.count) : contentLength }
-        return try await client.execute(uri: "/v1/photos", method: .post, headers: headers, body: ByteBuffer(bytes: bytes)) { response in
+        return try await client.execute(uri: path, method: method, headers: headers, body: ByteBuffer(bytes: bytes)) { response in
             Reply(status: response.status, headers: response.headers, body: Data(buffer: response.body))
         }
     }

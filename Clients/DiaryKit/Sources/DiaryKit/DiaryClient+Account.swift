@@ -1,5 +1,6 @@
 import DiaryAPI
-import Foundation
+public import Foundation
+import OpenAPIRuntime
 
 extension DiaryClient {
     /// The signed-in user.
@@ -26,6 +27,35 @@ extension DiaryClient {
                         reminderTime: reminderTime)
                 : nil)
         return Me(try await perform { try await api.updateMe(body: .json(body)).ok.body.json })
+    }
+
+    /// Sets the profile photo: the image itself, taken as `uploadPhoto` takes one (metadata
+    /// removed, within the same daily uploads). The answer's `profileImageURL`, and every
+    /// member's and author's the server sends from then on, is a URL it signs, the same for an
+    /// hour, shown to the caller and their diaries' members (never in an anonymous diary).
+    public func setProfilePhoto(_ data: Data, format: PhotoFormat) async throws -> Me {
+        try await setProfilePhoto(HTTPBody(data), format: format)
+    }
+
+    /// As `setProfilePhoto(_:format:)`, read from a file as it goes, never whole in memory.
+    public func setProfilePhoto(fileURL: URL, format: PhotoFormat, progress: ProgressHandler? = nil) async throws -> Me {
+        try await setProfilePhoto(try Self.fileBody(fileURL, progress: progress), format: format)
+    }
+
+    func setProfilePhoto(_ body: HTTPBody, format: PhotoFormat) async throws -> Me {
+        Me(try await perform {
+            let input: Operations.SetProfilePhoto.Input.Body = switch format {
+            case .jpeg: .jpeg(body)
+            case .png: .png(body)
+            case .webp: .imageWebp(body)
+            }
+            return try await api.setProfilePhoto(body: input).ok.body.json
+        })
+    }
+
+    /// Removes the profile photo; none is no error.
+    public func removeProfilePhoto() async throws -> Me {
+        Me(try await perform { try await api.removeProfilePhoto().ok.body.json })
     }
 
     /// Deletes the account, as App Review requires an app to offer: owned diaries pass to

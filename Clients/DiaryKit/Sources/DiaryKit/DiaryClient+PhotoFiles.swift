@@ -28,11 +28,15 @@ extension DiaryClient {
     /// progress as each piece is handed over; otherwise as `uploadPhoto(_:format:)`. On Apple's
     /// platforms URLSession streams the pieces; FoundationNetworking (Linux) gathers them first.
     public func uploadPhoto(fileURL: URL, format: PhotoFormat, progress: ProgressHandler? = nil) async throws -> Photo {
+        try await uploadPhoto(try Self.fileBody(fileURL, progress: progress), format: format)
+    }
+
+    /// A file as a request body, read a chunk at a time, its progress reported.
+    static func fileBody(_ fileURL: URL, progress: ProgressHandler?) throws -> HTTPBody {
         let size = try FileManager.default.attributesOfItem(atPath: fileURL.path)[.size] as? NSNumber
         let total = size?.int64Value
-        let body = HTTPBody(FileChunks(fileURL: fileURL, total: total, progress: progress),
-                            length: total.map { .known($0) } ?? .unknown, iterationBehavior: .multiple)
-        return try await uploadPhoto(body, format: format)
+        return HTTPBody(FileChunks(fileURL: fileURL, total: total, progress: progress),
+                        length: total.map { .known($0) } ?? .unknown, iterationBehavior: .multiple)
     }
 
     /// Downloads a whole photo into `fileURL` as it arrives, never whole in memory, replacing

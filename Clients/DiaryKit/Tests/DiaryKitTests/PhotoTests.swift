@@ -9,6 +9,27 @@ struct PhotoTests {
     /// A 1×1 PNG.
     static let png = Data(base64Encoded: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")!
 
+    @Test("a profile photo set from Data and from a file reaches a member's view of the diary by the server's URL; removed, it is gone")
+    func profilePhoto() async throws {
+        try await LiveServer.with { server in
+            let aiko = try await server.signedIn("aiko"), ben = try await server.signedIn("ben")
+            let diary = try await aiko.createDiary(name: "ふたり", type: .couple)
+            _ = try await ben.joinDiary(inviteCode: diary.inviteCode)
+            let me = try await aiko.setProfilePhoto(Self.png, format: .png)
+            let url = try #require(me.profileImageURL)
+            let members = try await ben.members(diaryID: diary.id)
+            #expect(members.first { $0.userID == me.id }?.profileImageURL == url)
+
+            let source = FileManager.default.temporaryDirectory.appendingPathComponent("profile-\(UUID().uuidString).png")
+            try Self.png.write(to: source)
+            defer { try? FileManager.default.removeItem(at: source) }
+            let replaced = try await aiko.setProfilePhoto(fileURL: source, format: .png)
+            #expect(replaced.profileImageURL != nil && replaced.profileImageURL != url)
+            #expect(try await aiko.removeProfilePhoto().profileImageURL == nil)
+            #expect(try await aiko.me().profileImageURL == nil)
+        }
+    }
+
     @Test("upload, attach, download whole, a range (206), and not modified (304)")
     func photoRoundTrip() async throws {
         try await LiveServer.with { server in
