@@ -2968,6 +2968,30 @@ end
 $$;
 
 --
+-- Name: count_photo_upload(uuid, text, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.count_photo_upload(caller uuid, hash text, daily_limit integer) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    if caller is null then
+        raise exception 'not signed in' using errcode = 'ZN401';
+    end if;
+    perform photo_hash_lock(hash);
+    insert into photo_upload_days as d (user_id, day, uploads)
+    values (caller, (now() at time zone 'UTC')::date, 1)
+    on conflict (user_id, day) do update set uploads = d.uploads + 1 where d.uploads < daily_limit;
+    if not found then
+        insert into photo_garbage (content_hash) values (hash) on conflict (content_hash) do nothing;
+        return false;
+    end if;
+    return true;
+end
+$$;
+
+--
 -- Name: create_diary(uuid, text, text, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -4178,15 +4202,7 @@ CREATE FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type 
 declare
     caller constant uuid := app_user_id();
 begin
-    if caller is null then
-        raise exception 'not signed in' using errcode = 'ZN401';
-    end if;
-    perform photo_hash_lock(hash);
-    insert into photo_upload_days as d (user_id, day, uploads)
-    values (caller, (now() at time zone 'UTC')::date, 1)
-    on conflict (user_id, day) do update set uploads = d.uploads + 1 where d.uploads < daily_limit;
-    if not found then
-        insert into photo_garbage (content_hash) values (hash) on conflict (content_hash) do nothing;
+    if not count_photo_upload(caller, hash, daily_limit) then
         return false;
     end if;
     insert into photo_uploads (id, uploader_id, content_hash, content_type, bytes, width, height, content_crc32)
@@ -4712,15 +4728,7 @@ declare
     caller constant uuid := app_user_id();
     old_hash text;
 begin
-    if caller is null then
-        raise exception 'not signed in' using errcode = 'ZN401';
-    end if;
-    perform photo_hash_lock(hash);
-    insert into photo_upload_days as d (user_id, day, uploads)
-    values (caller, (now() at time zone 'UTC')::date, 1)
-    on conflict (user_id, day) do update set uploads = d.uploads + 1 where d.uploads < daily_limit;
-    if not found then
-        insert into photo_garbage (content_hash) values (hash) on conflict (content_hash) do nothing;
+    if not count_photo_upload(caller, hash, daily_limit) then
         return false;
     end if;
     select f.content_hash into old_hash from profile_photos f where f.user_id = caller for update;
@@ -5054,6 +5062,18 @@ COMMENT ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) IS
 
 REVOKE ALL ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) TO diary_app;
+
+--
+-- Name: FUNCTION count_photo_upload(caller uuid, hash text, daily_limit integer); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.count_photo_upload(caller uuid, hash text, daily_limit integer) IS 'An upload''s share of record_photo_upload and set_profile_photo: takes the hash''s lock, so that a collector cannot remove the file the upload put, and counts the upload against the caller''s day; false over daily_limit, and the file is then queued for collection. Called inside those SECURITY DEFINER functions only.';
+
+--
+-- Name: FUNCTION count_photo_upload(caller uuid, hash text, daily_limit integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.count_photo_upload(caller uuid, hash text, daily_limit integer) FROM PUBLIC;
 
 --
 -- Name: FUNCTION create_diary(diary uuid, name text, type text, free_limit integer); Type: COMMENT; Schema: public; Owner: -

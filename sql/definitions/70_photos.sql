@@ -38,6 +38,26 @@ begin
 end
 $$;
 
+CREATE OR REPLACE FUNCTION public.count_photo_upload(caller uuid, hash text, daily_limit integer) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    if caller is null then
+        raise exception 'not signed in' using errcode = 'ZN401';
+    end if;
+    perform photo_hash_lock(hash);
+    insert into photo_upload_days as d (user_id, day, uploads)
+    values (caller, (now() at time zone 'UTC')::date, 1)
+    on conflict (user_id, day) do update set uploads = d.uploads + 1 where d.uploads < daily_limit;
+    if not found then
+        insert into photo_garbage (content_hash) values (hash) on conflict (content_hash) do nothing;
+        return false;
+    end if;
+    return true;
+end
+$$;
+
 CREATE OR REPLACE FUNCTION public.expire_photo_uploads(max_age interval) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -139,15 +159,7 @@ CREATE OR REPLACE FUNCTION public.record_photo_upload(photo_id uuid, hash text, 
 declare
     caller constant uuid := app_user_id();
 begin
-    if caller is null then
-        raise exception 'not signed in' using errcode = 'ZN401';
-    end if;
-    perform photo_hash_lock(hash);
-    insert into photo_upload_days as d (user_id, day, uploads)
-    values (caller, (now() at time zone 'UTC')::date, 1)
-    on conflict (user_id, day) do update set uploads = d.uploads + 1 where d.uploads < daily_limit;
-    if not found then
-        insert into photo_garbage (content_hash) values (hash) on conflict (content_hash) do nothing;
+    if not count_photo_upload(caller, hash, daily_limit) then
         return false;
     end if;
     insert into photo_uploads (id, uploader_id, content_hash, content_type, bytes, width, height, content_crc32)
@@ -164,15 +176,7 @@ declare
     caller constant uuid := app_user_id();
     old_hash text;
 begin
-    if caller is null then
-        raise exception 'not signed in' using errcode = 'ZN401';
-    end if;
-    perform photo_hash_lock(hash);
-    insert into photo_upload_days as d (user_id, day, uploads)
-    values (caller, (now() at time zone 'UTC')::date, 1)
-    on conflict (user_id, day) do update set uploads = d.uploads + 1 where d.uploads < daily_limit;
-    if not found then
-        insert into photo_garbage (content_hash) values (hash) on conflict (content_hash) do nothing;
+    if not count_photo_upload(caller, hash, daily_limit) then
         return false;
     end if;
     select f.content_hash into old_hash from profile_photos f where f.user_id = caller for update;
@@ -277,6 +281,10 @@ COMMENT ON FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for inte
 
 REVOKE ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for interval) TO diary_app;
+
+COMMENT ON FUNCTION public.count_photo_upload(caller uuid, hash text, daily_limit integer) IS 'An upload''s share of record_photo_upload and set_profile_photo: takes the hash''s lock, so that a collector cannot remove the file the upload put, and counts the upload against the caller''s day; false over daily_limit, and the file is then queued for collection. Called inside those SECURITY DEFINER functions only.';
+
+REVOKE ALL ON FUNCTION public.count_photo_upload(caller uuid, hash text, daily_limit integer) FROM PUBLIC;
 
 COMMENT ON FUNCTION public.expire_photo_uploads(max_age interval) IS 'Deletes uploads never attached within max_age, whose hashes then queue themselves for collection, and returns how many; the photo sweeper calls it.';
 
