@@ -1399,7 +1399,7 @@ CREATE POLICY profile_photos_insert ON public.profile_photos FOR INSERT WITH CHE
 -- Name: profile_photos profile_photos_select; Type: POLICY; Schema: public; Owner: -
 --
 
-CREATE POLICY profile_photos_select ON public.profile_photos FOR SELECT USING (((user_id = ANY (( SELECT public.app_visible_user_ids() AS app_visible_user_ids)::uuid[])) IS TRUE));
+CREATE POLICY profile_photos_select ON public.profile_photos FOR SELECT USING ((user_id = ANY (( SELECT public.app_visible_user_ids() AS app_visible_user_ids)::uuid[])));
 
 --
 -- Name: profile_photos profile_photos_update; Type: POLICY; Schema: public; Owner: -
@@ -3472,7 +3472,11 @@ begin
     end loop;
     insert into photo_garbage (content_hash)
     select distinct u.content_hash from photo_uploads u where u.uploader_id = account
-    union select f.content_hash from profile_photos f where f.user_id = account
+    on conflict (content_hash) do nothing;
+    -- Apart, not in a UNION with the uploads: Citus plans that INSERT wrongly, a reference
+    -- table beside a coordinator's ("more target columns than expressions").
+    insert into photo_garbage (content_hash)
+    select f.content_hash from profile_photos f where f.user_id = account
     on conflict (content_hash) do nothing;
     insert into apple_revocations (token_id, client_id, sealed)
     select t.token_id, t.client_id, t.sealed from apple_tokens t where t.user_id = account

@@ -168,7 +168,7 @@ struct CitusSchema {
     @discardableResult
     func apply() async throws -> [String] {
         var changed: [String] = []
-        for (table, placement) in Self.placements where try await !isLaidOut(table) {
+        for (table, placement) in Self.placements where try await isLaidOut(table) == false {
             let statement: PostgresQuery = switch placement {
             case .byDiary(let column) where table == "diaries":
                 "select create_distributed_table(\(table)::regclass, \(column))"
@@ -200,8 +200,14 @@ struct CitusSchema {
         return changed
     }
 
-    private func isLaidOut(_ table: String) async throws -> Bool {
-        let rows = try await pool.query("select exists (select from pg_dist_partition where logicalrelid = \(table)::regclass) as done")
-        return try rows.first?.decode("done", as: Bool.self) == true
+    /// Whether `table` is laid out; nil while no migration has created it (migrations older
+    /// than this release's layout), and the run after the one that does lays it out.
+    private func isLaidOut(_ table: String) async throws -> Bool? {
+        let rows = try await pool.query("""
+            select to_regclass(\(table)) is not null as found,
+                exists (select from pg_dist_partition where logicalrelid = to_regclass(\(table))) as done
+            """)
+        guard let row = rows.first, try row.decode("found", as: Bool.self) else { return nil }
+        return try row.decode("done", as: Bool.self)
     }
 }

@@ -265,6 +265,16 @@ struct CitusClusterTests {
         }
     }
 
+    @Test("profile photos and the invite page through the coordinator: set, minted everywhere, replaced, removed, deleted with the account; a current code's page, a rotated one's")
+    func profilePhotosAndInvitePages() async throws {
+        let tag = "-\(UUID().uuidString.prefix(8).lowercased())"
+        try await APIHarness.run(on: try Self.owner(), citus: true, invitePage: InvitePageTests.app) { api in
+            try await ProfilePhotoTests.mintedEverywhere(api, tag: tag)
+            try await ProfilePhotoTests.replacedRemovedDeleted(api, tag: tag + "-r")
+            try await InvitePageTests.invalidCodes(api, tag: tag)
+        }
+    }
+
     @Test("backup refuses a Citus coordinator, whose pg_dump would hold none of the workers' rows, before it writes anything")
     func backupRefused() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("citus-backup-\(UUID().uuidString)").path

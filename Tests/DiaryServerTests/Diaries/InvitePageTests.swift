@@ -41,8 +41,13 @@ struct InvitePageTests {
 
     @Test("a rotated, unknown or impossible code gets the same page, saying the invitation is no longer valid, with no code; the new code's page works")
     func invalidCodes() async throws {
-        try await APIHarness.run(invitePage: Self.app) { api in
-            let aiko = try await api.signIn("aiko")
+        try await APIHarness.run(invitePage: Self.app) { api in try await Self.invalidCodes(api, tag: "") }
+    }
+
+    /// Also run on a Citus cluster (CitusClusterTests), with `tag` making its names its own.
+    static func invalidCodes(_ api: APIHarness, tag: String) async throws {
+        do {
+            let aiko = try await api.signIn("aiko\(tag)")
             let diary = try await api.createDiary("日記", type: .couple, token: aiko.accessToken)
             let rotated = try await api.call(.post, "/v1/diaries/\(diary.id)/invite-code", token: aiko.accessToken).decode(InviteCodeResponse.self)
             var pages: [String] = []

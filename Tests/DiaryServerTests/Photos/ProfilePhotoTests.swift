@@ -20,8 +20,13 @@ struct ProfilePhotoTests {
 
     @Test("an uploaded photo, stripped as entry photos are, is minted into me, sign-in, members, diaries, entries' authors and the socket's member frames; one URL for its window; a stranger never gets it")
     func mintedEverywhere() async throws {
-        try await APIHarness.run { api in
-            let aiko = try await api.signIn("aiko"), ben = try await api.signIn("ben"), stranger = try await api.signIn("stranger")
+        try await APIHarness.run { api in try await Self.mintedEverywhere(api, tag: "") }
+    }
+
+    /// Also run on a Citus cluster (CitusClusterTests), with `tag` making its names its own.
+    static func mintedEverywhere(_ api: APIHarness, tag: String) async throws {
+        do {
+            let aiko = try await api.signIn("aiko\(tag)"), ben = try await api.signIn("ben\(tag)"), stranger = try await api.signIn("stranger\(tag)")
             let diary = try await api.createDiary("ふたり", type: .couple, token: aiko.accessToken)
             #expect(try await api.join(diary.inviteCode, token: ben.accessToken).status == .ok)
             let before = try await api.call(.get, "/v1/diaries/\(diary.id)/entries", token: ben.accessToken).decode(EntryPage.self)
@@ -76,8 +81,12 @@ struct ProfilePhotoTests {
 
     @Test("replacing or removing the photo refuses its old URL and collects its file; the account's deletion does too")
     func replacedRemovedDeleted() async throws {
-        try await APIHarness.run { api in
-            let aiko = try await api.signIn("aiko")
+        try await APIHarness.run { api in try await Self.replacedRemovedDeleted(api, tag: "") }
+    }
+
+    static func replacedRemovedDeleted(_ api: APIHarness, tag: String) async throws {
+        do {
+            let aiko = try await api.signIn("aiko\(tag)")
             let first = try await Self.setPhoto(api, TestImages.jpeg(width: 8, height: 8), token: aiko.accessToken)
             let firstFile = try #require(try await Self.hash(api, of: aiko.user.id))
             let second = try await Self.setPhoto(api, TestImages.png(width: 5, height: 5), type: "image/png", token: aiko.accessToken)
