@@ -70,7 +70,7 @@ CITUS_OUTAGE_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$database?ho
 # Then a third worker joins the running cluster and `diary-server rebalance` spreads the shards
 # while two servers take posts and reads: CitusRebalanceTests, after everything else, since the
 # layout stays changed.
-CITUS_REBALANCE_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$database?host=$PGHOST" scripts/run-suite.sh 15 swift test --skip-build --filter CitusRebalanceTests
+CITUS_REBALANCE_DATABASE_URL="postgres://postgres@localhost:$PGPORT/$database?host=$PGHOST" scripts/run-suite.sh 15 swift test --skip-build --filter CitusRebalanceTests
 
 # Last, a whole cluster restored to one moment: scripts/pitr.sh's three nodes of their own, each
 # archiving its WAL with pgBackRest; CitusRestoreTests takes their base backups, a restore point

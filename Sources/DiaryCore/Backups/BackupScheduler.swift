@@ -5,19 +5,17 @@ import NIOPosix
 package import PostgresClient
 
 /// Automatic backups inside `serve` (`BACKUP_DIR`): when the newest complete backup in the
-/// directory is older than the interval, one backup, its verification, and pruning to the
-/// newest `keep`.
+/// directory is older than the interval (`BackupSchedule`), one backup, its verification, and
+/// pruning to the newest `keep`.
 ///
 /// Every server checks, and the one that takes the advisory lock (`advisoryLockKey`, on a
 /// connection of its own, held for the whole run) does the work; the others find either the
-/// lock taken or the new backup fresh. Checking more often than the interval means a server
-/// that was down when a backup was due makes it soon after it starts.
+/// lock taken or the new backup fresh.
 package final class BackupScheduler: Sendable {
     package struct Options: Sendable {
         /// `BACKUP_DIR`.
         package var directory: String
-        /// `BACKUP_INTERVAL_HOURS` (default 24).
-        package var interval: Duration = .seconds(24 * 3600)
+        package var schedule = BackupSchedule()
         /// `BACKUP_KEEP` (default 7): complete backups kept; photo files none of them names go too.
         package var keep = 7
         /// pg_dump and pg_restore, located by the caller (`PG_DUMP`, `PG_RESTORE`, else PATH).
@@ -26,11 +24,6 @@ package final class BackupScheduler: Sendable {
         /// Where `diary_verify_*` databases are made; nil is the pool's own connection,
         /// which must then be allowed to CREATE DATABASE.
         package var scratchDatabase: PostgresConfiguration?
-        /// How often a server looks whether a backup is due; the interval, if shorter.
-        package var checkEvery: Duration = .seconds(900)
-        /// The first look after start: not at once, so that a fleet restarting together
-        /// does not contend for the lock together.
-        package var firstCheckAfter: Duration = .seconds(60)
 
         package init(directory: String, pgDump: ExternalTool, pgRestore: ExternalTool) {
             self.directory = directory
@@ -70,9 +63,7 @@ package final class BackupScheduler: Sendable {
 
     /// Runs until cancelled.
     package func run() async {
-        do { try await Task.sleep(for: options.firstCheckAfter) } catch { return }
-        let period = max(.seconds(1), min(options.checkEvery, options.interval))
-        await repeating(every: period, startingAtOnce: true) { _ = await self.tick() }
+        await options.schedule.run { _ = await self.tick() }
     }
 
     /// One look: backs up, verifies and prunes if a backup is due and no other server is at it.
@@ -80,20 +71,9 @@ package final class BackupScheduler: Sendable {
     package func tick(at now: Date = Date()) async -> Outcome {
         let started = ContinuousClock.now
         do {
-            return try await pool.withConnection { lock in
-                guard try await lock.query("select pg_try_advisory_lock(\(Self.advisoryLockKey)) as taken")[0].decode("taken", as: Bool.self) else {
-                    return .locked
-                }
-                do {
-                    let outcome = try await backUpIfDue(at: now, started: started)
-                    try await lock.query("select pg_advisory_unlock(\(Self.advisoryLockKey))")
-                    return outcome
-                } catch {
-                    // A connection that fails to unlock is broken, and its session's lock went with it.
-                    _ = try? await lock.query("select pg_advisory_unlock(\(Self.advisoryLockKey))")
-                    throw error
-                }
-            }
+            return try await pool.whileHoldingAdvisoryLock(Self.advisoryLockKey) {
+                try await backUpIfDue(at: now, started: started)
+            } ?? .locked
         } catch where error is CancellationError || Task.isCancelled {
             // The server is stopping: the run's partial folder is gone and nothing failed.
             logger.info("backup interrupted by shutdown", metadata: ["directory": "\(options.directory)"])
@@ -111,9 +91,7 @@ package final class BackupScheduler: Sendable {
             let layout = BackupLayout(root: directory)
             return (layout, layout.completeBackups().last.flatMap { Self.createdAt(of: layout.folder($0)) })
         }
-        if let newest, now.timeIntervalSince(newest) < options.interval.totalSeconds {
-            return .notDue
-        }
+        guard options.schedule.isDue(newest: newest, at: now) else { return .notDue }
         logger.info("backup starting", metadata: ["directory": "\(options.directory)"])
         let runner = BackupRunner(pool: pool, store: store, pgDump: options.pgDump, logger: logger)
         let result = try await runner.backup(into: options.directory)

@@ -7,11 +7,12 @@ struct RebalanceCommand: AsyncParsableCommand {
         commandName: "rebalance",
         abstract: "On a Citus coordinator: spread the shards over every registered worker, writable while they move.",
         discussion: """
-            After a worker is added (citus_add_node), as the schema's owner
-            (MIGRATION_DATABASE_URL, else DATABASE_URL), while servers keep serving: moves
-            shards to even the workers out, by logical replication (wal_level = logical on
-            every node), and waits for the moves to finish. Row security is unforced on the
-            tables during the moves and forced again after (README, "Scaling out on Citus").
+            After a worker is added (citus_add_node), as a superuser (--database-url), while
+            servers keep serving: moves shards to even the workers out, by logical replication
+            (wal_level = logical on every node), and waits for the moves to finish. Citus's
+            subscription role for each move gets BYPASSRLS, which its owner has, so the
+            catch-up applies into tables that force row security (README, "Scaling out on
+            Citus").
             Safe to run again: it resumes, or moves nothing.
             """
     )

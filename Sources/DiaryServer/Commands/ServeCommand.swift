@@ -63,7 +63,10 @@ struct ServeCommand: AsyncParsableCommand {
                                   (default 4, or half of DB_POOL_SIZE if less)
               BACKUP_DIR          turns automatic backups on: one instance at a time backs up
                                   there and verifies (as MIGRATION_DATABASE_URL, else DATABASE_URL)
-              BACKUP_INTERVAL_HOURS  hours between backups (default 24)
+              RESTORE_POINT_DATABASE_URL  a superuser's connection: turns scheduled restore
+                                  points on, on a Citus cluster every node's at once (README,
+                                  "Restoring a cluster to one moment")
+              BACKUP_INTERVAL_HOURS  hours between backups or restore points (default 24)
               BACKUP_KEEP         backups kept (default 7)
               PG_DUMP, PG_RESTORE the tools (default: found on PATH)
               BACKUP_SCRATCH_DATABASE_URL  where verification restores (default: a scratch
@@ -121,9 +124,12 @@ struct ServeCommand: AsyncParsableCommand {
             "address": "\(configuration.host):\(configuration.port)", "database": "\(configuration.database)",
             "poolSize": "\(configuration.poolOptions.size)", "preparedStatements": "\(configuration.database.preparedStatements)",
         ])
-        let backups: WorkerService?
+        let backups: [WorkerService]
         do {
-            backups = try WorkerService.backupsFromEnvironment(database: database, logger: logger)
+            backups = [
+                try WorkerService.backupsFromEnvironment(database: database, logger: logger),
+                try WorkerService.restorePointsFromEnvironment(logger: logger),
+            ].compactMap { $0 }
         } catch {
             logger.critical("cannot start: automatic backups are misconfigured", metadata: ["reason": "\(error)"])
             try? await pool.close()
@@ -141,7 +147,7 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode.failure
         }
         // Members stop in reverse order: realtime sockets close (1001) before the server stops.
-        let services: [any Service] = (backups.map { [$0] } ?? []) + [app, RealtimeDrain(feed: feed)]
+        let services: [any Service] = backups + [app, RealtimeDrain(feed: feed)]
         try await ServiceGroup(configuration: .init(
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
         )).run()

@@ -13,4 +13,12 @@ extension WorkerService {
             }
         }
     }
+
+    /// Scheduled restore points beside `serve`, with `RESTORE_POINT_DATABASE_URL` set: a
+    /// superuser's small pool, since Citus's restore points are superusers' only.
+    static func restorePoints(pool: PostgresPool, schedule: BackupSchedule, logger: Logger) -> WorkerService {
+        WorkerService(pool: pool) {
+            await RestorePointScheduler(pool: pool, schedule: schedule, logger: logger).run()
+        }
+    }
 }

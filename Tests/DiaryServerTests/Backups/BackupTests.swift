@@ -247,7 +247,7 @@ struct BackupTests {
                 pgDump: try ExternalTool.locate("pg_dump", override: nil, searchPath: path),
                 pgRestore: try ExternalTool.locate("pg_restore", override: nil, searchPath: path)
             )
-            options.interval = .zero
+            options.schedule.interval = .zero
             options.keep = 2
             try await TestDatabase.withPool(owner, size: 2) { pool in
                 let store = try FolderPhotoStore(root: fixture.api.photoStore)
@@ -281,7 +281,7 @@ struct BackupTests {
                 #expect(try await Self.runs(fixture.api).map(\.verified) == [true, true, true])
 
                 var daily = options
-                daily.interval = .seconds(24 * 3600)
+                daily.schedule.interval = .seconds(24 * 3600)
                 let notDue = BackupScheduler(pool: pool, store: store, options: daily, logger: TestDatabase.logger)
                 #expect(await notDue.tick() == .notDue)
             }

@@ -40,4 +40,39 @@ struct RestorePointTests {
             #expect(try count.first?.decode("n", as: Int.self) == 2)
         }
     }
+
+    @Test("serve's scheduled restore points (RESTORE_POINT_DATABASE_URL): one when due, recorded and reported; none while another server holds the lock; none while the newest is younger than the interval, though a dump is newer")
+    func scheduled() async throws {
+        try await APIHarness.run(export: ExportConfiguration(backupsEnabled: true)) { api in
+            let couple = try await EntryPhotoTests.couple(api)
+            #expect(try await api.post("予定", in: couple.diary.id, token: couple.alice.accessToken).status == .created)
+            var schedule = BackupSchedule()
+            schedule.interval = .seconds(3600)
+            try await TestDatabase.withPool(api.database, size: 2) { pool in
+                let scheduler = RestorePointScheduler(pool: pool, schedule: schedule, logger: TestDatabase.logger)
+                try await TestDatabase.withPool(api.database, size: 1) { other in
+                    try await other.withConnection { connection in
+                        try await connection.query("select pg_advisory_lock(\(RestorePointScheduler.advisoryLockKey))")
+                        #expect(await scheduler.tick() == .locked)
+                        try await connection.query("select pg_advisory_unlock(\(RestorePointScheduler.advisoryLockKey))")
+                    }
+                }
+                let now = Date()
+                #expect(await scheduler.tick(at: now) == .taken(name: RestorePoint.defaultName(at: now)))
+                let recorded = try #require(try await api.asSuperuser("select location, entry_count from backup_runs order by finished_at desc limit 1").first)
+                #expect(try recorded.decode("location", as: String.self) == "restore-point:\(RestorePoint.defaultName(at: now))")
+                #expect(try recorded.decode("entry_count", as: Int.self) == 1)
+                let safety = try await api.call(.get, "/v1/data-safety", token: couple.bob.accessToken).decode(DataSafety.self)
+                #expect(abs(try #require(safety.lastBackupAt).timeIntervalSinceNow) < 300)
+
+                // A dump's record is not a restore point: the interval counts from the newest point.
+                try await api.asSuperuser("insert into backup_runs (started_at, finished_at, location, entry_count, entries_checksum) values (now(), now(), '/backups/dump', 1, '')")
+                #expect(await scheduler.tick(at: now.addingTimeInterval(1800)) == .notDue)
+                let later = now.addingTimeInterval(3600 + 5)
+                #expect(await scheduler.tick(at: later) == .taken(name: RestorePoint.defaultName(at: later)))
+                let points = try await api.asSuperuser("select count(*)::int8 as n from backup_runs where location like 'restore-point:%'")
+                #expect(try points.first?.decode("n", as: Int.self) == 2)
+            }
+        }
+    }
 }

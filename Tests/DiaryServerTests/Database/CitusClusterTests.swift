@@ -288,50 +288,64 @@ struct CitusClusterTests {
         #expect(!FileManager.default.fileExists(atPath: directory))
     }
 
-    @Test("forcing row security again waits at most its lock timeout on a worker too: a worker's transaction holding a placement of users never holds the coordinator's reads of users behind the ALTER")
-    func forcingYieldsOnWorkers() async throws {
-        let owner = try Self.owner()
-        let placement = try await TestDatabase.withPool(owner, size: 1) { pool in
-            try #require(try await pool.query("""
-                select p.nodename, p.nodeport, s.shardid from pg_dist_shard s join pg_dist_placement pl using (shardid) join pg_dist_node p using (groupid)
-                where s.logicalrelid = 'users'::regclass and p.groupid <> 0 order by p.nodeport limit 1
-                """).first)
-        }
-        // As the coordinator reaches it: each node has a socket folder of its own.
-        var worker = owner
-        worker.parameters["host"] = nil
-        worker.host = try placement.decode("nodename", as: String.self)
-        worker.port = try placement.decode("nodeport", as: Int.self)
-        let shard = PostgresQuery(unsafeSQL: "public.users_\(try placement.decode("shardid", as: Int.self))")
-        var reader = owner
-        reader.statementTimeout = .seconds(20)
-        try await TestDatabase.withPool(owner, size: 1) { ownerPool in
-            let rebalance = CitusRebalance(pool: ownerPool, logger: TestDatabase.logger)
-            let forcing = try await TestDatabase.withPool(worker, size: 1) { workerPool in
-                try await workerPool.withTransaction { holder in
-                    // As a server's write holds it there, in the shard's own name, which Citus guards.
-                    try await holder.query("set local citus.enable_manual_changes_to_shards = on")
-                    try await holder.query("lock table \(shard) in row exclusive mode")
-                    let forcing = Task { try await rebalance.setForced(true, on: ["users"], within: .seconds(120)) }
-                    // The ALTER has reached the worker and waits there for the placement.
-                    _ = try await waitForValue("the ALTER waiting on the worker", within: .seconds(30)) {
-                        try await holder.query("select 1 as waiting from pg_locks where not granted and mode = 'AccessExclusiveLock'").first
-                    }
-                    // The holder still holds: a read through the coordinator is answered all the same.
-                    let read = try await TestDatabase.withPool(reader, size: 1) { try await $0.query("select count(*)::int8 as n from users") }
-                    #expect(try read.first?.decode("n", as: Int.self) ?? -1 >= 0)
-                    return forcing
-                }
-            }
-            // Released: the next try takes the lock everywhere.
-            try await forcing.value
-        }
-        let unforced = try await TestDatabase.withPool(owner, size: 1) { try await $0.query(CitusRebalance.unforcedTables) }
-        #expect(unforced.isEmpty)
-    }
-
     static func month() -> String {
         let parts = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "Asia/Tokyo")!, from: Date())
         return String(format: "%04d-%02d", parts.year!, parts.month!)
+    }
+
+    @Test("rebalance: refused as the owner, saying it needs a superuser; as one, every node's Citus subscription role that is a member of a BYPASSRLS owner gets BYPASSRLS, and no other role: not one named otherwise, one of no such owner, or one still SUPERUSER")
+    func rebalanceLetsOnlySubscriptionRolesApply() async throws {
+        let refused = try await ServerProcess.runCommand(["rebalance", "--database-url", ProcessInfo.processInfo.environment["CITUS_DATABASE_URL"] ?? ""])
+        #expect(refused.status != 0 && refused.output.contains("superuser"), "\(refused.output)")
+
+        let tag = String(UUID().uuidString.prefix(8)).lowercased()
+        let moving = "citus_shard_move_subscription_role_\(tag)", ownerless = "citus_shard_move_subscription_role_free_\(tag)"
+        let stillSuper = "citus_shard_split_subscription_role_super_\(tag)", otherName = "mover_\(tag)"
+        let roles = [(moving, "in role diary_owner"), (ownerless, ""), (stillSuper, "superuser nobypassrls in role diary_owner"), (otherName, "in role diary_owner")]
+        let creates = roles.map { "create role \($0.0) nologin \($0.1);" }.joined(separator: " ")
+        let drops = roles.map { "drop role if exists \($0.0);" }.joined(separator: " ")
+        func onEveryNode(_ pool: PostgresPool, _ statements: String) async throws {
+            let failures = try await pool.query(PostgresQuery(unsafeSQL: """
+                select result from run_command_on_all_nodes($command$
+                    do $roles$ begin perform set_config('citus.enable_ddl_propagation', 'off', true); \(statements) end $roles$
+                    $command$) where not success
+                """))
+            let messages = try failures.map { try $0.decode("result", as: String.self) }
+            #expect(messages.isEmpty, "\(messages)")
+        }
+        try await TestDatabase.withPool(try Self.coordinator().as("postgres"), size: 1) { pool in
+            try await onEveryNode(pool, creates)
+            let nodes = try #require(try await pool.query("select count(*)::int8 as n from pg_dist_node where isactive").first?.decode("n", as: Int.self))
+            try await CitusRebalance(pool: pool, logger: TestDatabase.logger).letSubscriptionRolesApply()
+            let bypassing = try await pool.query(PostgresQuery(unsafeSQL: """
+                select result from run_command_on_all_nodes($command$
+                    select string_agg(rolname, ',' order by rolname) from pg_roles where rolbypassrls and rolname like '%\(tag)'
+                    $command$)
+                """)).map { try $0.decode("result", as: String.self) }
+            try await onEveryNode(pool, drops)
+            #expect(bypassing == Array(repeating: moving, count: nodes))
+        }
+    }
+
+    @Test("serve's scheduled restore point on the cluster: citus_create_restore_point, the point in every node's WAL, recorded on the coordinator for the Data Safety Center")
+    func scheduledRestorePoint() async throws {
+        try await TestDatabase.withPool(try Self.coordinator().as("postgres"), size: 2) { pool in
+            let before = try await pool.query("select nodeid::int8 as node, result from run_command_on_all_nodes('select pg_current_wal_insert_lsn()::text')")
+            let now = Date()
+            var schedule = BackupSchedule()
+            schedule.interval = .zero
+            let outcome = await RestorePointScheduler(pool: pool, schedule: schedule, logger: TestDatabase.logger).tick(at: now)
+            #expect(outcome == .taken(name: RestorePoint.defaultName(at: now)))
+            let recorded = try await pool.query("select count(*)::int8 as n from backup_runs where location = \("restore-point:" + RestorePoint.defaultName(at: now))")
+            #expect(try recorded.first?.decode("n", as: Int.self) == 1)
+            // Every node wrote the point to its WAL.
+            for row in before {
+                let node = try row.decode("node", as: Int.self), lsn = try row.decode("result", as: String.self)
+                let moved = try await pool.query("""
+                    select result from run_command_on_all_nodes('select pg_current_wal_insert_lsn() > ' || quote_literal(\(lsn)) || '::pg_lsn') where nodeid = \(node)
+                    """)
+                #expect(try moved.first?.decode("result", as: String.self) == "t", "node \(node)")
+            }
+        }
     }
 }
