@@ -8,7 +8,8 @@ import Glibc
 /// Foundation's `Process.run()` on Linux crashes now and then (swift-corelibs-foundation
 /// #5472: an over-read while it lists /proc/self/fd), and a suite that spawns hundreds of
 /// processes met it; this path does not list descriptors. Children start with no signal
-/// blocked and every signal at its default, whatever the spawning thread had.
+/// blocked and every signal at its default, whatever the spawning thread had, and with no
+/// descriptor of this process's but their standard input, output and error.
 public enum Spawn {
     /// Runs a program to its end; its stdout and stderr together, or stderr appended to the
     /// file `errorsPath` when given. The waiting happens on a thread of its own (`OffPool`),
@@ -76,6 +77,9 @@ public enum Spawn {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         files(&actions)
+        // Nothing else of this process's: a PostgreSQL a test starts outlives the call, and a
+        // socket it held would stay open after this process closed it (SpawnTests).
+        precondition(addCloseFrom(&actions, 3) == 0, "posix_spawn_file_actions_addclosefrom_np failed")
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -94,6 +98,15 @@ public enum Spawn {
         guard spawned == 0 else { throw SpawnError("posix_spawn \(executable): error \(spawned)") }
         return pid
     }
+
+    /// glibc's (2.34 and later), which its Swift module does not declare.
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    private static let addCloseFrom: AddCloseFrom = {
+        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
+            fatalError("this C library has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later)")
+        }
+        return unsafeBitCast(symbol, to: AddCloseFrom.self)
+    }()
 
     /// WIFEXITED / WEXITSTATUS, spelled out: the macros do not import. A signal gives 128 + it.
     static func exitCode(_ status: Int32) -> Int32 {
