@@ -76,7 +76,7 @@ package struct RequestScope: Sendable {
     package func run(_ statements: [PostgresQuery], thenRead readBack: [PostgresQuery]) async throws -> [PostgresRows] {
         switch database {
         case .single: try await run(statements + readBack)
-        case .citus: try await run(statements) + read(readBack)
+        case .citus: try await run(statements) + readAfterCommit(readBack)
         }
     }
 
@@ -95,8 +95,15 @@ package struct RequestScope: Sendable {
             guard let written = try await run("select (\(write)) as written").first?.decode("written", as: UUID?.self) else {
                 throw DomainError.inconsistent("the write named no row")
             }
-            return try await read(readBack("\(written)"))
+            return try await readAfterCommit(readBack("\(written)"))
         }
+    }
+
+    /// A read-back after its write's COMMIT (on Citus): the write happened, so a node that
+    /// could not be reached for the read is asked again (`Retry.readBack`) before the caller
+    /// hears 503, and then a retry with the request's own id answers the stored row.
+    private func readAfterCommit(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
+        try await transaction(statements, placement: readPlacement, retry: .readBack)
     }
 
     /// Runs statements that only read, as the caller, and returns each one's rows.
@@ -137,7 +144,7 @@ package struct RequestScope: Sendable {
                     try await connection.query("select authenticate(\(identity.sessionID), \(identity.userID))")
                     result = try await body(SnapshotReader(connection: connection))
                 } catch {
-                    try? await connection.query("rollback")
+                    _ = try? await connection.query("rollback")
                     throw error
                 }
                 try await connection.query("commit")
@@ -173,33 +180,48 @@ package struct RequestScope: Sendable {
     }
 
     private func transaction(
-        _ statements: [PostgresQuery], placement: PostgresPool.Placement, afterCommit: [PostgresQuery] = []
+        _ statements: [PostgresQuery], placement: PostgresPool.Placement, afterCommit: [PostgresQuery] = [], retry: Retry = .conflicts
     ) async throws -> [PostgresRows] {
         let spelled = database == .citus ? statements.map(CitusSpelling.respelled) : statements
         let transaction = ["select authenticate(\(identity.sessionID), \(identity.userID))"] + spelled
         #if DEBUG
         Self.recorder?.record(transaction + (afterCommit.isEmpty ? [] : ["COMMIT"] + afterCommit))
         #endif
-        var conflicts = Backoff.Attempts(Self.conflictRetry)
+        var attempts = Backoff.Attempts(retry.backoff)
         while true {
             do {
                 let results = try await AppSQLState.translating { try await pool.transaction(transaction, placement: placement, afterCommit: afterCommit) }
                 return Array(results.dropFirst())
-            } catch let error as PostgresError where Self.isConflict(error) && conflicts.failures + 1 < Self.conflictAttempts {
-                Counter(label: "db_conflict_retries_total", dimensions: [("kind", "\(error.kind)")]).increment()
-                try await Task.sleep(for: conflicts.failed())
+            } catch let error as PostgresError where retry.retries(error.kind) && attempts.failures + 1 < retry.attempts {
+                Counter(label: retry.counter, dimensions: [("kind", "\(error.kind)")]).increment()
+                try await Task.sleep(for: attempts.failed())
             }
         }
     }
 
-    /// A transaction the database chose as a deadlock's victim, or could not serialize, was
-    /// rolled back whole, so it runs again, up to `conflictAttempts` times in all, before the
-    /// caller hears `conflict_retry`. On a cluster a shard's move ends by blocking the shard's
-    /// writes for a moment, and a write that meets that block in the wrong order is such a
-    /// victim (CitusRebalanceTests).
-    static func isConflict(_ error: PostgresError) -> Bool { error.kind == .deadlock || error.kind == .serializationFailure }
-    static let conflictAttempts = 3
-    static let conflictRetry = Backoff(base: .milliseconds(20), cap: .milliseconds(500), jitter: 0.5...1.0)
+    /// Which failures a transaction runs again after, how often, and how long it waits between.
+    struct Retry: Sendable {
+        var retries: @Sendable (PostgresError.Kind) -> Bool
+        /// Runs in all, the first one included.
+        var attempts: Int
+        var backoff: Backoff
+        var counter: String
+
+        /// A transaction the database chose as a deadlock's victim, or could not serialize,
+        /// was rolled back whole, so it runs again before the caller hears `conflict_retry`.
+        /// On a cluster a shard's move ends by blocking the shard's writes for a moment, and a
+        /// write that meets that block in the wrong order is such a victim (CitusRebalanceTests).
+        static let conflicts = Retry(
+            retries: isConflict, attempts: 3, backoff: Backoff(base: .milliseconds(20), cap: .milliseconds(500), jitter: 0.5...1.0),
+            counter: "db_conflict_retries_total")
+        /// A read only reads: one that could not reach a node, or conflicted, runs again, for
+        /// about two seconds in all, which outlasts a connection's reset or a node's failover.
+        static let readBack = Retry(
+            retries: { isConflict($0) || $0 == .connectionFailure }, attempts: 6,
+            backoff: Backoff(base: .milliseconds(50), cap: .seconds(1), jitter: 0.5...1.0), counter: "db_read_back_retries_total")
+    }
+
+    static func isConflict(_ kind: PostgresError.Kind) -> Bool { kind == .deadlock || kind == .serializationFailure }
 
     #if DEBUG
     /// Debug builds only: a test collects the statements of each transaction a request
