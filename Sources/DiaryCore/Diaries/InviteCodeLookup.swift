@@ -10,29 +10,17 @@ package struct InviteCodeLookup: Sendable {
         self.pool = pool
     }
 
-    /// The code as people type it, made comparable as the database makes it
-    /// (`normalize_invite_code`): upper case, without hyphens or spaces, O read as 0 and I
-    /// and L as 1. Nil for text that cannot be a code: any other character, or too long.
-    package static func normalized(_ text: String) -> String? {
-        var code = ""
-        for character in text.uppercased() where character != "-" && !character.isWhitespace {
-            guard character.isASCII else { return nil }
-            switch character {
-            case "O": code.append("0")
-            case "I", "L": code.append("1")
-            case "0"..."9", "A"..."Z": code.append(character)
-            default: return nil
-            }
-        }
-        return (1...maximumLength).contains(code.count) ? code : nil
+    /// The code as the database reads what people type (`normalize_invite_code`, which the
+    /// join uses too: upper case, without hyphens or spaces, O read as 0, I and L as 1) if it
+    /// is a diary's current code; else nil. Text longer than `maximumLength` is not looked up.
+    package func currentCode(typed text: String) async throws -> String? {
+        guard (1...Self.maximumLength).contains(text.utf8.count) else { return nil }
+        return try await pool.query("""
+            select typed.code from normalize_invite_code(\(text)) as typed(code) where invite_code_diary(typed.code) is not null
+            """, placement: .sharedConnection).first?.decode("code", as: String.self)
     }
 
-    /// Generated codes are ten characters; anything much longer is not worth a query.
+    /// Generated codes are ten characters; typed ones may carry hyphens and spaces, and
+    /// anything much longer is not worth a query.
     package static let maximumLength = 32
-
-    /// Whether `code` (normalized) is a diary's current code.
-    package func isCurrent(_ code: String) async throws -> Bool {
-        try await pool.query("select invite_code_diary(\(code)) is not null as current", placement: .sharedConnection)
-            .first?.decode("current", as: Bool.self) ?? false
-    }
 }

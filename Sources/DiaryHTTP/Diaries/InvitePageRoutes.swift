@@ -18,10 +18,7 @@ struct InvitePageRoutes {
                 AppMetrics.recordRateLimitRejection("invite_pages")
                 throw Problem(status: .tooManyRequests, code: .rateLimited, detail: "too many invite pages from this address; try again later", headers: [.retryAfter: String(wait)])
             }
-            var current: String?
-            if let code = InviteCodeLookup.normalized(context.parameters.get("code") ?? ""), try await lookup.isCurrent(code) {
-                current = code
-            }
+            let current = try await lookup.currentCode(typed: context.parameters.get("code") ?? "")
             return Response(status: current == nil ? .notFound : .ok, headers: Self.pageHeaders, body: .init(byteBuffer: ByteBuffer(string: page.html(code: current))))
         }
 
