@@ -51,19 +51,10 @@ package struct PhotoLinks: Sendable {
     /// its bytes in the store, for a presigned URL.
     package func photo(id: UUID, hash: String, contentType: String, bytes: Int, width: Int, height: Int) -> Photo {
         let issuedAt = Int(now().timeIntervalSince1970)
-        let lifetime = Int(Self.lifetime.wholeSeconds)
-        let expiresAt = issuedAt + lifetime
-        let url = switch mode {
-        case .server:
-            path(for: id, expiresAt: expiresAt)
-        case .presigned(let store):
-            store.presignedURL(of: hash, contentType: contentType, lifetime: lifetime, date: Date(timeIntervalSince1970: TimeInterval(issuedAt)))
-        case .archive:
-            ExportArchive.photoPath(id: id, contentType: contentType)
-        }
+        let expiresAt = issuedAt + Int(Self.lifetime.wholeSeconds)
         return Photo(
             id: id, contentType: contentType, bytes: bytes, width: width, height: height,
-            url: url, urlExpiresAt: Date(timeIntervalSince1970: TimeInterval(expiresAt))
+            url: url(id: id, hash: hash, contentType: contentType, from: issuedAt, until: expiresAt), urlExpiresAt: Date(timeIntervalSince1970: TimeInterval(expiresAt))
         )
     }
 
@@ -78,14 +69,18 @@ package struct PhotoLinks: Sendable {
         let window = Int(Self.lifetime.wholeSeconds)
         let windowStart = Int(now().timeIntervalSince1970) / window * window
         let expiresAt = windowStart + 2 * window
+        return url(id: id, hash: String(parts[1]), contentType: String(parts[2]), from: windowStart, until: expiresAt)
+    }
+
+    /// A photo's URL as `mode` serves it, valid from `start` until `end` (Unix seconds).
+    private func url(id: UUID, hash: String, contentType: String, from start: Int, until end: Int) -> String {
         switch mode {
         case .server:
-            return path(for: id, expiresAt: expiresAt)
+            path(for: id, expiresAt: end)
         case .presigned(let store):
-            return store.presignedURL(
-                of: String(parts[1]), contentType: String(parts[2]), lifetime: expiresAt - windowStart, date: Date(timeIntervalSince1970: TimeInterval(windowStart)))
+            store.presignedURL(of: hash, contentType: contentType, lifetime: end - start, date: Date(timeIntervalSince1970: TimeInterval(start)))
         case .archive:
-            return ExportArchive.photoPath(id: id, contentType: String(parts[2]))
+            ExportArchive.photoPath(id: id, contentType: contentType)
         }
     }
 
