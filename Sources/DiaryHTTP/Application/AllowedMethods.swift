@@ -17,7 +17,7 @@ enum AllowedMethods {
         ("/v1/photos", [.post]), ("/v1/photos/:id", [.get]), ("/v1/webhooks/revenuecat", [.post]), ("/v1/webhooks/apple", [.post]),
         ("/v1/diaries/:id/calendar", [.get]), ("/v1/diaries/:id/export", [.get]), ("/v1/me/export", [.get]),
         ("/v1/data-safety", [.get]), ("/v1/service-status", [.get]),
-        ("/i/:id", [.get]), ("/invite-preview.png", [.get]), ("/.well-known/apple-app-site-association", [.get]),
+        ("/i/:id", [.get]), (InvitePage.previewPath, [.get]), ("/.well-known/apple-app-site-association", [.get]),
     ].map { (template: $0.0.split(separator: "/"), methods: $0.1) }
 
     /// The methods `path` accepts, or nil if no route has that shape.

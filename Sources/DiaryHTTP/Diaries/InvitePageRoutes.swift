@@ -22,7 +22,7 @@ struct InvitePageRoutes {
             return Response(status: current == nil ? .notFound : .ok, headers: Self.pageHeaders, body: .init(byteBuffer: ByteBuffer(string: page.html(code: current))))
         }
 
-        router.get("invite-preview.png") { _, _ -> Response in
+        router.get(RouterPath(String(InvitePage.previewPath.dropFirst()))) { _, _ -> Response in
             Response(
                 status: .ok, headers: [.contentType: "image/png", .cacheControl: "public, max-age=86400"],
                 body: .init(byteBuffer: ByteBuffer(bytes: InvitePage.previewPNG)))
