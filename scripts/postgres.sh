@@ -20,7 +20,9 @@ data_root="$root/.data"
 # those settings; a running cluster started with another max_connections is restarted.
 # DIARY_PG_PRELOAD names shared_preload_libraries (scripts/citus.sh: citus), and
 # DIARY_PG_WAL_LEVEL sets wal_level (scripts/citus.sh: logical, which moving a shard while it
-# stays writable needs); a running cluster started with another wal_level is restarted.
+# stays writable needs); a running cluster started with another wal_level is restarted. With
+# logical, wal_receiver_status_interval is 1s: a move's last catch-up, with the shard's writes
+# blocked, waits for the receiving node to report its position, every 10 s by default.
 cluster="${DIARY_PG_CLUSTER:-$data_root/postgres}"
 pgdata="$cluster/data"
 socket_dir="$cluster/run"
@@ -126,7 +128,7 @@ start() {
     if ! as_owner "$bin/pg_ctl" -D "$pgdata" status >/dev/null 2>&1; then
         log "starting on port $port"
         as_owner "$bin/pg_ctl" -D "$pgdata" -l "$log" -w -t 60 start \
-            -o "-p $port -k $socket_dir -c listen_addresses=127.0.0.1 -c max_connections=$connections -c shared_buffers=256MB -c fsync=${DIARY_PG_FSYNC:-on}${DIARY_PG_PRELOAD:+ -c shared_preload_libraries=$DIARY_PG_PRELOAD}${DIARY_PG_WAL_LEVEL:+ -c wal_level=$DIARY_PG_WAL_LEVEL}" >/dev/null \
+            -o "-p $port -k $socket_dir -c listen_addresses=127.0.0.1 -c max_connections=$connections -c shared_buffers=256MB -c fsync=${DIARY_PG_FSYNC:-on}${DIARY_PG_PRELOAD:+ -c shared_preload_libraries=$DIARY_PG_PRELOAD}${DIARY_PG_WAL_LEVEL:+ -c wal_level=$DIARY_PG_WAL_LEVEL}${DIARY_PG_WAL_LEVEL:+ -c wal_receiver_status_interval=1s}" >/dev/null \
             || { tail -n 20 "$log" >&2; exit 1; }
     fi
     # A cluster restored to a point (scripts/pitr.sh) or recovering from a crash accepts
