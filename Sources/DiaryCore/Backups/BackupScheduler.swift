@@ -1,6 +1,5 @@
 package import Foundation
 package import Logging
-import Metrics
 import NIOPosix
 package import PostgresClient
 
@@ -79,7 +78,7 @@ package final class BackupScheduler: Sendable {
             logger.info("backup interrupted by shutdown", metadata: ["directory": "\(options.directory)"])
             return .failed("cancelled")
         } catch {
-            Counter(label: "backup_failures_total", dimensions: []).increment()
+            BackupMetrics.recordFailure()
             logger.error("backup failed; the next check tries again", metadata: ["directory": "\(options.directory)", "error": "\(error)"])
             return .failed("\(error)")
         }
@@ -123,12 +122,7 @@ package final class BackupScheduler: Sendable {
             logger.info("backups pruned", metadata: ["backups": "\(pruned.backups)", "photos": "\(pruned.photos)", "kept": "\(options.keep)"])
         }
         let total = ContinuousClock.now - started
-        Timer(label: "backup_duration_seconds", dimensions: [], preferredDisplayUnit: .seconds).recordSeconds(total.totalSeconds)
-        if healthy {
-            Gauge(label: "backup_last_success_timestamp_seconds", dimensions: []).record(Date().timeIntervalSince1970)
-        } else {
-            Counter(label: "backup_failures_total", dimensions: []).increment()
-        }
+        BackupMetrics.recordMade(after: total, healthy: healthy)
         return .backedUp(folder: result.folder, verified: report.verified)
     }
 

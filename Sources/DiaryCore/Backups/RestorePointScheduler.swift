@@ -1,6 +1,5 @@
 package import Foundation
 package import Logging
-import Metrics
 package import PostgresClient
 
 /// Automatic backups inside `serve` on a Citus cluster (`RESTORE_POINT_DATABASE_URL`), whose
@@ -50,15 +49,14 @@ package final class RestorePointScheduler: Sendable {
                     """).first?.decode("newest", as: Date?.self)
                 guard schedule.isDue(newest: newest, at: now) else { return .notDue }
                 let taken = try await RestorePoint.take(named: RestorePoint.defaultName(at: now), pool: pool, logger: logger)
-                Timer(label: "backup_duration_seconds", dimensions: [], preferredDisplayUnit: .seconds).recordSeconds((ContinuousClock.now - started).totalSeconds)
-                Gauge(label: "backup_last_success_timestamp_seconds", dimensions: []).record(Date().timeIntervalSince1970)
+                BackupMetrics.recordMade(after: ContinuousClock.now - started, healthy: true)
                 return .taken(name: taken.name)
             } ?? .locked
         } catch where error is CancellationError || Task.isCancelled {
             logger.info("restore point interrupted by shutdown")
             return .failed("cancelled")
         } catch {
-            Counter(label: "backup_failures_total", dimensions: []).increment()
+            BackupMetrics.recordFailure()
             logger.error("restore point failed; the next check tries again", metadata: ["error": "\(error)"])
             return .failed("\(error)")
         }
