@@ -13,7 +13,9 @@ struct RebalanceCommand: AsyncParsableCommand {
             subscription role for each move gets BYPASSRLS, which its owner has, so the
             catch-up applies into tables that force row security (README, "Scaling out on
             Citus").
-            Safe to run again: it resumes, or moves nothing.
+            Keep it running until it ends: the moves are Citus's background job, and only it
+            grants the roles. If it stopped while the job ran, run select citus_rebalance_stop(),
+            then rebalance again: it moves the rest, or nothing.
             """
     )
 
