@@ -2786,6 +2786,38 @@ end
 $$;
 
 --
+-- Name: assume_server_role(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.assume_server_role() RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+begin
+    if current_user = 'diary_app' then
+        return false;
+    end if;
+    set local role diary_app;
+    -- On a Citus worker the response's reads run inside the routed statement that called it:
+    -- a nested execution, on the diary's own shards and the reference tables, all local.
+    perform pg_catalog.set_config('citus.allow_nested_distributed_execution', 'on', true);
+    return true;
+end
+$$;
+
+--
+-- Name: FUNCTION assume_server_role(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.assume_server_role() IS 'Takes diary_app, the server''s role, for the rest of the transaction when the statement runs as another role, and says whether it did; leave_server_role() gives it back. A write''s answer (diary_response, entry_response) reads through the caller''s policies this way on a Citus worker, where it runs in the schema owner''s connection: the only one that sees what the write''s SECURITY DEFINER function changed there. It only ever lowers privilege, and inside a SECURITY DEFINER function it fails (42501) rather than read as the owner. The owner is a member of diary_app for this (sql/roles.sql).';
+
+--
+-- Name: FUNCTION assume_server_role(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.assume_server_role() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.assume_server_role() TO diary_app;
+
+--
 -- Name: authenticate(uuid, uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3134,6 +3166,40 @@ CREATE FUNCTION public.diary_member_cap(diary_type text) RETURNS integer
 $$;
 
 --
+-- Name: diary_response(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.diary_response(diary uuid) RETURNS TABLE(id uuid, name text, type text, invite_code text, role text, created_at timestamp with time zone, member_count integer, last_entry_at timestamp with time zone, unread_count integer, member_ids uuid[], member_names text[], member_images text[], member_roles text[], member_joined_at timestamp with time zone[])
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+#variable_conflict use_column
+declare
+    switched constant boolean := assume_server_role();
+begin
+    return query
+        select diaries.id, diaries.name, diaries.type, diaries.invite_code, me.role, diaries.created_at,
+            cardinality(members.member_ids) as member_count,
+            (select e.created_at from entries e where e.diary_id = diary order by e.created_at desc limit 1) as last_entry_at,
+            me.unread_count,
+            members.member_ids, members.member_names, members.member_images, members.member_roles, members.member_joined_at
+        from diaries
+        join diary_members me on me.diary_id = diary and me.user_id = app_user_id()
+        cross join lateral (
+            select array_agg(p.public_id order by p.joined_at, p.public_id) as member_ids,
+                   array_agg(p.display_name order by p.joined_at, p.public_id) as member_names,
+                   array_agg(p.profile_photo order by p.joined_at, p.public_id) as member_images,
+                   array_agg(p.role order by p.joined_at, p.public_id) as member_roles,
+                   array_agg(p.joined_at order by p.joined_at, p.public_id) as member_joined_at
+            from member_profiles p where p.diary_id = diary) as members
+        where diaries.id = diary;
+    if switched then
+        perform leave_server_role();
+    end if;
+end
+$$;
+
+--
 -- Name: diary_verdict(uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3205,6 +3271,49 @@ begin
         perform log_edited_entry(diary, entry);
     end if;
     return 'edited';
+end
+$$;
+
+--
+-- Name: entry_response(uuid, uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.entry_response(diary uuid, entry uuid) RETURNS TABLE(id uuid, diary_id uuid, content text, question text, created_at timestamp with time zone, updated_at timestamp with time zone, is_mine boolean, author_id uuid, author_name text, author_image text, reader_ids uuid[], read_at timestamp with time zone[], photo_ids uuid[], photo_hashes text[], photo_types text[], photo_bytes integer[], photo_widths integer[], photo_heights integer[])
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+#variable_conflict use_column
+declare
+    switched constant boolean := assume_server_role();
+begin
+    return query
+        with profiles as (select * from member_profiles where member_profiles.diary_id = diary)
+        select entries.id, entries.diary_id, entries.content, entries.question,
+            entries.created_at, entries.updated_at, entries.user_id = app_user_id() as is_mine,
+            author.public_id as author_id, author.display_name as author_name, author.profile_photo as author_image,
+            reads.reader_ids, reads.read_at,
+            photos.photo_ids, photos.photo_hashes, photos.photo_types, photos.photo_bytes, photos.photo_widths, photos.photo_heights
+        from entries
+        left join profiles author on author.user_id = entries.user_id
+        cross join lateral (
+            select array_agg(reader.public_id order by entry_reads.read_at, reader.public_id) as reader_ids,
+                   array_agg(entry_reads.read_at order by entry_reads.read_at, reader.public_id) as read_at
+            from entry_reads
+            join profiles reader on reader.user_id = entry_reads.user_id
+            where entry_reads.diary_id = diary and entry_reads.entry_id = entries.id) as reads
+        cross join lateral (
+            select array_agg(entry_photos.id order by entry_photos.position) as photo_ids,
+                   array_agg(entry_photos.content_hash order by entry_photos.position) as photo_hashes,
+                   array_agg(entry_photos.content_type order by entry_photos.position) as photo_types,
+                   array_agg(entry_photos.bytes order by entry_photos.position) as photo_bytes,
+                   array_agg(entry_photos.width order by entry_photos.position) as photo_widths,
+                   array_agg(entry_photos.height order by entry_photos.position) as photo_heights
+            from entry_photos
+            where entry_photos.diary_id = diary and entry_photos.entry_id = entries.id) as photos
+        where entries.diary_id = diary and entries.id = entry;
+    if switched then
+        perform leave_server_role();
+    end if;
 end
 $$;
 
@@ -3640,6 +3749,32 @@ begin
     return found_diary.id;
 end
 $$;
+
+--
+-- Name: leave_server_role(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.leave_server_role() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+begin
+    reset role;
+    reset citus.allow_nested_distributed_execution;
+end
+$$;
+
+--
+-- Name: FUNCTION leave_server_role(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.leave_server_role() IS 'Undoes assume_server_role(): the connection''s own role again, and no nested execution.';
+
+--
+-- Name: FUNCTION leave_server_role(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.leave_server_role() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.leave_server_role() TO diary_app;
 
 --
 -- Name: live_sessions(uuid[]); Type: FUNCTION; Schema: public; Owner: -
@@ -4137,6 +4272,32 @@ COMMENT ON FUNCTION public.push_outbox_counts() IS 'Pending and dead notificatio
 
 REVOKE ALL ON FUNCTION public.push_outbox_counts() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.push_outbox_counts() TO diary_app;
+
+--
+-- Name: read_back_diary(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.read_back_diary(diary uuid) RETURNS TABLE(id uuid, name text, type text, invite_code text, role text, created_at timestamp with time zone, member_count integer, last_entry_at timestamp with time zone, unread_count integer, member_ids uuid[], member_names text[], member_images text[], member_roles text[], member_joined_at timestamp with time zone[])
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    return query select r.* from diaries d cross join lateral diary_response(d.id) r where d.id = read_back_diary.diary;
+end
+$$;
+
+--
+-- Name: read_back_entry(uuid, uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.read_back_entry(diary uuid, entry uuid) RETURNS TABLE(id uuid, diary_id uuid, content text, question text, created_at timestamp with time zone, updated_at timestamp with time zone, is_mine boolean, author_id uuid, author_name text, author_image text, reader_ids uuid[], read_at timestamp with time zone[], photo_ids uuid[], photo_hashes text[], photo_types text[], photo_bytes integer[], photo_widths integer[], photo_heights integer[])
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    return query select r.* from diaries d cross join lateral entry_response(d.id, read_back_entry.entry) r where d.id = read_back_entry.diary;
+end
+$$;
 
 --
 -- Name: record_billing_event(text, text, text[], text[], text[], text, boolean, timestamp with time zone, timestamp with time zone, text, boolean, jsonb); Type: FUNCTION; Schema: public; Owner: -
@@ -5144,6 +5305,19 @@ REVOKE ALL ON FUNCTION public.diary_member_cap(diary_type text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.diary_member_cap(diary_type text) TO diary_app;
 
 --
+-- Name: FUNCTION diary_response(diary uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.diary_response(diary uuid) IS 'A diary as the caller sees it, through their policies and member_profiles'' aliases, as DiaryRepository.diaryColumns reads it (ResponseTwinTests): what a write of the diary answers, in the write''s own transaction. On a Citus worker it runs in the owner''s connection (read_back_diary), as diary_app (assume_server_role), its reads nested inside the routed statement on the diary''s own shards.';
+
+--
+-- Name: FUNCTION diary_response(diary uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.diary_response(diary uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.diary_response(diary uuid) TO diary_app;
+
+--
 -- Name: FUNCTION diary_verdict(diary uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
@@ -5179,6 +5353,19 @@ COMMENT ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, ques
 
 REVOKE ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text) TO diary_app;
+
+--
+-- Name: FUNCTION entry_response(diary uuid, entry uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.entry_response(diary uuid, entry uuid) IS 'An entry as the caller sees it, with its author, readers and photos through their policies and member_profiles, as EntryRepository.entryColumns reads it (ResponseTwinTests): what a post or an edit answers, in the write''s own transaction. On a Citus worker it runs as diary_response does (read_back_entry).';
+
+--
+-- Name: FUNCTION entry_response(diary uuid, entry uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.entry_response(diary uuid, entry uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.entry_response(diary uuid, entry uuid) TO diary_app;
 
 --
 -- Name: FUNCTION entry_verdict(diary uuid, entry uuid); Type: COMMENT; Schema: public; Owner: -
@@ -5555,6 +5742,32 @@ COMMENT ON FUNCTION public.push_author_name(in_diary uuid, author uuid) IS 'An a
 --
 
 REVOKE ALL ON FUNCTION public.push_author_name(in_diary uuid, author uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION read_back_diary(diary uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.read_back_diary(diary uuid) IS 'diary_response on a Citus coordinator, in a write''s transaction: routed to the diary''s shard as the owner, so that it runs in the connection that made the write''s changes there, the only one that sees them before the COMMIT (Citus keeps one connection a role to each node). It reads nothing as the owner: diary_response takes the caller''s role first.';
+
+--
+-- Name: FUNCTION read_back_diary(diary uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.read_back_diary(diary uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.read_back_diary(diary uuid) TO diary_app;
+
+--
+-- Name: FUNCTION read_back_entry(diary uuid, entry uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.read_back_entry(diary uuid, entry uuid) IS 'entry_response on a Citus coordinator, in a write''s transaction, routed as read_back_diary is.';
+
+--
+-- Name: FUNCTION read_back_entry(diary uuid, entry uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.read_back_entry(diary uuid, entry uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.read_back_entry(diary uuid, entry uuid) TO diary_app;
 
 --
 -- Name: FUNCTION record_billing_event(id text, type text, user_ids text[], transferred_from text[], transferred_to text[], product_id text, couple boolean, expiration_at timestamp with time zone, event_at timestamp with time zone, environment text, accepted boolean, body jsonb); Type: COMMENT; Schema: public; Owner: -

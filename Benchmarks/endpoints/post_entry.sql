@@ -9,29 +9,7 @@ select authenticate(md5('s' || :n)::uuid, md5(:n::text)::uuid);
 select 1 from diaries where diaries.id = md5('d' || :d)::uuid and diaries.id = any ((select app_diary_ids())::uuid[]);
 select set_config('app.inserted_entry', md5('post ' || :client_id || ' ' || :e)::uuid::text, true)
 where post_entry(md5('d' || :d)::uuid, md5('post ' || :client_id || ' ' || :e)::uuid, 'ベンチマークの日記', null::text, '{}'::text[]::text[]);
-with profiles as (select * from member_profiles where member_profiles.diary_id = md5('d' || :d)::uuid)
-select entries.id, entries.diary_id, entries.content, entries.question,
-    entries.created_at, entries.updated_at, entries.user_id = (select app_user_id()) as is_mine,
-    author.public_id as author_id, author.display_name as author_name, author.profile_photo as author_image,
-    reads.reader_ids, reads.read_at,
-    photos.photo_ids, photos.photo_hashes, photos.photo_types, photos.photo_bytes, photos.photo_widths, photos.photo_heights
-from entries
-left join profiles author on author.user_id = entries.user_id
-cross join lateral (
-    select array_agg(reader.public_id order by entry_reads.read_at, reader.public_id) as reader_ids,
-           array_agg(entry_reads.read_at order by entry_reads.read_at, reader.public_id) as read_at
-    from entry_reads
-    join profiles reader on reader.user_id = entry_reads.user_id
-    where entry_reads.diary_id = md5('d' || :d)::uuid and entry_reads.entry_id = entries.id and (entry_reads.diary_id = any ((select app_diary_ids())::uuid[])) is true) as reads
-cross join lateral (
-    select array_agg(entry_photos.id order by entry_photos.position) as photo_ids, array_agg(entry_photos.content_hash order by entry_photos.position) as photo_hashes,
-           array_agg(entry_photos.content_type order by entry_photos.position) as photo_types,
-           array_agg(entry_photos.bytes order by entry_photos.position) as photo_bytes,
-           array_agg(entry_photos.width order by entry_photos.position) as photo_widths,
-           array_agg(entry_photos.height order by entry_photos.position) as photo_heights
-    from entry_photos
-    where entry_photos.diary_id = md5('d' || :d)::uuid and entry_photos.entry_id = entries.id and (entry_photos.diary_id = any ((select app_diary_ids())::uuid[])) is true) as photos
-where entries.diary_id = md5('d' || :d)::uuid and md5('d' || :d)::uuid = any ((select app_diary_ids())::uuid[]) and entries.id = md5('post ' || :client_id || ' ' || :e)::uuid;
+select * from entry_response(md5('d' || :d)::uuid, md5('post ' || :client_id || ' ' || :e)::uuid);
 COMMIT;
 -- What it announced, sent once committed (Announcement), in the same round trip.
 select announce_pending();

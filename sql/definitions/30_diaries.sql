@@ -460,6 +460,55 @@ COMMENT ON FUNCTION public.rotate_invite_code(diary uuid) IS 'POST invite-code: 
 REVOKE ALL ON FUNCTION public.rotate_invite_code(diary uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.rotate_invite_code(diary uuid) TO diary_app;
 
+CREATE OR REPLACE FUNCTION public.diary_response(diary uuid) RETURNS TABLE(id uuid, name text, type text, invite_code text, role text, created_at timestamp with time zone, member_count integer, last_entry_at timestamp with time zone, unread_count integer, member_ids uuid[], member_names text[], member_images text[], member_roles text[], member_joined_at timestamp with time zone[])
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+#variable_conflict use_column
+declare
+    switched constant boolean := assume_server_role();
+begin
+    return query
+        select diaries.id, diaries.name, diaries.type, diaries.invite_code, me.role, diaries.created_at,
+            cardinality(members.member_ids) as member_count,
+            (select e.created_at from entries e where e.diary_id = diary order by e.created_at desc limit 1) as last_entry_at,
+            me.unread_count,
+            members.member_ids, members.member_names, members.member_images, members.member_roles, members.member_joined_at
+        from diaries
+        join diary_members me on me.diary_id = diary and me.user_id = app_user_id()
+        cross join lateral (
+            select array_agg(p.public_id order by p.joined_at, p.public_id) as member_ids,
+                   array_agg(p.display_name order by p.joined_at, p.public_id) as member_names,
+                   array_agg(p.profile_photo order by p.joined_at, p.public_id) as member_images,
+                   array_agg(p.role order by p.joined_at, p.public_id) as member_roles,
+                   array_agg(p.joined_at order by p.joined_at, p.public_id) as member_joined_at
+            from member_profiles p where p.diary_id = diary) as members
+        where diaries.id = diary;
+    if switched then
+        perform leave_server_role();
+    end if;
+end
+$$;
+
+CREATE OR REPLACE FUNCTION public.read_back_diary(diary uuid) RETURNS TABLE(id uuid, name text, type text, invite_code text, role text, created_at timestamp with time zone, member_count integer, last_entry_at timestamp with time zone, unread_count integer, member_ids uuid[], member_names text[], member_images text[], member_roles text[], member_joined_at timestamp with time zone[])
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    return query select r.* from diaries d cross join lateral diary_response(d.id) r where d.id = read_back_diary.diary;
+end
+$$;
+
+COMMENT ON FUNCTION public.diary_response(diary uuid) IS 'A diary as the caller sees it, through their policies and member_profiles'' aliases, as DiaryRepository.diaryColumns reads it (ResponseTwinTests): what a write of the diary answers, in the write''s own transaction. On a Citus worker it runs in the owner''s connection (read_back_diary), as diary_app (assume_server_role), its reads nested inside the routed statement on the diary''s own shards.';
+
+REVOKE ALL ON FUNCTION public.diary_response(diary uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.diary_response(diary uuid) TO diary_app;
+
+COMMENT ON FUNCTION public.read_back_diary(diary uuid) IS 'diary_response on a Citus coordinator, in a write''s transaction: routed to the diary''s shard as the owner, so that it runs in the connection that made the write''s changes there, the only one that sees them before the COMMIT (Citus keeps one connection a role to each node). It reads nothing as the owner: diary_response takes the caller''s role first.';
+
+REVOKE ALL ON FUNCTION public.read_back_diary(diary uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.read_back_diary(diary uuid) TO diary_app;
+
 -- Views
 
 CREATE OR REPLACE VIEW public.member_profiles WITH (security_invoker='true') AS

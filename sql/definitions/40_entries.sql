@@ -263,6 +263,64 @@ COMMENT ON FUNCTION public.post_entry_as(author uuid, diary_id uuid, id uuid, co
 
 REVOKE ALL ON FUNCTION public.post_entry_as(author uuid, diary_id uuid, id uuid, content text, question text, images text[], created_at timestamp with time zone) FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION public.entry_response(diary uuid, entry uuid) RETURNS TABLE(id uuid, diary_id uuid, content text, question text, created_at timestamp with time zone, updated_at timestamp with time zone, is_mine boolean, author_id uuid, author_name text, author_image text, reader_ids uuid[], read_at timestamp with time zone[], photo_ids uuid[], photo_hashes text[], photo_types text[], photo_bytes integer[], photo_widths integer[], photo_heights integer[])
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+#variable_conflict use_column
+declare
+    switched constant boolean := assume_server_role();
+begin
+    return query
+        with profiles as (select * from member_profiles where member_profiles.diary_id = diary)
+        select entries.id, entries.diary_id, entries.content, entries.question,
+            entries.created_at, entries.updated_at, entries.user_id = app_user_id() as is_mine,
+            author.public_id as author_id, author.display_name as author_name, author.profile_photo as author_image,
+            reads.reader_ids, reads.read_at,
+            photos.photo_ids, photos.photo_hashes, photos.photo_types, photos.photo_bytes, photos.photo_widths, photos.photo_heights
+        from entries
+        left join profiles author on author.user_id = entries.user_id
+        cross join lateral (
+            select array_agg(reader.public_id order by entry_reads.read_at, reader.public_id) as reader_ids,
+                   array_agg(entry_reads.read_at order by entry_reads.read_at, reader.public_id) as read_at
+            from entry_reads
+            join profiles reader on reader.user_id = entry_reads.user_id
+            where entry_reads.diary_id = diary and entry_reads.entry_id = entries.id) as reads
+        cross join lateral (
+            select array_agg(entry_photos.id order by entry_photos.position) as photo_ids,
+                   array_agg(entry_photos.content_hash order by entry_photos.position) as photo_hashes,
+                   array_agg(entry_photos.content_type order by entry_photos.position) as photo_types,
+                   array_agg(entry_photos.bytes order by entry_photos.position) as photo_bytes,
+                   array_agg(entry_photos.width order by entry_photos.position) as photo_widths,
+                   array_agg(entry_photos.height order by entry_photos.position) as photo_heights
+            from entry_photos
+            where entry_photos.diary_id = diary and entry_photos.entry_id = entries.id) as photos
+        where entries.diary_id = diary and entries.id = entry;
+    if switched then
+        perform leave_server_role();
+    end if;
+end
+$$;
+
+CREATE OR REPLACE FUNCTION public.read_back_entry(diary uuid, entry uuid) RETURNS TABLE(id uuid, diary_id uuid, content text, question text, created_at timestamp with time zone, updated_at timestamp with time zone, is_mine boolean, author_id uuid, author_name text, author_image text, reader_ids uuid[], read_at timestamp with time zone[], photo_ids uuid[], photo_hashes text[], photo_types text[], photo_bytes integer[], photo_widths integer[], photo_heights integer[])
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    return query select r.* from diaries d cross join lateral entry_response(d.id, read_back_entry.entry) r where d.id = read_back_entry.diary;
+end
+$$;
+
+COMMENT ON FUNCTION public.entry_response(diary uuid, entry uuid) IS 'An entry as the caller sees it, with its author, readers and photos through their policies and member_profiles, as EntryRepository.entryColumns reads it (ResponseTwinTests): what a post or an edit answers, in the write''s own transaction. On a Citus worker it runs as diary_response does (read_back_entry).';
+
+REVOKE ALL ON FUNCTION public.entry_response(diary uuid, entry uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.entry_response(diary uuid, entry uuid) TO diary_app;
+
+COMMENT ON FUNCTION public.read_back_entry(diary uuid, entry uuid) IS 'entry_response on a Citus coordinator, in a write''s transaction, routed as read_back_diary is.';
+
+REVOKE ALL ON FUNCTION public.read_back_entry(diary uuid, entry uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.read_back_entry(diary uuid, entry uuid) TO diary_app;
+
 -- Policies
 
 DROP POLICY IF EXISTS entries_delete ON public.entries;

@@ -12,6 +12,10 @@ package struct UserRepository: Sendable {
     /// Which row is asked for, not a permission: users_select also shows co-members.
     static var callersRow: PostgresFragment { "users.id = (select app_user_id()) and " + UsersPolicy.select.using }
 
+    /// The caller's account as a write of it answers: `users` is a reference table, which
+    /// Citus reads on the coordinator, so the statement is the same on both (`ReadBack`).
+    static var readBack: ReadBack { .statement("select \(UserColumns.me) from users where \(callersRow)") }
+
     package func me() async throws -> Me {
         let rows = try await scope.read("select \(UserColumns.me) from users where \(Self.callersRow)")
         // A live session whose user is gone cannot happen (sessions cascade), but if it did it is not a 500.
@@ -30,7 +34,7 @@ package struct UserRepository: Sendable {
         let results = try await scope.run(
             // The profile photo is never a URL given here (PUT /v1/me/photo); the route refuses one.
             ["select update_me(\(patch.displayName), \(String?.none), \(patch.timeZone), \(settings))"],
-            thenRead: ["select \(UserColumns.me) from users where \(Self.callersRow)"]
+            thenRead: [Self.readBack]
         )
         guard let row = results[1].first else { throw DomainError.unauthenticated("the account no longer exists") }
         return try UserColumns.me(from: row, links: scope.photoLinks)

@@ -27,15 +27,12 @@ package struct RequestScope: Sendable {
 
     /// What the statements run on.
     package enum Database: Sendable {
-        /// One PostgreSQL: a write's read-back runs in the write's own transaction, one
-        /// round trip.
+        /// One PostgreSQL.
         case single
-        /// A Citus coordinator (`DB_CITUS=1`). A write's read-back runs in a transaction of
-        /// its own once the write has committed: Citus cannot read, as the caller, a shard
-        /// that a SECURITY DEFINER function wrote as the schema's owner earlier in the same
-        /// transaction (it keeps one connection a role to each node). And every statement
-        /// calls the identity functions instead of selecting them once (`CitusSpelling`):
-        /// Citus plans a subquery without FROM apart, and then asks every shard.
+        /// A Citus coordinator (`DB_CITUS=1`). A write's read-back goes through a router that
+        /// reads the diary's shards in the connection that wrote them (`ReadBack`), and every
+        /// statement calls the identity functions instead of selecting them once
+        /// (`CitusSpelling`): Citus plans a subquery without FROM apart, and then asks every shard.
         case citus
     }
 
@@ -72,38 +69,18 @@ package struct RequestScope: Sendable {
     }
 
     /// Runs `statements` as `run` does, then reads what they wrote with `readBack`, in the
-    /// same transaction or after its COMMIT (`Database`); returns the rows of both, in order.
-    package func run(_ statements: [PostgresQuery], thenRead readBack: [PostgresQuery]) async throws -> [PostgresRows] {
-        switch database {
-        case .single: try await run(statements + readBack)
-        case .citus: try await run(statements) + readAfterCommit(readBack)
-        }
+    /// same transaction (`ReadBack`); returns the rows of both, in order.
+    package func run(_ statements: [PostgresQuery], thenRead readBack: [ReadBack]) async throws -> [PostgresRows] {
+        try await run(statements + readBack.map { $0.spelled(for: database) })
     }
 
     /// Runs `write`, an expression whose value is the id of the row it wrote or found, then
     /// `readBack`, given a spelling of that id, and returns the read-back's rows.
     /// The response comes from the row the write names, never from a second lookup of what
     /// the request named, which another request can change in between (a join's invite
-    /// code, rotated). On one PostgreSQL in the same transaction, the id passing through the
-    /// transaction-local `app.written`; on Citus after the COMMIT (`Database`), bound, so that
-    /// the read routes to the row's shard.
-    package func run(writing write: PostgresQuery, thenRead readBack: (_ written: PostgresQuery) -> [PostgresQuery]) async throws -> [PostgresRows] {
-        switch database {
-        case .single:
-            return Array(try await run(["select set_config('app.written', (\(write))::text, true)"] + readBack("current_setting('app.written')::uuid")).dropFirst())
-        case .citus:
-            guard let written = try await run("select (\(write)) as written").first?.decode("written", as: UUID?.self) else {
-                throw DomainError.inconsistent("the write named no row")
-            }
-            return try await readAfterCommit(readBack("\(written)"))
-        }
-    }
-
-    /// A read-back after its write's COMMIT (on Citus): the write happened, so a node that
-    /// could not be reached for the read is asked again (`Retry.readBack`) before the caller
-    /// hears 503, and then a retry with the request's own id answers the stored row.
-    private func readAfterCommit(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
-        try await transaction(statements, placement: readPlacement, retry: .readBack)
+    /// code, rotated). The id passes through the transaction-local `app.written`.
+    package func run(writing write: PostgresQuery, thenRead readBack: (_ written: PostgresQuery) -> [ReadBack]) async throws -> [PostgresRows] {
+        Array(try await run(["select set_config('app.written', (\(write))::text, true)"], thenRead: readBack("current_setting('app.written')::uuid")).dropFirst())
     }
 
     /// Runs statements that only read, as the caller, and returns each one's rows.
@@ -180,48 +157,33 @@ package struct RequestScope: Sendable {
     }
 
     private func transaction(
-        _ statements: [PostgresQuery], placement: PostgresPool.Placement, afterCommit: [PostgresQuery] = [], retry: Retry = .conflicts
+        _ statements: [PostgresQuery], placement: PostgresPool.Placement, afterCommit: [PostgresQuery] = []
     ) async throws -> [PostgresRows] {
         let spelled = database == .citus ? statements.map(CitusSpelling.respelled) : statements
         let transaction = ["select authenticate(\(identity.sessionID), \(identity.userID))"] + spelled
         #if DEBUG
         Self.recorder?.record(transaction + (afterCommit.isEmpty ? [] : ["COMMIT"] + afterCommit))
         #endif
-        var attempts = Backoff.Attempts(retry.backoff)
+        var conflicts = Backoff.Attempts(Self.conflictRetry)
         while true {
             do {
                 let results = try await AppSQLState.translating { try await pool.transaction(transaction, placement: placement, afterCommit: afterCommit) }
                 return Array(results.dropFirst())
-            } catch let error as PostgresError where retry.retries(error.kind) && attempts.failures + 1 < retry.attempts {
-                Counter(label: retry.counter, dimensions: [("kind", "\(error.kind)")]).increment()
-                try await Task.sleep(for: attempts.failed())
+            } catch let error as PostgresError where Self.isConflict(error) && conflicts.failures + 1 < Self.conflictAttempts {
+                Counter(label: "db_conflict_retries_total", dimensions: [("kind", "\(error.kind)")]).increment()
+                try await Task.sleep(for: conflicts.failed())
             }
         }
     }
 
-    /// Which failures a transaction runs again after, how often, and how long it waits between.
-    struct Retry: Sendable {
-        var retries: @Sendable (PostgresError.Kind) -> Bool
-        /// Runs in all, the first one included.
-        var attempts: Int
-        var backoff: Backoff
-        var counter: String
-
-        /// A transaction the database chose as a deadlock's victim, or could not serialize,
-        /// was rolled back whole, so it runs again before the caller hears `conflict_retry`.
-        /// On a cluster a shard's move ends by blocking the shard's writes for a moment, and a
-        /// write that meets that block in the wrong order is such a victim (CitusRebalanceTests).
-        static let conflicts = Retry(
-            retries: isConflict, attempts: 3, backoff: Backoff(base: .milliseconds(20), cap: .milliseconds(500), jitter: 0.5...1.0),
-            counter: "db_conflict_retries_total")
-        /// A read only reads: one that could not reach a node, or conflicted, runs again, for
-        /// about two seconds in all, which outlasts a connection's reset or a node's failover.
-        static let readBack = Retry(
-            retries: { isConflict($0) || $0 == .connectionFailure }, attempts: 6,
-            backoff: Backoff(base: .milliseconds(50), cap: .seconds(1), jitter: 0.5...1.0), counter: "db_read_back_retries_total")
-    }
-
-    static func isConflict(_ kind: PostgresError.Kind) -> Bool { kind == .deadlock || kind == .serializationFailure }
+    /// A transaction the database chose as a deadlock's victim, or could not serialize, was
+    /// rolled back whole, so it runs again, up to `conflictAttempts` times in all, before the
+    /// caller hears `conflict_retry`. On a cluster a shard's move ends by blocking the shard's
+    /// writes for a moment, and a write that meets that block in the wrong order is such a
+    /// victim (CitusRebalanceTests).
+    static func isConflict(_ error: PostgresError) -> Bool { error.kind == .deadlock || error.kind == .serializationFailure }
+    static let conflictAttempts = 3
+    static let conflictRetry = Backoff(base: .milliseconds(20), cap: .milliseconds(500), jitter: 0.5...1.0)
 
     #if DEBUG
     /// Debug builds only: a test collects the statements of each transaction a request

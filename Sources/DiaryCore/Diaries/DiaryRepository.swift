@@ -28,7 +28,12 @@ package struct DiaryRepository: Sendable {
     /// `where diaries.id = …`.
     static func diaryColumns(ofDiary diary: UUID) -> PostgresQuery { columns(ofDiary: "\(diary)") }
 
-    /// `diaryColumns(ofDiary:)` of a diary whose id is an expression: `RequestScope.run(writing:thenRead:)`'s.
+    /// What a write of a diary answers: `diary_response`, the twin of `diaryColumns` in SQL
+    /// (ResponseTwinTests), read in the write's transaction (`ReadBack`).
+    static func readBack(_ diary: PostgresQuery) -> ReadBack {
+        .response("diary_response", routedBy: "read_back_diary", diary)
+    }
+
     private static func columns(ofDiary diary: PostgresQuery) -> PostgresQuery {
         """
         select diaries.id, diaries.name, diaries.type, diaries.invite_code, me.role, diaries.created_at,
@@ -132,7 +137,7 @@ package struct DiaryRepository: Sendable {
                         EntryRepository.diaryVisible(id),
                         "select create_diary(\(id), \(name), \(type.rawValue), \(freePlanDiaries)::integer)",
                     ],
-                    thenRead: ["\(Self.diaryColumns(ofDiary: id)) where diaries.id = \(id) and \(DiariesPolicy.select.using)"]
+                    thenRead: [Self.readBack("\(id)")]
                 )
                 // The first statement reads as the caller: a diary of someone else's is not
                 // seen there, and not here either.
@@ -158,7 +163,7 @@ package struct DiaryRepository: Sendable {
     package func rename(_ id: UUID, to name: String) async throws -> Diary {
         let results = try await scope.run(
             ["select rename_diary(\(id), \(name)) as outcome"],
-            thenRead: ["\(Self.diaryColumns(ofDiary: id)) where diaries.id = \(id) and \(DiariesPolicy.select.using)"]
+            thenRead: [Self.readBack("\(id)")]
         )
         try PolicyTwin.requireDone(results[0], missing: "no such diary", forbidden: "only the owner can rename the diary")
         guard let row = results[1].first else { throw DomainError.notFound("no such diary") }
@@ -172,7 +177,7 @@ package struct DiaryRepository: Sendable {
             do {
                 let results = try await scope.run(
                     ["select rotate_invite_code(\(id)) as outcome"],
-                    thenRead: ["select diaries.invite_code from diaries where diaries.id = \(id) and \(DiariesPolicy.select.using)"]
+                    thenRead: [Self.readBack("\(id)")]
                 )
                 try PolicyTwin.requireDone(results[0], missing: "no such diary", forbidden: "only the owner can change the invite code")
                 guard let code = try results[1].first?.decode("invite_code", as: String.self) else { throw DomainError.inconsistent("the new invite code cannot be read back") }
@@ -187,9 +192,7 @@ package struct DiaryRepository: Sendable {
     /// answers the diary it names: by its id, since a rotation of the code right after the
     /// join would leave a read by code with nothing.
     package func join(inviteCode: String) async throws -> Diary {
-        let joined = try await scope.run(writing: "join_diary(\(inviteCode), (select app_user_id()))") { diary in
-            ["\(Self.columns(ofDiary: diary)) where diaries.id = \(diary) and \(DiariesPolicy.select.using)"]
-        }
+        let joined = try await scope.run(writing: "join_diary(\(inviteCode), (select app_user_id()))") { [Self.readBack($0)] }
         guard let row = joined[0].first else { throw DomainError.inconsistent("the joined diary cannot be read back") }
         return try Self.diary(from: row, invites: scope.inviteLinks, links: scope.photoLinks)
     }

@@ -50,6 +50,12 @@ package struct EntryRepository: Sendable {
         """
     }
 
+    /// What a post or an edit answers: `entry_response`, the twin of `entryColumns` in SQL
+    /// (ResponseTwinTests), read in the write's transaction (`ReadBack`).
+    static func readBack(_ entry: UUID, in diary: UUID) -> ReadBack {
+        .response("entry_response", routedBy: "read_back_entry", "\(diary), \(entry)")
+    }
+
     /// Each photo gets a URL from `links`: the row came through the caller's policies.
     static func entry(from row: PostgresRow, links: PhotoLinks) throws -> Entry {
         let readers = try row.decodeAggregate("reader_ids", as: UUID.self)
@@ -98,12 +104,7 @@ package struct EntryRepository: Sendable {
             select set_config('app.inserted_entry', \(entryID.canonicalText), true)
             where post_entry(\(diary), \(entryID), \(content), \(question), \(photoIDs.map(\.canonicalText))::text[])
             """,
-        ] + attach, thenRead: [
-            """
-            \(Self.entryColumns(inDiary: diary))
-            where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(entryID)
-            """,
-        ])
+        ] + attach, thenRead: [Self.readBack(entryID, in: diary)])
         guard !results[0].isEmpty else { throw DomainError.notFound("no such diary") }
         guard let row = results[results.count - 1].first else { throw Self.entryIDConflict }
         let entry = try Self.entry(from: row, links: scope.photoLinks)
@@ -183,12 +184,7 @@ package struct EntryRepository: Sendable {
         let attach: [PostgresQuery] = photoIDs.map { ["select set_entry_photos(\(diary), \(id), \($0))"] } ?? []
         let results = try await scope.run([
             "select edit_entry(\(diary), \(id), \(content), \(question)) as outcome",
-        ] + attach, thenRead: [
-            """
-            \(Self.entryColumns(inDiary: diary))
-            where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(id)
-            """,
-        ])
+        ] + attach, thenRead: [Self.readBack(id, in: diary)])
         try PolicyTwin.requireDone(results[0], missing: "no such entry", forbidden: "only the author can edit this entry")
         guard let row = results[results.count - 1].first else { throw DomainError.notFound("no such entry") }
         return try Self.entry(from: row, links: scope.photoLinks)

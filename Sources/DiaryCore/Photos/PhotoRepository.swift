@@ -37,7 +37,7 @@ package struct PhotoRepository: Sendable {
     /// `PUT /v1/me/photo`: the image becomes the caller's profile photo, kept as an upload is
     /// and within the same daily limit; the one it replaces is collected.
     package func setProfilePhoto(_ bytes: [UInt8], declaredAs declared: PhotoContentType) async throws -> Me {
-        let kept = try await keep(bytes, declaredAs: declared, thenRead: ["select \(UserColumns.me) from users where \(UserRepository.callersRow)"]) { id, hash, image, checksum in
+        let kept = try await keep(bytes, declaredAs: declared, thenRead: [UserRepository.readBack]) { id, hash, image, checksum in
             ["""
             select set_profile_photo(\(id), \(hash), \(image.contentType.rawValue), \(image.bytes.count)::integer,
                 \(image.width)::integer, \(image.height)::integer, \(Self.dailyUploadLimit)::integer, \(Int64(checksum))::bigint) as recorded
@@ -49,7 +49,7 @@ package struct PhotoRepository: Sendable {
 
     /// `DELETE /v1/me/photo`: the caller has no profile photo any more; its file is collected.
     package func removeProfilePhoto() async throws -> Me {
-        let results = try await scope.run(["select remove_profile_photo()"], thenRead: ["select \(UserColumns.me) from users where \(UserRepository.callersRow)"])
+        let results = try await scope.run(["select remove_profile_photo()"], thenRead: [UserRepository.readBack])
         guard let row = results[1].first else { throw DomainError.unauthenticated("the account no longer exists") }
         return try UserColumns.me(from: row, links: scope.photoLinks)
     }
@@ -65,7 +65,7 @@ package struct PhotoRepository: Sendable {
     /// the store, recorded by `record` (whose first statement answers `recorded`, false over
     /// the daily limit), then checked in the store once more.
     private func keep(
-        _ bytes: [UInt8], declaredAs declared: PhotoContentType, thenRead readBack: [PostgresQuery],
+        _ bytes: [UInt8], declaredAs declared: PhotoContentType, thenRead readBack: [ReadBack],
         record: (UUID, String, SanitizedImage, UInt32) -> [PostgresQuery]
     ) async throws -> Kept {
         // Parsing and hashing 10 MiB take milliseconds of CPU: not on an event loop.
@@ -77,7 +77,7 @@ package struct PhotoRepository: Sendable {
         let id = UUID()
         try await PhotoStoreError.translating { try await store.put(image.bytes, hash: hash) }
         let recording = record(id, hash, image, checksum)
-        let results = readBack.isEmpty ? try await scope.run(recording) : try await scope.run(recording, thenRead: readBack)
+        let results = try await scope.run(recording, thenRead: readBack)
         guard try results[0].first?.decode("recorded", as: Bool.self) == true else {
             throw DomainError(.rateLimited, "at most \(Self.dailyUploadLimit) photos a day; try again tomorrow (UTC)")
         }

@@ -71,6 +71,7 @@ struct MigrateCommand: AsyncParsableCommand {
                 if let cluster {
                     try await cluster.respellPolicies()
                     let laidOut = try await cluster.apply()
+                    try await cluster.grantViewsOnEveryNode()
                     try await cluster.setSessionDefaults()
                     print(laidOut.isEmpty ? "the cluster's layout is up to date" : "laid out \(laidOut.joined(separator: ", "))")
                 }

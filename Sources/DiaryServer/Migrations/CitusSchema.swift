@@ -68,6 +68,7 @@ struct CitusSchema {
     enum Failure: Error, CustomStringConvertible {
         case noExtension
         case noWorkers
+        case ownerNotServerMember
 
         var description: String {
             switch self {
@@ -75,6 +76,8 @@ struct CitusSchema {
                 "the citus extension is not installed in this database: as a superuser, CREATE EXTENSION citus here and on every worker, and register the workers (citus_add_node)"
             case .noWorkers:
                 "no Citus worker is registered: add them with citus_add_node before migrate --citus"
+            case .ownerNotServerMember:
+                "the schema's owner is not a member of diary_app, which a write's answer needs on the workers (assume_server_role): run sql/roles.sql on the coordinator again, as a superuser"
             }
         }
     }
@@ -88,6 +91,33 @@ struct CitusSchema {
         guard try rows.first?.decode("citus", as: Bool.self) == true else { throw Failure.noExtension }
         let workers = try await pool.query("select count(*)::int8 as n from pg_dist_node where groupid <> 0 and noderole = 'primary' and isactive")
         guard try (workers.first?.decode("n", as: Int.self) ?? 0) > 0 else { throw Failure.noWorkers }
+        let member = try await pool.query("select pg_has_role(current_user, 'diary_app', 'member') as member")
+        guard try member.first?.decode("member", as: Bool.self) == true else { throw Failure.ownerNotServerMember }
+    }
+
+    /// Grants every view's privileges again, which Citus then sends to every node. Citus
+    /// creates a view on the workers when it lays out the tables the view reads, without its
+    /// grants, and a write's answer reads `member_profiles` there as diary_app (`diary_response`).
+    /// Returns how many grants it sent.
+    @discardableResult
+    func grantViewsOnEveryNode() async throws -> Int {
+        let rows = try await pool.query("""
+            select c.relname as view, a.privilege_type as privilege, g.rolname as grantee
+            from pg_class c
+            cross join lateral aclexplode(c.relacl) a
+            join pg_roles g on g.oid = a.grantee
+            where c.relnamespace = 'public'::regnamespace and c.relkind = 'v' and a.grantee <> c.relowner
+            """)
+        for row in rows {
+            let view = try row.decode("view", as: String.self), grantee = try row.decode("grantee", as: String.self)
+            let privilege = try row.decode("privilege", as: String.self)
+            // Names from the catalog, spelled as the migrations spell every view and role.
+            guard Self.isPlainIdentifier(view), Self.isPlainIdentifier(grantee), ["SELECT", "INSERT", "UPDATE", "DELETE"].contains(privilege) else {
+                preconditionFailure("unexpected grant \(privilege) on \(view) to \(grantee)")
+            }
+            try await pool.query(PostgresQuery(unsafeSQL: "grant \(privilege) on public.\(view) to \(grantee)"))
+        }
+        return rows.count
     }
 
     /// Respells every policy that selects an identity function once, `( SELECT app_user_id()

@@ -239,9 +239,45 @@ struct CitusClusterTests {
         try await APIHarness.run(on: try Self.owner(), citus: true) { api in try await JoinDiaryTests.raceToTheDiaryCap(api) }
     }
 
-    @Test("a join on the cluster answers the diary join_diary names, read after its COMMIT as the joiner sees it: aliases in an anonymous diary")
+    @Test("a join on the cluster answers the diary join_diary names, read in the join's transaction as the joiner sees it: aliases in an anonymous diary")
     func joinAnswersAsTheJoinerSees() async throws {
         try await APIHarness.run(on: try Self.owner(), citus: true) { api in try await JoinDiaryTests.anonymousJoinAnswersAliases(api) }
+    }
+
+    @Test("every write that answers with what it wrote does so from its own transaction on the cluster, read as the caller in the connection that wrote the diary's shard")
+    func writesAnswerFromTheirTransaction() async throws {
+        try await APIHarness.run(on: try Self.owner(), citus: true) { api in try await ReadBackTests.everyWriteAnswersFromItsTransaction(api, citus: true) }
+    }
+
+    @Test("the routers of a write's answer read through the caller's policies on the workers: a stranger gets no diary and no entry, and the owner's connection is the owner's again after")
+    func readBackRoutersReadAsTheCaller() async throws {
+        try await APIHarness.run(on: try Self.owner(), citus: true) { api in
+            let tag = UUID().uuidString.prefix(8)
+            let alice = try await api.signIn("citus-router-alice-\(tag)"), mallory = try await api.signIn("citus-router-mallory-\(tag)")
+            let diary = try await api.createDiary("経路", type: .family, token: alice.accessToken)
+            let entry = try await api.post("見せない", in: diary.id, token: alice.accessToken).decode(Entry.self)
+            let scope = try await ReadBackTests.scope(api, mallory, database: .citus)
+            let results = try await scope.run(["select rename_diary(\(diary.id), 'x') as outcome"], thenRead: [
+                DiaryRepository.readBack("\(diary.id)"), EntryRepository.readBack(entry.id, in: diary.id),
+            ])
+            #expect(try results[0].first?.decode("outcome", as: String.self) == "not_found")
+            #expect(results[1].isEmpty && results[2].isEmpty, "a stranger reads nothing through the routers")
+            // The owner writes after the routers ran in its connection, in the same transaction.
+            let owner = try await ReadBackTests.scope(api, alice, database: .citus)
+            let after = try await owner.run(["select rename_diary(\(diary.id), '経路2') as outcome"], thenRead: [
+                DiaryRepository.readBack("\(diary.id)"),
+            ])
+            #expect(try after[1].first?.decode("name", as: String.self) == "経路2")
+            let edited = try await owner.run([
+                "select edit_entry(\(diary.id), \(entry.id), '見せた', null) as outcome",
+                "select * from read_back_entry(\(diary.id), \(entry.id))",
+                "select post_entry(\(diary.id), \(UUID()), 'その後で', null, '{}') as posted",
+                "select count(*)::int8 as n from read_back_entry(\(diary.id), \(entry.id))",
+            ])
+            #expect(try edited[1].first?.decode("content", as: String.self) == "見せた")
+            #expect(try edited[2].first?.decode("posted", as: Bool.self) == true, "the owner's connection writes again after the router took the caller's role")
+            #expect(try edited[3].first?.decode("n", as: Int.self) == 1)
+        }
     }
 
     @Test("a member's timeline page, as the server spells it on a cluster, routes to the diary's one shard in one piece")

@@ -189,7 +189,8 @@ struct JoinDiaryTests {
         try await APIHarness.run { api in try await Self.anonymousJoinAnswersAliases(api) }
     }
 
-    /// Also run on the cluster (CitusClusterTests), where the answer is read after the join's COMMIT.
+    /// Also run on the cluster (CitusClusterTests), where the answer is read in the join's
+    /// transaction through `read_back_diary`.
     static func anonymousJoinAnswersAliases(_ api: APIHarness) async throws {
         let tag = UUID().uuidString.prefix(8)
         let alice = try await api.signIn("alias-owner-\(tag)"), bob = try await api.signIn("alias-joiner-\(tag)")
