@@ -31,10 +31,14 @@ struct CitusRebalance {
     }
 
     func run() async throws -> Summary {
-        try await CitusSchema(pool: pool, logger: logger).checkCluster()
+        let schema = CitusSchema(pool: pool, logger: logger)
+        try await schema.checkCluster()
         guard try await pool.query("select rolsuper from pg_roles where rolname = current_user").first?.decode("rolsuper", as: Bool.self) == true else {
             throw Failure.notSuperuser
         }
+        // A worker added since the last migrate has the views without their grants, and a
+        // write's answer reads member_profiles on whichever worker its diary moves to.
+        try await schema.grantViewsOnEveryNode()
         let started = ContinuousClock.now
         // force_logical: a shard whose table has no replica identity would otherwise be moved
         // with its writes blocked for the whole copy; every table here has a primary key.

@@ -96,9 +96,10 @@ struct CitusSchema {
     }
 
     /// Grants every view's privileges again, which Citus then sends to every node. Citus
-    /// creates a view on the workers when it lays out the tables the view reads, without its
-    /// grants, and a write's answer reads `member_profiles` there as diary_app (`diary_response`).
-    /// Returns how many grants it sent.
+    /// creates a view on a worker without its grants, when it lays out the tables the view
+    /// reads and when a worker is added, and a write's answer reads `member_profiles` there as
+    /// diary_app (`diary_response`). `migrate --citus` and `rebalance` run it. Returns how many
+    /// grants it sent.
     @discardableResult
     func grantViewsOnEveryNode() async throws -> Int {
         let rows = try await pool.query("""
