@@ -6,7 +6,7 @@
 #
 # Seeds endpoints/seed.sql (10,000 users, 4,000 diaries, 200,000 entries), then runs each
 # endpoints/*.sql that differs from REVISION's, as it is there and as it is here, in turns,
-# with pgbench at 16 connections, and prints tps, p50 and p99 (ms) of every run. Applies the
+# with pgbench at 16 connections (prepared, as the server sends them), and prints tps, p50 and p99 (ms) of every run. Applies the
 # working tree's schema: REVISION's script must still run against it (a previous release's
 # statements do, since the schema keeps what the release still serving calls).
 # Needs the project's Postgres and its environment (`eval "$(scripts/postgres.sh env)"`).
@@ -32,7 +32,7 @@ done
 run() {
     rm -f "$work"/pg.*
     local tps
-    tps=$(pgbench -n -c 16 -j 2 -T "$seconds" -U diary_app -f "$1" -l --log-prefix="$work/pg" "$db" 2>/dev/null | awk '/^tps/ {print int($3)}')
+    tps=$(pgbench -n -M prepared -c 16 -j 2 -T "$seconds" -U diary_app -f "$1" -l --log-prefix="$work/pg" "$db" 2>/dev/null | awk '/^tps/ {print int($3)}')
     cat "$work"/pg.* | awk '{print $3}' | sort -n | awk -v tps="$tps" '
         {v[NR] = $1} END {printf "%6d tps  p50 %6.3f ms  p99 %6.3f ms\n", tps, v[int(NR * 0.5)] / 1000, v[int(NR * 0.99)] / 1000}'
 }
