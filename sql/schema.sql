@@ -5308,7 +5308,7 @@ GRANT ALL ON FUNCTION public.diary_member_cap(diary_type text) TO diary_app;
 -- Name: FUNCTION diary_response(diary uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.diary_response(diary uuid) IS 'A diary as the caller sees it, through their policies and member_profiles'' aliases, as DiaryRepository.diaryColumns reads it (ResponseTwinTests): what a write of the diary answers, in the write''s own transaction. On a Citus worker it runs in the owner''s connection (read_back_diary), as diary_app (assume_server_role), its reads nested inside the routed statement on the diary''s own shards.';
+COMMENT ON FUNCTION public.diary_response(diary uuid) IS 'A diary as the caller sees it, through their policies and member_profiles'' aliases, as DiaryRepository.diaryColumns reads it (ReadBackTests): what a write of the diary answers, in the write''s own transaction. On a Citus worker it runs in the owner''s connection (read_back_diary), as diary_app (assume_server_role), its reads nested inside the routed statement on the diary''s own shards.';
 
 --
 -- Name: FUNCTION diary_response(diary uuid); Type: ACL; Schema: public; Owner: -
@@ -5358,7 +5358,7 @@ GRANT ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, qu
 -- Name: FUNCTION entry_response(diary uuid, entry uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.entry_response(diary uuid, entry uuid) IS 'An entry as the caller sees it, with its author, readers and photos through their policies and member_profiles, as EntryRepository.entryColumns reads it (ResponseTwinTests): what a post or an edit answers, in the write''s own transaction. On a Citus worker it runs as diary_response does (read_back_entry).';
+COMMENT ON FUNCTION public.entry_response(diary uuid, entry uuid) IS 'An entry as the caller sees it, with its author, readers and photos through their policies and member_profiles, as EntryRepository.entryColumns reads it (ReadBackTests): what a post or an edit answers, in the write''s own transaction. On a Citus worker it runs as diary_response does (read_back_entry).';
 
 --
 -- Name: FUNCTION entry_response(diary uuid, entry uuid); Type: ACL; Schema: public; Owner: -

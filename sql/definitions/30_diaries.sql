@@ -499,7 +499,7 @@ begin
 end
 $$;
 
-COMMENT ON FUNCTION public.diary_response(diary uuid) IS 'A diary as the caller sees it, through their policies and member_profiles'' aliases, as DiaryRepository.diaryColumns reads it (ResponseTwinTests): what a write of the diary answers, in the write''s own transaction. On a Citus worker it runs in the owner''s connection (read_back_diary), as diary_app (assume_server_role), its reads nested inside the routed statement on the diary''s own shards.';
+COMMENT ON FUNCTION public.diary_response(diary uuid) IS 'A diary as the caller sees it, through their policies and member_profiles'' aliases, as DiaryRepository.diaryColumns reads it (ReadBackTests): what a write of the diary answers, in the write''s own transaction. On a Citus worker it runs in the owner''s connection (read_back_diary), as diary_app (assume_server_role), its reads nested inside the routed statement on the diary''s own shards.';
 
 REVOKE ALL ON FUNCTION public.diary_response(diary uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.diary_response(diary uuid) TO diary_app;

@@ -311,7 +311,7 @@ begin
 end
 $$;
 
-COMMENT ON FUNCTION public.entry_response(diary uuid, entry uuid) IS 'An entry as the caller sees it, with its author, readers and photos through their policies and member_profiles, as EntryRepository.entryColumns reads it (ResponseTwinTests): what a post or an edit answers, in the write''s own transaction. On a Citus worker it runs as diary_response does (read_back_entry).';
+COMMENT ON FUNCTION public.entry_response(diary uuid, entry uuid) IS 'An entry as the caller sees it, with its author, readers and photos through their policies and member_profiles, as EntryRepository.entryColumns reads it (ReadBackTests): what a post or an edit answers, in the write''s own transaction. On a Citus worker it runs as diary_response does (read_back_entry).';
 
 REVOKE ALL ON FUNCTION public.entry_response(diary uuid, entry uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.entry_response(diary uuid, entry uuid) TO diary_app;

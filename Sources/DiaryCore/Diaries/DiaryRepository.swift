@@ -29,7 +29,7 @@ package struct DiaryRepository: Sendable {
     static func diaryColumns(ofDiary diary: UUID) -> PostgresQuery { columns(ofDiary: "\(diary)") }
 
     /// What a write of a diary answers: `diary_response`, the twin of `diaryColumns` in SQL
-    /// (ResponseTwinTests), read in the write's transaction (`ReadBack`).
+    /// (ReadBackTests), read in the write's transaction (`ReadBack`).
     static func readBack(_ diary: PostgresQuery) -> ReadBack {
         .response("diary_response", routedBy: "read_back_diary", diary)
     }

@@ -51,7 +51,7 @@ package struct EntryRepository: Sendable {
     }
 
     /// What a post or an edit answers: `entry_response`, the twin of `entryColumns` in SQL
-    /// (ResponseTwinTests), read in the write's transaction (`ReadBack`).
+    /// (ReadBackTests), read in the write's transaction (`ReadBack`).
     static func readBack(_ entry: UUID, in diary: UUID) -> ReadBack {
         .response("entry_response", routedBy: "read_back_entry", "\(diary), \(entry)")
     }
