@@ -2789,18 +2789,22 @@ $$;
 -- Name: assume_server_role(); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.assume_server_role() RETURNS boolean
+CREATE FUNCTION public.assume_server_role() RETURNS text[]
     LANGUAGE plpgsql
     AS $$
+declare
+    previous constant text[] := array[
+        pg_catalog.current_setting('role'),
+        coalesce(pg_catalog.current_setting('citus.allow_nested_distributed_execution', true), 'off')];
 begin
     if current_user = 'diary_app' then
-        return false;
+        return null;
     end if;
     set local role diary_app;
     -- On a Citus worker the response's reads run inside the routed statement that called it:
     -- a nested execution, on the diary's own shards and the reference tables, all local.
     perform pg_catalog.set_config('citus.allow_nested_distributed_execution', 'on', true);
-    return true;
+    return previous;
 end
 $$;
 
@@ -2808,7 +2812,7 @@ $$;
 -- Name: FUNCTION assume_server_role(); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.assume_server_role() IS 'Takes diary_app, the server''s role, for the rest of the transaction when the statement runs as another role, and says whether it did; leave_server_role() gives it back. A write''s answer (diary_response, entry_response) reads through the caller''s policies this way on a Citus worker, where it runs in the schema owner''s connection: the only one that sees what the write''s SECURITY DEFINER function changed there. It only ever lowers privilege, and inside a SECURITY DEFINER function it fails (42501) rather than read as the owner. The owner is a member of diary_app for this (sql/roles.sql).';
+COMMENT ON FUNCTION public.assume_server_role() IS 'Takes diary_app, the server''s role, for the rest of the transaction when the statement runs as another role, and answers what to give back to leave_server_role() (null when it changed nothing). A write''s answer (diary_response, entry_response) reads through the caller''s policies this way on a Citus worker, where it runs in the schema owner''s connection: the only one that sees what the write''s SECURITY DEFINER function changed there. Inside a SECURITY DEFINER function it fails (42501) rather than read as the owner. The owner is a member of diary_app for this (sql/roles.sql; migrate --citus checks every node).';
 
 --
 -- Name: FUNCTION assume_server_role(); Type: ACL; Schema: public; Owner: -
@@ -3175,7 +3179,7 @@ CREATE FUNCTION public.diary_response(diary uuid) RETURNS TABLE(id uuid, name te
     AS $$
 #variable_conflict use_column
 declare
-    switched constant boolean := assume_server_role();
+    previous constant text[] := assume_server_role();
 begin
     return query
         select diaries.id, diaries.name, diaries.type, diaries.invite_code, me.role, diaries.created_at,
@@ -3193,8 +3197,8 @@ begin
                    array_agg(p.joined_at order by p.joined_at, p.public_id) as member_joined_at
             from member_profiles p where p.diary_id = diary) as members
         where diaries.id = diary;
-    if switched then
-        perform leave_server_role();
+    if previous is not null then
+        perform leave_server_role(previous);
     end if;
 end
 $$;
@@ -3284,7 +3288,7 @@ CREATE FUNCTION public.entry_response(diary uuid, entry uuid) RETURNS TABLE(id u
     AS $$
 #variable_conflict use_column
 declare
-    switched constant boolean := assume_server_role();
+    previous constant text[] := assume_server_role();
 begin
     return query
         with profiles as (select * from member_profiles where member_profiles.diary_id = diary)
@@ -3311,8 +3315,8 @@ begin
             from entry_photos
             where entry_photos.diary_id = diary and entry_photos.entry_id = entries.id) as photos
         where entries.diary_id = diary and entries.id = entry;
-    if switched then
-        perform leave_server_role();
+    if previous is not null then
+        perform leave_server_role(previous);
     end if;
 end
 $$;
@@ -3751,30 +3755,17 @@ end
 $$;
 
 --
--- Name: leave_server_role(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: leave_server_role(text[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.leave_server_role() RETURNS void
+CREATE FUNCTION public.leave_server_role(previous text[]) RETURNS void
     LANGUAGE plpgsql
     AS $$
 begin
-    reset role;
-    reset citus.allow_nested_distributed_execution;
+    perform pg_catalog.set_config('role', previous[1], true);
+    perform pg_catalog.set_config('citus.allow_nested_distributed_execution', previous[2], true);
 end
 $$;
-
---
--- Name: FUNCTION leave_server_role(); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.leave_server_role() IS 'Undoes assume_server_role(): the connection''s own role again, and no nested execution.';
-
---
--- Name: FUNCTION leave_server_role(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.leave_server_role() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.leave_server_role() TO diary_app;
 
 --
 -- Name: live_sessions(uuid[]); Type: FUNCTION; Schema: public; Owner: -
@@ -5517,6 +5508,19 @@ COMMENT ON FUNCTION public.join_diary(invite_code text, user_id uuid) IS 'Joins 
 
 REVOKE ALL ON FUNCTION public.join_diary(invite_code text, user_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.join_diary(invite_code text, user_id uuid) TO diary_app;
+
+--
+-- Name: FUNCTION leave_server_role(previous text[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.leave_server_role(previous text[]) IS 'Gives back what assume_server_role() took: the role and the nested execution setting as they were before it.';
+
+--
+-- Name: FUNCTION leave_server_role(previous text[]); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.leave_server_role(previous text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.leave_server_role(previous text[]) TO diary_app;
 
 --
 -- Name: FUNCTION live_sessions(ids uuid[]); Type: COMMENT; Schema: public; Owner: -

@@ -36,39 +36,43 @@ COMMENT ON FUNCTION public.app_visible_user_ids() IS 'The users whose row the ca
 REVOKE ALL ON FUNCTION public.app_visible_user_ids() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.app_visible_user_ids() TO diary_app;
 
-CREATE OR REPLACE FUNCTION public.assume_server_role() RETURNS boolean
+CREATE OR REPLACE FUNCTION public.assume_server_role() RETURNS text[]
     LANGUAGE plpgsql
     AS $$
+declare
+    previous constant text[] := array[
+        pg_catalog.current_setting('role'),
+        coalesce(pg_catalog.current_setting('citus.allow_nested_distributed_execution', true), 'off')];
 begin
     if current_user = 'diary_app' then
-        return false;
+        return null;
     end if;
     set local role diary_app;
     -- On a Citus worker the response's reads run inside the routed statement that called it:
     -- a nested execution, on the diary's own shards and the reference tables, all local.
     perform pg_catalog.set_config('citus.allow_nested_distributed_execution', 'on', true);
-    return true;
+    return previous;
 end
 $$;
 
-COMMENT ON FUNCTION public.assume_server_role() IS 'Takes diary_app, the server''s role, for the rest of the transaction when the statement runs as another role, and says whether it did; leave_server_role() gives it back. A write''s answer (diary_response, entry_response) reads through the caller''s policies this way on a Citus worker, where it runs in the schema owner''s connection: the only one that sees what the write''s SECURITY DEFINER function changed there. It only ever lowers privilege, and inside a SECURITY DEFINER function it fails (42501) rather than read as the owner. The owner is a member of diary_app for this (sql/roles.sql).';
+COMMENT ON FUNCTION public.assume_server_role() IS 'Takes diary_app, the server''s role, for the rest of the transaction when the statement runs as another role, and answers what to give back to leave_server_role() (null when it changed nothing). A write''s answer (diary_response, entry_response) reads through the caller''s policies this way on a Citus worker, where it runs in the schema owner''s connection: the only one that sees what the write''s SECURITY DEFINER function changed there. Inside a SECURITY DEFINER function it fails (42501) rather than read as the owner. The owner is a member of diary_app for this (sql/roles.sql; migrate --citus checks every node).';
 
 REVOKE ALL ON FUNCTION public.assume_server_role() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.assume_server_role() TO diary_app;
 
-CREATE OR REPLACE FUNCTION public.leave_server_role() RETURNS void
+CREATE OR REPLACE FUNCTION public.leave_server_role(previous text[]) RETURNS void
     LANGUAGE plpgsql
     AS $$
 begin
-    reset role;
-    reset citus.allow_nested_distributed_execution;
+    perform pg_catalog.set_config('role', previous[1], true);
+    perform pg_catalog.set_config('citus.allow_nested_distributed_execution', previous[2], true);
 end
 $$;
 
-COMMENT ON FUNCTION public.leave_server_role() IS 'Undoes assume_server_role(): the connection''s own role again, and no nested execution.';
+COMMENT ON FUNCTION public.leave_server_role(previous text[]) IS 'Gives back what assume_server_role() took: the role and the nested execution setting as they were before it.';
 
-REVOKE ALL ON FUNCTION public.leave_server_role() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.leave_server_role() TO diary_app;
+REVOKE ALL ON FUNCTION public.leave_server_role(previous text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.leave_server_role(previous text[]) TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.diary_verdict(diary uuid) RETURNS text
     LANGUAGE plpgsql

@@ -466,7 +466,7 @@ CREATE OR REPLACE FUNCTION public.diary_response(diary uuid) RETURNS TABLE(id uu
     AS $$
 #variable_conflict use_column
 declare
-    switched constant boolean := assume_server_role();
+    previous constant text[] := assume_server_role();
 begin
     return query
         select diaries.id, diaries.name, diaries.type, diaries.invite_code, me.role, diaries.created_at,
@@ -484,8 +484,8 @@ begin
                    array_agg(p.joined_at order by p.joined_at, p.public_id) as member_joined_at
             from member_profiles p where p.diary_id = diary) as members
         where diaries.id = diary;
-    if switched then
-        perform leave_server_role();
+    if previous is not null then
+        perform leave_server_role(previous);
     end if;
 end
 $$;

@@ -269,7 +269,7 @@ CREATE OR REPLACE FUNCTION public.entry_response(diary uuid, entry uuid) RETURNS
     AS $$
 #variable_conflict use_column
 declare
-    switched constant boolean := assume_server_role();
+    previous constant text[] := assume_server_role();
 begin
     return query
         with profiles as (select * from member_profiles where member_profiles.diary_id = diary)
@@ -296,8 +296,8 @@ begin
             from entry_photos
             where entry_photos.diary_id = diary and entry_photos.entry_id = entries.id) as photos
         where entries.diary_id = diary and entries.id = entry;
-    if switched then
-        perform leave_server_role();
+    if previous is not null then
+        perform leave_server_role(previous);
     end if;
 end
 $$;

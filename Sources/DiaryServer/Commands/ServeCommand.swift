@@ -22,7 +22,7 @@ struct ServeCommand: AsyncParsableCommand {
               DB_STATEMENT_TIMEOUT_MS   longest a statement may run before it is cancelled (default 5000)
               DB_PREPARED_STATEMENTS    0 sends every statement unnamed, for PgBouncer's transaction mode (default 1)
               DATABASE_LISTEN_URL       a direct connection for LISTEN, where DATABASE_URL goes through PgBouncer
-              DB_CITUS                  1 when DATABASE_URL is a Citus coordinator: writes are read back after COMMIT (default 0)
+              DB_CITUS                  1 when DATABASE_URL is a Citus coordinator: a write's answer is read on the diary's worker (default 0)
               MAX_CONCURRENT_REQUESTS   requests served at once; more get 503 at once (default 256)
               LOG_LEVEL      trace, debug, info, notice, warning, error or critical (default info)
               DIARY_ENV           "production" forbids dev sign-in and generated keys

@@ -69,6 +69,7 @@ struct CitusSchema {
         case noExtension
         case noWorkers
         case ownerNotServerMember
+        case coordinatorHoldsShards
 
         var description: String {
             switch self {
@@ -77,7 +78,9 @@ struct CitusSchema {
             case .noWorkers:
                 "no Citus worker is registered: add them with citus_add_node before migrate --citus"
             case .ownerNotServerMember:
-                "the schema's owner is not a member of diary_app, which a write's answer needs on the workers (assume_server_role): run sql/roles.sql on the coordinator again, as a superuser"
+                "diary_owner is not a member of diary_app on every node, which a write's answer needs on the workers (assume_server_role): run sql/roles.sql as a superuser in the application's database on the coordinator, or on each node"
+            case .coordinatorHoldsShards:
+                "the coordinator holds shards (pg_dist_node.shouldhaveshards for group 0): a write's answer cannot be read there as the caller; move them to the workers (select citus_set_node_property('<coordinator host>', <port>, 'shouldhaveshards', false), then rebalance)"
             }
         }
     }
@@ -91,8 +94,22 @@ struct CitusSchema {
         guard try rows.first?.decode("citus", as: Bool.self) == true else { throw Failure.noExtension }
         let workers = try await pool.query("select count(*)::int8 as n from pg_dist_node where groupid <> 0 and noderole = 'primary' and isactive")
         guard try (workers.first?.decode("n", as: Int.self) ?? 0) > 0 else { throw Failure.noWorkers }
-        let member = try await pool.query("select pg_has_role(current_user, 'diary_app', 'member') as member")
-        guard try member.first?.decode("member", as: Bool.self) == true else { throw Failure.ownerNotServerMember }
+        // Every node: a role's memberships are each node's own, and a write's answer takes
+        // diary_app's role on the diary's worker (assume_server_role).
+        guard try await isMemberOnEveryNode("diary_owner", of: "diary_app") else { throw Failure.ownerNotServerMember }
+        // The coordinator's own shards would be read inside the router's SECURITY DEFINER
+        // function, where no role can be taken: every write of those diaries would fail.
+        let coordinatorShards = try await pool.query("select exists (select from pg_dist_node where groupid = 0 and shouldhaveshards) as holds")
+        guard try coordinatorShards.first?.decode("holds", as: Bool.self) == false else { throw Failure.coordinatorHoldsShards }
+    }
+
+    /// Whether `member` is a member of `role` on the coordinator and on every worker.
+    func isMemberOnEveryNode(_ member: String, of role: String) async throws -> Bool {
+        let rows = try await pool.query("""
+            select bool_and(success and result = 't') as everywhere
+            from run_command_on_all_nodes(format('select pg_has_role(%L, %L, %L)', \(member)::text, \(role)::text, 'member'))
+            """)
+        return try rows.first?.decode("everywhere", as: Bool?.self) == true
     }
 
     /// Grants every view's privileges again, which Citus then sends to every node. Citus
@@ -113,8 +130,8 @@ struct CitusSchema {
             let view = try row.decode("view", as: String.self), grantee = try row.decode("grantee", as: String.self)
             let privilege = try row.decode("privilege", as: String.self)
             // Names from the catalog, spelled as the migrations spell every view and role.
-            guard Self.isPlainIdentifier(view), Self.isPlainIdentifier(grantee), ["SELECT", "INSERT", "UPDATE", "DELETE"].contains(privilege) else {
-                preconditionFailure("unexpected grant \(privilege) on \(view) to \(grantee)")
+            guard Self.isPlainIdentifier(view), Self.isPlainIdentifier(grantee), Self.viewPrivileges.contains(privilege) else {
+                throw MigrationError(description: "the grant of \(privilege) on the view \(view) to \(grantee) cannot be sent to every node: grant it on each node by hand")
             }
             try await pool.query(PostgresQuery(unsafeSQL: "grant \(privilege) on public.\(view) to \(grantee)"))
         }
@@ -161,6 +178,8 @@ struct CitusSchema {
         guard let clauses = spelled.firstRange(of: /(?i)\s(USING|WITH\s+CHECK)\s*\(/) else { return spelled }
         return "ALTER POLICY \(name) ON public.\(table)" + spelled[clauses.lowerBound...]
     }
+
+    static let viewPrivileges: Set<String> = ["SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER"]
 
     static func isPlainIdentifier(_ text: String) -> Bool {
         !text.isEmpty && text.utf8.allSatisfy { (0x61...0x7a).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5f }

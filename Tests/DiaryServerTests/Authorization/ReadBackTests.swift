@@ -143,7 +143,7 @@ struct ReadBackTests {
         }
     }
 
-    @Test("a response function reads through the caller's policies even when the owner calls it, and refuses inside a SECURITY DEFINER function rather than read as the owner")
+    @Test("a response function reads through the caller's policies even when the owner calls it, gives back the role it was called with, and refuses inside a SECURITY DEFINER function rather than read as the owner")
     func responsesReadAsTheCaller() async throws {
         try await APIHarness.run { api in
             let tag = UUID().uuidString.prefix(8).lowercased()
@@ -151,17 +151,23 @@ struct ReadBackTests {
             let mallory = try await api.signIn("as-caller-mallory-\(tag)")
             let diary = try await api.createDiary("匿名の", type: .anonymous, token: alice.accessToken)
             #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
+            let entry = try await api.post("見せない", in: diary.id, token: alice.accessToken).decode(Entry.self)
 
             try await TestDatabase.withPool(api.database.as(TestDatabase.ownerRole), size: 1) { owner in
-                for (session, names) in [(bob, ["匿名1", "as-caller-bob-\(tag)"]), (mallory, [])] {
+                for (session, names, entries) in [(bob, ["匿名1", "as-caller-bob-\(tag)"], 1), (mallory, [], 0)] {
                     let identity = try await Self.scope(api, session).identity
                     let results = try await owner.transaction([
                         "select authenticate(\(identity.sessionID), \(identity.userID))",
+                        // A role of the session's own, which the functions must give back, not reset.
+                        "select set_config('role', \(TestDatabase.ownerRole), true)",
                         "select member_names from diary_response(\(diary.id))",
-                        "select current_user::text as role",
+                        // No membership test of its own: only the caller's policies hide the entry from a stranger.
+                        "select count(*)::int8 as n from entry_response(\(diary.id), \(entry.id))",
+                        "select current_setting('role') as role",
                     ])
-                    #expect(try results[1].first?.decode("member_names", as: [String].self) ?? [] == names, "\(session.user.displayName)")
-                    #expect(try results[2].first?.decode("role", as: String.self) == TestDatabase.ownerRole, "the owner's role is back")
+                    #expect(try results[2].first?.decode("member_names", as: [String].self) ?? [] == names, "\(session.user.displayName)")
+                    #expect(try results[3].first?.decode("n", as: Int.self) == entries, "\(session.user.displayName)")
+                    #expect(try results[4].first?.decode("role", as: String.self) == TestDatabase.ownerRole, "the role it was called with is back")
                 }
             }
             // On one PostgreSQL the router runs the response function inside its own SECURITY

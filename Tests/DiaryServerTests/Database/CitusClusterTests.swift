@@ -244,6 +244,16 @@ struct CitusClusterTests {
         try await APIHarness.run(on: try Self.owner(), citus: true) { api in try await JoinDiaryTests.anonymousJoinAnswersAliases(api) }
     }
 
+    @Test("migrate --citus and rebalance check on every node that the owner may take diary_app's role, and that the coordinator holds no shard")
+    func readBackPrerequisites() async throws {
+        try await TestDatabase.withPool(try Self.owner(), size: 1) { pool in
+            let schema = CitusSchema(pool: pool, logger: TestDatabase.logger)
+            #expect(try await schema.isMemberOnEveryNode("diary_owner", of: "diary_app"))
+            #expect(try await schema.isMemberOnEveryNode("diary_app", of: "diary_owner") == false)
+            try await schema.checkCluster()
+        }
+    }
+
     @Test("every write that answers with what it wrote does so from its own transaction on the cluster, read as the caller in the connection that wrote the diary's shard")
     func writesAnswerFromTheirTransaction() async throws {
         try await APIHarness.run(on: try Self.owner(), citus: true) { api in try await ReadBackTests.everyWriteAnswersFromItsTransaction(api, citus: true) }
