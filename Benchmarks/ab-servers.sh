@@ -15,7 +15,8 @@
 # scripts, for a change of schema: both sides then run on their own schema. B_CITUS=1 gives
 # side B the same data set on the Citus cluster of scripts/citus.sh (a coordinator and two
 # workers; Citus must be installed, which CI has not), laid out by `migrate --citus`, served
-# with DB_CITUS=1. Results go to Benchmarks/results/.
+# with DB_CITUS=1; AB_CITUS=1 puts both sides there, one database, for two builds on the cluster.
+# Results go to Benchmarks/results/.
 # Needs the project's Postgres and its environment (eval "$(scripts/postgres.sh env)").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,16 +39,18 @@ if [ -n "${A_TREE:-}" ]; then
     (cd "$A_TREE" && Benchmarks/endpoints/seed-database.sh "${database[a]}")
 fi
 single_env="PGHOST=$PGHOST PGPORT=$PGPORT"
-if [ "${B_CITUS:-0}" = 1 ]; then seed_on_citus "$db" "$binary_b"; fi
+# Whether side $1 serves from the Citus cluster.
+on_citus() { [ "${AB_CITUS:-0}" = 1 ] || { [ "$1" = b ] && [ "${B_CITUS:-0}" = 1 ]; }; }
+if on_citus a || on_citus b; then seed_on_citus "$db" "$binary_b"; fi
 for side in a b; do
     binary=$binary_a; [ "$side" = b ] && binary=$binary_b
     port[$side]=$(free_port)
     settings=A_ENV; [ "$side" = b ] && settings=B_ENV
-    if [ "$side" = b ] && [ "${B_CITUS:-0}" = 1 ]; then eval "$citus_env"; export DB_CITUS=1; fi
+    if on_citus "$side"; then eval "$citus_env"; export DB_CITUS=1; fi
     for setting in ${!settings:-}; do export "${setting?}"; done
     start_server "$binary" "${database[$side]}" "$work" "${port[$side]}" "$work/server-$side.log"
     for setting in ${!settings:-}; do unset "${setting%%=*}"; done
-    if [ "$side" = b ] && [ "${B_CITUS:-0}" = 1 ]; then unset DB_CITUS; eval "export $single_env"; fi
+    if on_citus "$side"; then unset DB_CITUS; eval "export $single_env"; fi
     pid[$side]=$server_started
     pids+=("$server_started")
 done
@@ -67,6 +70,7 @@ out="Benchmarks/results/ab-servers-$(date -u +%Y%m%dT%H%M%SZ).txt"
     echo "# $(date -u); $(nproc) cores; ${seconds}s per run, $rounds rounds, A and B alternating (A first in odd rounds)"
     echo "# A: $binary_a ${A_ENV:-}${A_TREE:+ on its own database, from $A_TREE}"
     echo "# B: $binary_b ${B_ENV:-}${B_CITUS:+ on a Citus coordinator and two workers (DB_CITUS=1)}"
+    if [ "${AB_CITUS:-0}" = 1 ]; then echo "# A and B both on one Citus coordinator and two workers (DB_CITUS=1), one database"; fi
     printf '%-5s %-16s %9s %7s %7s %6s %9s %7s %7s %6s %7s\n' round endpoint a_rps a_p50 a_p99 a_us b_rps b_p50 b_p99 b_us b/a
     for round in $(seq 1 "$rounds"); do
         for target in "$@"; do
