@@ -54,7 +54,7 @@ package struct AccountRepository: Sendable {
             select outcome, session_id, issued_at from rotate_refresh_token(\(TokenService.hash(presented)), \(successorHash), make_interval(days => \(Int32(TokenService.refreshLifetimeDays))))
             """,
             // A successful exchange made the session's user the caller; otherwise there is none.
-            "select \(UserColumns.me) from users where \(UserRepository.callersRow)",
+            UserRepository.callersAccount,
         ]) }
         guard let outcome = results[0].first else { return nil }
         switch try outcome.decode("outcome", as: String.self) {

@@ -12,12 +12,15 @@ package struct UserRepository: Sendable {
     /// Which row is asked for, not a permission: users_select also shows co-members.
     static var callersRow: PostgresFragment { "users.id = (select app_user_id()) and " + UsersPolicy.select.using }
 
+    /// The caller's account, as `me` reads it.
+    static var callersAccount: PostgresQuery { "select \(UserColumns.me) from users where \(callersRow)" }
+
     /// The caller's account as a write of it answers: `users` is a reference table, which
     /// Citus reads on the coordinator, so the statement is the same on both (`ReadBack`).
-    static var readBack: ReadBack { .statement("select \(UserColumns.me) from users where \(callersRow)") }
+    static var readBack: ReadBack { .statement(callersAccount) }
 
     package func me() async throws -> Me {
-        let rows = try await scope.read("select \(UserColumns.me) from users where \(Self.callersRow)")
+        let rows = try await scope.read(Self.callersAccount)
         // A live session whose user is gone cannot happen (sessions cascade), but if it did it is not a 500.
         guard let row = rows.first else { throw DomainError.unauthenticated("the account no longer exists") }
         return try UserColumns.me(from: row, links: scope.photoLinks)

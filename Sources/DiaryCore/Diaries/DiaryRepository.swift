@@ -34,6 +34,7 @@ package struct DiaryRepository: Sendable {
         .response("diary_response", routedBy: "read_back_diary", diary)
     }
 
+    /// `diaryColumns`, with `diary` spelling the diary's id: a column or a bound value.
     private static func columns(ofDiary diary: PostgresQuery) -> PostgresQuery {
         """
         select diaries.id, diaries.name, diaries.type, diaries.invite_code, me.role, diaries.created_at,

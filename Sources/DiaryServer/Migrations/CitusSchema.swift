@@ -115,10 +115,8 @@ struct CitusSchema {
     /// Grants every view's privileges again, which Citus then sends to every node. Citus
     /// creates a view on a worker without its grants, when it lays out the tables the view
     /// reads and when a worker is added, and a write's answer reads `member_profiles` there as
-    /// diary_app (`diary_response`). `migrate --citus` and `rebalance` run it. Returns how many
-    /// grants it sent.
-    @discardableResult
-    func grantViewsOnEveryNode() async throws -> Int {
+    /// diary_app (`diary_response`). `migrate --citus` and `rebalance` run it.
+    func grantViewsOnEveryNode() async throws {
         let rows = try await pool.query("""
             select c.relname as view, a.privilege_type as privilege, g.rolname as grantee
             from pg_class c
@@ -135,7 +133,6 @@ struct CitusSchema {
             }
             try await pool.query(PostgresQuery(unsafeSQL: "grant \(privilege) on public.\(view) to \(grantee)"))
         }
-        return rows.count
     }
 
     /// Respells every policy that selects an identity function once, `( SELECT app_user_id()
