@@ -517,6 +517,8 @@ CREATE TABLE public.diaries (
     entry_count integer DEFAULT 0 NOT NULL,
     change_position bigint DEFAULT 0 NOT NULL,
     pruned_position bigint DEFAULT 0 NOT NULL,
+    closed_at timestamp with time zone,
+    purge_at timestamp with time zone,
     CONSTRAINT diaries_invite_code_check CHECK ((invite_code ~ '^[0-9A-HJKMNP-TV-Z]{10}$'::text)),
     CONSTRAINT diaries_name_check CHECK (((char_length(name) >= 1) AND (char_length(name) <= 500))),
     CONSTRAINT diaries_settings_check CHECK ((jsonb_typeof(settings) = 'object'::text)),
@@ -539,6 +541,12 @@ ALTER TABLE ONLY public.diaries
 
 ALTER TABLE ONLY public.diaries
     ADD CONSTRAINT diaries_created_by_fkey FOREIGN KEY (created_by) REFERENCES public.users(id) ON DELETE SET NULL;
+
+--
+-- Name: diaries_closed; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX diaries_closed ON public.diaries USING btree (closed_at) WHERE (closed_at IS NOT NULL);
 
 --
 -- Name: diaries_invite_code; Type: INDEX; Schema: public; Owner: -
@@ -1264,6 +1272,85 @@ GRANT SELECT ON TABLE public.export_days TO diary_app;
 COMMENT ON TABLE public.export_days IS 'Exports a user started, per UTC day (diary and personal exports together), for the daily limit.';
 
 --
+-- ============================== former_members ==============================
+--
+
+--
+-- Name: former_members; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.former_members (
+    diary_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    left_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY public.former_members FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: former_members former_members_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.former_members
+    ADD CONSTRAINT former_members_pkey PRIMARY KEY (diary_id, user_id);
+
+--
+-- Name: former_members former_members_diary_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.former_members
+    ADD CONSTRAINT former_members_diary_id_fkey FOREIGN KEY (diary_id) REFERENCES public.diaries(id);
+
+--
+-- Name: former_members former_members_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.former_members
+    ADD CONSTRAINT former_members_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id);
+
+--
+-- Name: former_members_user; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX former_members_user ON public.former_members USING btree (user_id, diary_id);
+
+--
+-- Name: former_members; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.former_members ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: former_members former_members_delete; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY former_members_delete ON public.former_members FOR DELETE USING (false);
+
+--
+-- Name: former_members former_members_insert; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY former_members_insert ON public.former_members FOR INSERT WITH CHECK (false);
+
+--
+-- Name: former_members former_members_select; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY former_members_select ON public.former_members FOR SELECT USING ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
+
+--
+-- Name: former_members former_members_update; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY former_members_update ON public.former_members FOR UPDATE USING (false) WITH CHECK (false);
+
+--
+-- Name: TABLE former_members; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.former_members TO diary_app;
+
+--
 -- ============================== invite_codes ==============================
 --
 
@@ -1806,7 +1893,7 @@ CREATE TABLE public.push_outbox (
     last_error text,
     dead_at timestamp with time zone,
     CONSTRAINT push_outbox_check CHECK (((kind = 'entry'::text) = ((entry_id IS NOT NULL) AND (diary_id IS NOT NULL)))),
-    CONSTRAINT push_outbox_kind_check CHECK ((kind = ANY (ARRAY['entry'::text, 'reminder'::text])))
+    CONSTRAINT push_outbox_kind_check CHECK ((kind = ANY (ARRAY['entry'::text, 'reminder'::text, 'diary_closed'::text])))
 );
 
 ALTER TABLE ONLY public.push_outbox FORCE ROW LEVEL SECURITY;
@@ -2455,6 +2542,8 @@ begin
     joined := log_change(diary, 'member.joined', null, member, alias);
     insert into user_diaries (user_id, diary_id, role, diary_type, position_at_join)
     values (member, diary, add_diary_member.role, kind, joined - 1);
+    -- A member who joins again is a member, no longer a former one.
+    delete from former_members f where f.diary_id = diary and f.user_id = member;
     perform set_app_setting('app.writer', '');
     if app_user_id() is not null then
         perform refresh_app_diary_ids();
@@ -2876,7 +2965,8 @@ CREATE FUNCTION public.check_one_owner(diary uuid) RETURNS void
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 begin
-    if exists (select 1 from diaries d where d.id = diary)
+    -- A closed diary has no member, so no owner, until a former member restores it.
+    if exists (select 1 from diaries d where d.id = diary and d.closed_at is null)
        and (select count(*) from diary_members m where m.diary_id = diary and m.role = 'owner') <> 1 then
         raise exception 'diary % must have exactly one owner', diary
             using errcode = '23514', constraint = 'diary_members_exactly_one_owner';
@@ -3004,6 +3094,30 @@ end
 $$;
 
 --
+-- Name: closed_diaries_backlog(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.closed_diaries_backlog() RETURNS TABLE(closed bigint, overdue bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+    select count(*), count(*) filter (where d.purge_at <= now()) from diaries d where d.closed_at is not null
+$$;
+
+--
+-- Name: FUNCTION closed_diaries_backlog(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.closed_diaries_backlog() IS 'The closed-diary worker''s gauges: closed diaries kept, and those past their deletion date not deleted yet.';
+
+--
+-- Name: FUNCTION closed_diaries_backlog(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.closed_diaries_backlog() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.closed_diaries_backlog() TO diary_app;
+
+--
 -- Name: count_photo_upload(uuid, text, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3127,6 +3241,34 @@ REVOKE ALL ON FUNCTION public.delete_my_account() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.delete_my_account() TO diary_app;
 
 --
+-- Name: departed_diary_ids(interval); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.departed_diary_ids(kept interval) RETURNS uuid[]
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    return (
+        select coalesce(array_agg(f.diary_id order by f.diary_id), '{}')
+        from former_members f
+        join diaries d on d.id = f.diary_id
+        where f.user_id = app_user_id() and now() < departure_kept_until(f.left_at, d.closed_at, d.purge_at, kept)
+    );
+end
+$$;
+
+--
+-- Name: departure_kept_until(timestamp with time zone, timestamp with time zone, timestamp with time zone, interval); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval) RETURNS timestamp with time zone
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    select case when closed_at is null then left_at + kept else coalesce(purge_at, closed_at + kept) end
+$$;
+
+--
 -- Name: diaries_of_users(uuid[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3239,6 +3381,12 @@ begin
     perform set_app_setting('app.writer', '');
     if dropped_role is null then
         return null;
+    end if;
+    -- What they wrote stays theirs to export for the window, and the diary theirs to
+    -- restore should it close; an account being deleted (forget_user) keeps no such right.
+    if member::text is distinct from current_setting('app.forgetting_user', true) then
+        insert into former_members as f (diary_id, user_id, left_at) values (diary, member, now())
+        on conflict (diary_id, user_id) do update set left_at = excluded.left_at;
     end if;
     perform log_change(diary, 'member.left', null, member, alias);
     if dropped_role = 'owner' then
@@ -3506,6 +3654,7 @@ begin
     delete from entries e where e.diary_id = diary;
     delete from diary_members m where m.diary_id = diary;
     delete from user_diaries u where u.diary_id = diary;
+    delete from former_members f where f.diary_id = diary;
     delete from diaries d where d.id = diary;
     perform set_app_setting('app.writer', '');
 end
@@ -3570,7 +3719,10 @@ CREATE FUNCTION public.forget_user(account uuid) RETURNS void
 declare
     authored record;
     membership record;
+    departed record;
 begin
+    -- Its memberships end without leaving a former member behind (drop_diary_member).
+    perform set_app_setting('app.forgetting_user', account::text);
     -- One diary at a time, so that on Citus each lock routes to its diary's shard.
     for membership in select u.diary_id from user_diaries u where u.user_id = account order by u.diary_id loop
         perform 1 from diaries d where d.id = membership.diary_id for update;
@@ -3597,6 +3749,10 @@ begin
     if found then
         perform announce('apple_revocations');
     end if;
+    for departed in select f.diary_id from former_members f where f.user_id = account order by f.diary_id loop
+        delete from former_members f where f.diary_id = departed.diary_id and f.user_id = account;
+    end loop;
+    perform set_app_setting('app.forgetting_user', '');
     perform set_app_setting('app.writer', 'forget_user');
     delete from photo_uploads u where u.uploader_id = account;
     delete from profile_photos f where f.user_id = account;
@@ -3657,7 +3813,14 @@ declare
 begin
     select m.user_id into heir from diary_members m where m.diary_id = diary order by m.joined_at, m.user_id limit 1;
     if heir is null then
-        perform forget_diary(diary);
+        -- Closed, never deleted, while a former member may still want it back; a diary
+        -- nobody else ever wrote in (its last account deleted) has nobody to keep it for.
+        if exists (select 1 from former_members f where f.diary_id = diary) then
+            update diaries d set closed_at = now(), purge_at = null where d.id = diary;
+            perform announce('closed_diaries');
+        else
+            perform forget_diary(diary);
+        end if;
         return;
     end if;
     perform set_app_setting('app.writer', 'hand_on_or_close');
@@ -3680,7 +3843,8 @@ declare
     named uuid;
 begin
     select c.diary_id into named from invite_codes c where c.code = normalized;
-    return (select d.id from diaries d where d.id = named and d.invite_code = normalized);
+    -- A closed diary's code names nothing: only its former members may bring it back.
+    return (select d.id from diaries d where d.id = named and d.invite_code = normalized and d.closed_at is null);
 end
 $$;
 
@@ -3950,6 +4114,69 @@ REVOKE ALL ON FUNCTION public.my_billing_events() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.my_billing_events() TO diary_app;
 
 --
+-- Name: my_departed_entries(uuid[], timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.my_departed_entries(diaries uuid[], after_created_at timestamp with time zone, after_id uuid, page integer) RETURNS TABLE(id uuid, diary_id uuid, content text, question text, created_at timestamp with time zone, updated_at timestamp with time zone, photo_ids uuid[], photo_types text[])
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    return query
+        select e.id, e.diary_id, e.content, e.question, e.created_at, e.updated_at,
+            (select array_agg(p.id order by p.position) from entry_photos p where p.diary_id = e.diary_id and p.entry_id = e.id),
+            (select array_agg(p.content_type order by p.position) from entry_photos p where p.diary_id = e.diary_id and p.entry_id = e.id)
+        from entries e
+        where e.user_id = app_user_id()
+          and e.diary_id = any (diaries)
+          and e.diary_id in (select f.diary_id from former_members f where f.user_id = app_user_id())
+          and (after_created_at is null or (e.created_at, e.id) > (after_created_at, after_id))
+        order by e.created_at, e.id
+        limit page;
+end
+$$;
+
+--
+-- Name: my_departed_entry_photos(uuid[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.my_departed_entry_photos(diaries uuid[]) RETURNS TABLE(id uuid, content_hash text, content_type text, bytes integer, content_crc32 bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    return query
+        select p.id, p.content_hash, p.content_type, p.bytes, p.content_crc32
+        from entry_photos p
+        join entries e on e.diary_id = p.diary_id and e.id = p.entry_id
+        where e.user_id = app_user_id()
+          and p.diary_id = any (diaries)
+          and p.diary_id in (select f.diary_id from former_members f where f.user_id = app_user_id());
+end
+$$;
+
+--
+-- Name: my_departures(interval); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.my_departures(kept interval) RETURNS TABLE(diary_id uuid, name text, type text, left_at timestamp with time zone, closed_at timestamp with time zone, kept_until timestamp with time zone, own_entries bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    return query
+        select f.diary_id, d.name, d.type, f.left_at, d.closed_at, departure_kept_until(f.left_at, d.closed_at, d.purge_at, kept),
+            coalesce(own.entries, 0)
+        from former_members f
+        join diaries d on d.id = f.diary_id
+        left join (select e.diary_id, count(*) as entries from entries e where e.user_id = app_user_id() group by e.diary_id) own
+            on own.diary_id = f.diary_id
+        where f.user_id = app_user_id() and now() < departure_kept_until(f.left_at, d.closed_at, d.purge_at, kept)
+        order by f.left_at desc, f.diary_id;
+end
+$$;
+
+--
 -- Name: my_positions_at_join(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -4209,6 +4436,53 @@ begin
         removed := removed + deleted;
     end loop;
     return removed;
+end
+$$;
+
+--
+-- Name: prune_former_members(interval, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.prune_former_members(kept interval, batch integer) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    expired record;
+    pruned integer := 0;
+begin
+    for expired in
+        select f.diary_id, f.user_id from former_members f join diaries d on d.id = f.diary_id
+        where d.closed_at is null and f.left_at < now() - kept
+        order by f.diary_id, f.user_id limit batch
+    loop
+        delete from former_members f where f.diary_id = expired.diary_id and f.user_id = expired.user_id;
+        pruned := pruned + 1;
+    end loop;
+    return pruned;
+end
+$$;
+
+--
+-- Name: purge_closed_diaries(integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.purge_closed_diaries(batch integer) RETURNS SETOF uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    closed record;
+begin
+    for closed in
+        select d.id from diaries d where d.closed_at is not null and d.purge_at <= now() order by d.purge_at, d.id limit batch
+    loop
+        -- Again under the row lock: a restore may have opened it since.
+        perform 1 from diaries d where d.id = closed.id and d.closed_at is not null and d.purge_at <= now() for update;
+        continue when not found;
+        perform forget_diary(closed.id);
+        return next closed.id;
+    end loop;
 end
 $$;
 
@@ -4631,6 +4905,42 @@ end
 $$;
 
 --
+-- Name: restore_diary(uuid, interval); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.restore_diary(diary uuid, kept interval) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    caller constant uuid := (select app_user_id());
+    found_diary diaries%rowtype;
+    departed former_members%rowtype;
+begin
+    if caller is null then
+        return 'not_found';
+    end if;
+    -- Under the diary's row lock, as joins and leaves: a restore and the worker's purge, or two
+    -- restores, take turns.
+    select * into found_diary from diaries d where d.id = diary for update;
+    select * into departed from former_members f where f.diary_id = diary and f.user_id = caller;
+    if found_diary.id is null or departed.diary_id is null
+       or now() >= departure_kept_until(departed.left_at, found_diary.closed_at, found_diary.purge_at, kept) then
+        return 'not_found';
+    end if;
+    if found_diary.closed_at is null then
+        return 'open';
+    end if;
+    perform set_app_setting('app.writer', 'restore_diary');
+    update diaries d set closed_at = null, purge_at = null where d.id = diary;
+    perform set_app_setting('app.writer', '');
+    perform add_diary_member(diary, caller, 'owner');
+    perform check_one_owner(diary);
+    return 'restored';
+end
+$$;
+
+--
 -- Name: rotate_invite_code(uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -4780,6 +5090,57 @@ begin
     if sent_any then
         perform pg_notify('push_outbox', '');
     end if;
+end
+$$;
+
+--
+-- Name: schedule_closed_diaries(interval, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.schedule_closed_diaries(kept interval, batch integer) RETURNS TABLE(diary_id uuid, purge_at timestamp with time zone, notified integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    closed record;
+    deletes_at timestamptz;
+    queued integer;
+begin
+    for closed in
+        select d.id from diaries d where d.closed_at is not null and d.purge_at is null order by d.closed_at, d.id limit batch
+    loop
+        -- Again under the row lock: a restore may have opened it since.
+        select d.closed_at + kept into deletes_at from diaries d where d.id = closed.id and d.closed_at is not null and d.purge_at is null for update;
+        continue when deletes_at is null;
+        perform set_app_setting('app.writer', 'schedule_closed_diaries');
+        update diaries d set purge_at = deletes_at where d.id = closed.id;
+        perform set_app_setting('app.writer', '');
+        insert into push_outbox (user_id, device_token, kind, diary_id, payload)
+        select f.user_id, dv.token, 'diary_closed', closed.id,
+            jsonb_build_object(
+                'aps', jsonb_build_object(
+                    'alert', jsonb_build_object(
+                        'title', '「' || d.name || '」が閉じられました',
+                        'body', to_char(deletes_at at time zone u.time_zone, 'FMYYYY"年"FMMM"月"FMDD"日"')
+                            || 'に削除されます。それまでは元のメンバーが復元でき、自分の日記を書き出せます。'),
+                    'sound', 'default'),
+                'diaryId', closed.id::text,
+                'deletesAt', to_char(deletes_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))
+        from former_members f
+        join diaries d on d.id = f.diary_id
+        join users u on u.id = f.user_id
+        join devices dv on dv.user_id = f.user_id
+        where f.diary_id = closed.id
+        order by f.user_id, dv.token;
+        get diagnostics queued = row_count;
+        if queued > 0 then
+            perform announce('push_outbox');
+        end if;
+        diary_id := closed.id;
+        purge_at := deletes_at;
+        notified := queued;
+        return next;
+    end loop;
 end
 $$;
 
@@ -5165,7 +5526,7 @@ GRANT ALL ON FUNCTION public.change_positions(diaries uuid[]) TO diary_app;
 -- Name: FUNCTION check_one_owner(diary uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.check_one_owner(diary uuid) IS 'Raises 23514 (diary_members_exactly_one_owner) unless the diary, if it exists, has exactly one owner. Called by the functions that add or drop members.';
+COMMENT ON FUNCTION public.check_one_owner(diary uuid) IS 'Raises 23514 (diary_members_exactly_one_owner) unless the diary, if it exists and is open, has exactly one owner. Called by the functions that add or drop members.';
 
 --
 -- Name: FUNCTION claim_apple_revocations(max_rows integer, lease interval); Type: COMMENT; Schema: public; Owner: -
@@ -5270,6 +5631,32 @@ REVOKE ALL ON FUNCTION public.delete_entry(diary uuid, entry uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.delete_entry(diary uuid, entry uuid) TO diary_app;
 
 --
+-- Name: FUNCTION departed_diary_ids(kept interval); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.departed_diary_ids(kept interval) IS 'The diaries the caller left whose window is still open: theirs to export their own entries from. Read once per export, so the pages after it route by diary.';
+
+--
+-- Name: FUNCTION departed_diary_ids(kept interval); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.departed_diary_ids(kept interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.departed_diary_ids(kept interval) TO diary_app;
+
+--
+-- Name: FUNCTION departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval) IS 'Until when a former member may export their own entries of a diary they left (and restore it, when closed): the window after they left an open diary; the date the closed diary is deleted, once its former members were told it (purge_at), else its close plus the window.';
+
+--
+-- Name: FUNCTION departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval) TO diary_app;
+
+--
 -- Name: FUNCTION diaries_of_users(users uuid[]); Type: COMMENT; Schema: public; Owner: -
 --
 
@@ -5324,7 +5711,7 @@ REVOKE ALL ON FUNCTION public.diary_verdict(diary uuid) FROM PUBLIC;
 -- Name: FUNCTION drop_diary_member(diary uuid, member uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.drop_diary_member(diary uuid, member uuid) IS 'Removes a member, logs member.left, hands ownership on (or closes the diary) when the owner leaves, and refreshes the caller''s diary ids. Returns the role they had, or null.';
+COMMENT ON FUNCTION public.drop_diary_member(diary uuid, member uuid) IS 'Removes a member, records them as a former member (unless forget_user is deleting their account), logs member.left, hands ownership on (or closes the diary) when the owner leaves, and refreshes the caller''s diary ids. Returns the role they had, or null.';
 
 --
 -- Name: FUNCTION drop_diary_member(diary uuid, member uuid); Type: ACL; Schema: public; Owner: -
@@ -5413,7 +5800,7 @@ GRANT ALL ON FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], de
 -- Name: FUNCTION forget_diary(diary uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.forget_diary(diary uuid) IS 'Deletes a diary nobody is left in, with its entries, receipts, photos (queued as garbage) and members. Nothing is logged: nobody is left to tell.';
+COMMENT ON FUNCTION public.forget_diary(diary uuid) IS 'Deletes a diary nobody is left in, with its entries, receipts, photos (queued as garbage), members and former members. Nothing is logged: nobody is left to tell. hand_on_or_close calls it for a diary nobody could restore; the closed-diary worker (purge_closed_diary) once its window has passed.';
 
 --
 -- Name: FUNCTION forget_diary(diary uuid); Type: ACL; Schema: public; Owner: -
@@ -5449,7 +5836,7 @@ REVOKE ALL ON FUNCTION public.forget_user(account uuid) FROM PUBLIC;
 -- Name: FUNCTION hand_on_or_close(diary uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.hand_on_or_close(diary uuid) IS 'After the owner leaves: the longest-standing member becomes owner, or the diary is forgotten when nobody is left.';
+COMMENT ON FUNCTION public.hand_on_or_close(diary uuid) IS 'After the owner leaves: the longest-standing member becomes owner; when nobody is left, the diary is closed (kept for its former members, announced on closed_diaries), or forgotten when it has no former member.';
 
 --
 -- Name: FUNCTION hand_on_or_close(diary uuid); Type: ACL; Schema: public; Owner: -
@@ -5461,7 +5848,7 @@ REVOKE ALL ON FUNCTION public.hand_on_or_close(diary uuid) FROM PUBLIC;
 -- Name: FUNCTION invite_code_diary(code text); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.invite_code_diary(code text) IS 'The diary an invite code names, if it is still that diary''s current code; a replaced code answers as invalid. join_diary finds the diary by id through it, so that on Citus the lock goes to the diary''s own shard.';
+COMMENT ON FUNCTION public.invite_code_diary(code text) IS 'The diary an invite code names, if it is still that diary''s current code and the diary is open; a replaced code, or a closed diary''s, answers as invalid. join_diary finds the diary by id through it, so that on Citus the lock goes to the diary''s own shard.';
 
 --
 -- Name: FUNCTION invite_code_diary(code text); Type: ACL; Schema: public; Owner: -
@@ -5623,6 +6010,45 @@ REVOKE ALL ON FUNCTION public.members_of_diaries(diaries uuid[], users uuid[]) F
 GRANT ALL ON FUNCTION public.members_of_diaries(diaries uuid[], users uuid[]) TO diary_app;
 
 --
+-- Name: FUNCTION my_departed_entries(diaries uuid[], after_created_at timestamp with time zone, after_id uuid, page integer); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.my_departed_entries(diaries uuid[], after_created_at timestamp with time zone, after_id uuid, page integer) IS 'For the personal export: a page of the caller''s own entries in diaries they left (of those named, which departed_diary_ids gives), oldest first after the keyset, with their photos'' ids and types. Nobody else''s entries, and no diary they never left.';
+
+--
+-- Name: FUNCTION my_departed_entries(diaries uuid[], after_created_at timestamp with time zone, after_id uuid, page integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.my_departed_entries(diaries uuid[], after_created_at timestamp with time zone, after_id uuid, page integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.my_departed_entries(diaries uuid[], after_created_at timestamp with time zone, after_id uuid, page integer) TO diary_app;
+
+--
+-- Name: FUNCTION my_departed_entry_photos(diaries uuid[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.my_departed_entry_photos(diaries uuid[]) IS 'For the personal export: the photos of the caller''s own entries in diaries they left (of those named), as the archive reads any photo table.';
+
+--
+-- Name: FUNCTION my_departed_entry_photos(diaries uuid[]); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.my_departed_entry_photos(diaries uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.my_departed_entry_photos(diaries uuid[]) TO diary_app;
+
+--
+-- Name: FUNCTION my_departures(kept interval); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.my_departures(kept interval) IS 'For the Data Safety Center: the diaries the caller left whose window is open, with the name they knew, whether each is closed, until when it is kept, and how many of their own entries it holds.';
+
+--
+-- Name: FUNCTION my_departures(kept interval); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.my_departures(kept interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.my_departures(kept interval) TO diary_app;
+
+--
 -- Name: FUNCTION normalize_invite_code(raw text); Type: COMMENT; Schema: public; Owner: -
 --
 
@@ -5734,6 +6160,32 @@ COMMENT ON FUNCTION public.prune_change_log(older_than interval, max_rows intege
 
 REVOKE ALL ON FUNCTION public.prune_change_log(older_than interval, max_rows integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.prune_change_log(older_than interval, max_rows integer) TO diary_app;
+
+--
+-- Name: FUNCTION prune_former_members(kept interval, batch integer); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.prune_former_members(kept interval, batch integer) IS 'The closed-diary worker, last: forgets up to batch departures from open diaries whose window has passed. A closed diary keeps every former member until it is restored or deleted.';
+
+--
+-- Name: FUNCTION prune_former_members(kept interval, batch integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.prune_former_members(kept interval, batch integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.prune_former_members(kept interval, batch integer) TO diary_app;
+
+--
+-- Name: FUNCTION purge_closed_diaries(batch integer); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.purge_closed_diaries(batch integer) IS 'The closed-diary worker, then: deletes up to batch closed diaries whose announced deletion date has passed (forget_diary, which queues their photos for the sweep), and returns their ids.';
+
+--
+-- Name: FUNCTION purge_closed_diaries(batch integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.purge_closed_diaries(batch integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.purge_closed_diaries(batch integer) TO diary_app;
 
 --
 -- Name: FUNCTION push_author_name(in_diary uuid, author uuid); Type: COMMENT; Schema: public; Owner: -
@@ -5867,7 +6319,7 @@ REVOKE ALL ON FUNCTION public.reminder_instant(zone text, at_time time without t
 -- Name: FUNCTION remove_diary_member(diary uuid, target uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.remove_diary_member(diary uuid, target uuid) IS 'Removes target (a member''s public id: their user id, or their alias in an anonymous diary) from the diary for the caller, and returns removed, not_found (no such member the caller can see) or forbidden (a member removing someone else). Everything is read under the diary''s row lock, and a removed owner''s role passes to the longest-standing member, or the diary is deleted when nobody is left.';
+COMMENT ON FUNCTION public.remove_diary_member(diary uuid, target uuid) IS 'Removes target (a member''s public id: their user id, or their alias in an anonymous diary) from the diary for the caller, and returns removed, not_found (no such member the caller can see) or forbidden (a member removing someone else). Everything is read under the diary''s row lock, and a removed owner''s role passes to the longest-standing member, or the diary is closed when nobody is left.';
 
 --
 -- Name: FUNCTION remove_diary_member(diary uuid, target uuid); Type: ACL; Schema: public; Owner: -
@@ -5900,6 +6352,19 @@ COMMENT ON FUNCTION public.reschedule_reminder(account uuid, old_settings jsonb,
 --
 
 REVOKE ALL ON FUNCTION public.reschedule_reminder(account uuid, old_settings jsonb, old_zone text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION restore_diary(diary uuid, kept interval); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.restore_diary(diary uuid, kept interval) IS 'POST restore: a former member of a closed diary, inside its window, opens it again as its owner, with every entry it held. Answers restored, open (the diary has members: join it with its invite code) or not_found (not theirs to restore, or its window has passed).';
+
+--
+-- Name: FUNCTION restore_diary(diary uuid, kept interval); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.restore_diary(diary uuid, kept interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.restore_diary(diary uuid, kept interval) TO diary_app;
 
 --
 -- Name: FUNCTION rotate_invite_code(diary uuid); Type: COMMENT; Schema: public; Owner: -
@@ -5939,6 +6404,19 @@ COMMENT ON FUNCTION public.run_reminders(now_at timestamp with time zone, max_ro
 
 REVOKE ALL ON FUNCTION public.run_reminders(now_at timestamp with time zone, max_rows integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.run_reminders(now_at timestamp with time zone, max_rows integer) TO diary_app;
+
+--
+-- Name: FUNCTION schedule_closed_diaries(kept interval, batch integer); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.schedule_closed_diaries(kept interval, batch integer) IS 'The closed-diary worker, first: for up to batch closed diaries whose deletion date is not set, sets it (their close plus the window) and queues a push to each former member''s devices saying when it will be deleted and that they may restore it or export until then.';
+
+--
+-- Name: FUNCTION schedule_closed_diaries(kept interval, batch integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.schedule_closed_diaries(kept interval, batch integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.schedule_closed_diaries(kept interval, batch integer) TO diary_app;
 
 --
 -- Name: FUNCTION set_app_setting(setting text, value text); Type: COMMENT; Schema: public; Owner: -

@@ -48,15 +48,32 @@ public struct DataSafety: Codable, Sendable, Equatable {
     public var backupVerified: Bool
     /// Entries in the caller's diaries.
     public var entriesProtected: Int
+    /// How long a diary the caller left stays theirs to export from, and a closed one to restore.
+    public var departureWindowDays: Int
+    /// The diaries the caller left whose window is open, newest departure first.
+    public var departures: [Departure]
 
-    public init(lastBackupAt: Date?, lastVerifiedAt: Date?, backupVerified: Bool, entriesProtected: Int) {
+    public init(lastBackupAt: Date?, lastVerifiedAt: Date?, backupVerified: Bool, entriesProtected: Int, departureWindowDays: Int = 30, departures: [Departure] = []) {
         self.lastBackupAt = lastBackupAt
         self.lastVerifiedAt = lastVerifiedAt
         self.backupVerified = backupVerified
         self.entriesProtected = entriesProtected
+        self.departureWindowDays = departureWindowDays
+        self.departures = departures
     }
 
-    private enum CodingKeys: String, CodingKey { case lastBackupAt, lastVerifiedAt, backupVerified, entriesProtected }
+    private enum CodingKeys: String, CodingKey { case lastBackupAt, lastVerifiedAt, backupVerified, entriesProtected, departureWindowDays, departures }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            lastBackupAt: try container.decodeIfPresent(Date.self, forKey: .lastBackupAt),
+            lastVerifiedAt: try container.decodeIfPresent(Date.self, forKey: .lastVerifiedAt),
+            backupVerified: try container.decode(Bool.self, forKey: .backupVerified),
+            entriesProtected: try container.decode(Int.self, forKey: .entriesProtected),
+            departureWindowDays: try container.decodeIfPresent(Int.self, forKey: .departureWindowDays) ?? 30,
+            departures: try container.decodeIfPresent([Departure].self, forKey: .departures) ?? [])
+    }
 
     /// The times are written as null, not left out: the screen shows "off" for them.
     public func encode(to encoder: any Encoder) throws {
@@ -65,6 +82,8 @@ public struct DataSafety: Codable, Sendable, Equatable {
         try container.encode(lastVerifiedAt, forKey: .lastVerifiedAt)
         try container.encode(backupVerified, forKey: .backupVerified)
         try container.encode(entriesProtected, forKey: .entriesProtected)
+        try container.encode(departureWindowDays, forKey: .departureWindowDays)
+        try container.encode(departures, forKey: .departures)
     }
 }
 
@@ -90,5 +109,30 @@ public struct CalendarDay: Codable, Sendable, Equatable {
         self.date = date
         self.entries = entries
         self.authorIds = authorIds
+    }
+}
+
+/// A diary the caller left, while it is still theirs: they may export their own entries of
+/// it until `keptUntil`, and, when it is closed (its last member left), restore it.
+public struct Departure: Codable, Sendable, Equatable {
+    public var diaryId: UUID
+    /// The name it had when they left.
+    public var name: String
+    public var type: DiaryType
+    public var leftAt: Date
+    /// Set when nobody is left in it: it is kept, unseen, until `keptUntil`, then deleted.
+    public var closedAt: Date?
+    public var keptUntil: Date
+    /// Their own entries in it, which their personal export carries.
+    public var ownEntries: Int
+
+    public init(diaryId: UUID, name: String, type: DiaryType, leftAt: Date, closedAt: Date?, keptUntil: Date, ownEntries: Int) {
+        self.diaryId = diaryId
+        self.name = name
+        self.type = type
+        self.leftAt = leftAt
+        self.closedAt = closedAt
+        self.keptUntil = keptUntil
+        self.ownEntries = ownEntries
     }
 }

@@ -61,7 +61,10 @@ CREATE OR REPLACE FUNCTION public.forget_user(account uuid) RETURNS void
 declare
     authored record;
     membership record;
+    departed record;
 begin
+    -- Its memberships end without leaving a former member behind (drop_diary_member).
+    perform set_app_setting('app.forgetting_user', account::text);
     -- One diary at a time, so that on Citus each lock routes to its diary's shard.
     for membership in select u.diary_id from user_diaries u where u.user_id = account order by u.diary_id loop
         perform 1 from diaries d where d.id = membership.diary_id for update;
@@ -88,6 +91,10 @@ begin
     if found then
         perform announce('apple_revocations');
     end if;
+    for departed in select f.diary_id from former_members f where f.user_id = account order by f.diary_id loop
+        delete from former_members f where f.diary_id = departed.diary_id and f.user_id = account;
+    end loop;
+    perform set_app_setting('app.forgetting_user', '');
     perform set_app_setting('app.writer', 'forget_user');
     delete from photo_uploads u where u.uploader_id = account;
     delete from profile_photos f where f.user_id = account;

@@ -35,6 +35,8 @@ begin
     joined := log_change(diary, 'member.joined', null, member, alias);
     insert into user_diaries (user_id, diary_id, role, diary_type, position_at_join)
     values (member, diary, add_diary_member.role, kind, joined - 1);
+    -- A member who joins again is a member, no longer a former one.
+    delete from former_members f where f.diary_id = diary and f.user_id = member;
     perform set_app_setting('app.writer', '');
     if app_user_id() is not null then
         perform refresh_app_diary_ids();
@@ -47,7 +49,8 @@ CREATE OR REPLACE FUNCTION public.check_one_owner(diary uuid) RETURNS void
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 begin
-    if exists (select 1 from diaries d where d.id = diary)
+    -- A closed diary has no member, so no owner, until a former member restores it.
+    if exists (select 1 from diaries d where d.id = diary and d.closed_at is null)
        and (select count(*) from diary_members m where m.diary_id = diary and m.role = 'owner') <> 1 then
         raise exception 'diary % must have exactly one owner', diary
             using errcode = '23514', constraint = 'diary_members_exactly_one_owner';
@@ -140,6 +143,12 @@ begin
     if dropped_role is null then
         return null;
     end if;
+    -- What they wrote stays theirs to export for the window, and the diary theirs to
+    -- restore should it close; an account being deleted (forget_user) keeps no such right.
+    if member::text is distinct from current_setting('app.forgetting_user', true) then
+        insert into former_members as f (diary_id, user_id, left_at) values (diary, member, now())
+        on conflict (diary_id, user_id) do update set left_at = excluded.left_at;
+    end if;
     perform log_change(diary, 'member.left', null, member, alias);
     if dropped_role = 'owner' then
         perform hand_on_or_close(diary);
@@ -179,6 +188,7 @@ begin
     delete from entries e where e.diary_id = diary;
     delete from diary_members m where m.diary_id = diary;
     delete from user_diaries u where u.diary_id = diary;
+    delete from former_members f where f.diary_id = diary;
     delete from diaries d where d.id = diary;
     perform set_app_setting('app.writer', '');
 end
@@ -220,7 +230,14 @@ declare
 begin
     select m.user_id into heir from diary_members m where m.diary_id = diary order by m.joined_at, m.user_id limit 1;
     if heir is null then
-        perform forget_diary(diary);
+        -- Closed, never deleted, while a former member may still want it back; a diary
+        -- nobody else ever wrote in (its last account deleted) has nobody to keep it for.
+        if exists (select 1 from former_members f where f.diary_id = diary) then
+            update diaries d set closed_at = now(), purge_at = null where d.id = diary;
+            perform announce('closed_diaries');
+        else
+            perform forget_diary(diary);
+        end if;
         return;
     end if;
     perform set_app_setting('app.writer', 'hand_on_or_close');
@@ -239,7 +256,8 @@ declare
     named uuid;
 begin
     select c.diary_id into named from invite_codes c where c.code = normalized;
-    return (select d.id from diaries d where d.id = named and d.invite_code = normalized);
+    -- A closed diary's code names nothing: only its former members may bring it back.
+    return (select d.id from diaries d where d.id = named and d.invite_code = normalized and d.closed_at is null);
 end
 $$;
 
@@ -387,7 +405,7 @@ COMMENT ON FUNCTION public.add_diary_member(diary uuid, member uuid, role text, 
 
 REVOKE ALL ON FUNCTION public.add_diary_member(diary uuid, member uuid, role text, joined_at timestamp with time zone) FROM PUBLIC;
 
-COMMENT ON FUNCTION public.check_one_owner(diary uuid) IS 'Raises 23514 (diary_members_exactly_one_owner) unless the diary, if it exists, has exactly one owner. Called by the functions that add or drop members.';
+COMMENT ON FUNCTION public.check_one_owner(diary uuid) IS 'Raises 23514 (diary_members_exactly_one_owner) unless the diary, if it exists and is open, has exactly one owner. Called by the functions that add or drop members.';
 
 COMMENT ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) IS 'Creates a diary with the caller as its owner, which the caller could not insert as themself (the diary is invisible to them until the membership exists), and claims its invite code. A free user owns at most free_limit diaries (ZN006), counted under the caller''s row lock. Does nothing when a diary with this id exists: the id is the client''s, and a retry answers what the first create made.';
 
@@ -408,19 +426,19 @@ COMMENT ON FUNCTION public.diary_member_cap(diary_type text) IS 'The most member
 REVOKE ALL ON FUNCTION public.diary_member_cap(diary_type text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.diary_member_cap(diary_type text) TO diary_app;
 
-COMMENT ON FUNCTION public.drop_diary_member(diary uuid, member uuid) IS 'Removes a member, logs member.left, hands ownership on (or closes the diary) when the owner leaves, and refreshes the caller''s diary ids. Returns the role they had, or null.';
+COMMENT ON FUNCTION public.drop_diary_member(diary uuid, member uuid) IS 'Removes a member, records them as a former member (unless forget_user is deleting their account), logs member.left, hands ownership on (or closes the diary) when the owner leaves, and refreshes the caller''s diary ids. Returns the role they had, or null.';
 
 REVOKE ALL ON FUNCTION public.drop_diary_member(diary uuid, member uuid) FROM PUBLIC;
 
-COMMENT ON FUNCTION public.forget_diary(diary uuid) IS 'Deletes a diary nobody is left in, with its entries, receipts, photos (queued as garbage) and members. Nothing is logged: nobody is left to tell.';
+COMMENT ON FUNCTION public.forget_diary(diary uuid) IS 'Deletes a diary nobody is left in, with its entries, receipts, photos (queued as garbage), members and former members. Nothing is logged: nobody is left to tell. hand_on_or_close calls it for a diary nobody could restore; the closed-diary worker (purge_closed_diary) once its window has passed.';
 
 REVOKE ALL ON FUNCTION public.forget_diary(diary uuid) FROM PUBLIC;
 
-COMMENT ON FUNCTION public.hand_on_or_close(diary uuid) IS 'After the owner leaves: the longest-standing member becomes owner, or the diary is forgotten when nobody is left.';
+COMMENT ON FUNCTION public.hand_on_or_close(diary uuid) IS 'After the owner leaves: the longest-standing member becomes owner; when nobody is left, the diary is closed (kept for its former members, announced on closed_diaries), or forgotten when it has no former member.';
 
 REVOKE ALL ON FUNCTION public.hand_on_or_close(diary uuid) FROM PUBLIC;
 
-COMMENT ON FUNCTION public.invite_code_diary(code text) IS 'The diary an invite code names, if it is still that diary''s current code; a replaced code answers as invalid. join_diary finds the diary by id through it, so that on Citus the lock goes to the diary''s own shard.';
+COMMENT ON FUNCTION public.invite_code_diary(code text) IS 'The diary an invite code names, if it is still that diary''s current code and the diary is open; a replaced code, or a closed diary''s, answers as invalid. join_diary finds the diary by id through it, so that on Citus the lock goes to the diary''s own shard.';
 
 REVOKE ALL ON FUNCTION public.invite_code_diary(code text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.invite_code_diary(code text) TO diary_app;
@@ -445,7 +463,7 @@ COMMENT ON FUNCTION public.register_invite_code(diary uuid) IS 'Claims the diary
 REVOKE ALL ON FUNCTION public.register_invite_code(diary uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.register_invite_code(diary uuid) TO diary_app;
 
-COMMENT ON FUNCTION public.remove_diary_member(diary uuid, target uuid) IS 'Removes target (a member''s public id: their user id, or their alias in an anonymous diary) from the diary for the caller, and returns removed, not_found (no such member the caller can see) or forbidden (a member removing someone else). Everything is read under the diary''s row lock, and a removed owner''s role passes to the longest-standing member, or the diary is deleted when nobody is left.';
+COMMENT ON FUNCTION public.remove_diary_member(diary uuid, target uuid) IS 'Removes target (a member''s public id: their user id, or their alias in an anonymous diary) from the diary for the caller, and returns removed, not_found (no such member the caller can see) or forbidden (a member removing someone else). Everything is read under the diary''s row lock, and a removed owner''s role passes to the longest-standing member, or the diary is closed when nobody is left.';
 
 REVOKE ALL ON FUNCTION public.remove_diary_member(diary uuid, target uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.remove_diary_member(diary uuid, target uuid) TO diary_app;

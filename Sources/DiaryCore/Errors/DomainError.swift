@@ -36,6 +36,8 @@ package struct DomainError: Error, Sendable, CustomStringConvertible {
         case storeUnavailable
         /// The user is in as many diaries as one may be: each is a position in their cursor.
         case tooManyDiaries
+        /// A restore of a diary that still has members: join it with its invite code instead.
+        case diaryOpen
     }
 
     package var reason: Reason

@@ -3,7 +3,8 @@ import Foundation
 import PostgresClient
 
 /// What the Data Safety Center shows: the newest backup, whether it was restored and
-/// matched, and how many entries the caller's diaries hold (their counters, not a count).
+/// matched, how many entries the caller's diaries hold (their counters, not a count), and
+/// the diaries they left that are still kept: what will happen to each, and when.
 package struct DataSafetyRepository: Sendable {
     let scope: RequestScope
 
@@ -13,7 +14,8 @@ package struct DataSafetyRepository: Sendable {
 
     /// `backupsEnabled`: this deployment takes backups (`BACKUP_DIR`); without them the
     /// times are null, whatever an old record says.
-    package func status(backupsEnabled: Bool) async throws -> DataSafety {
+    package func status(backupsEnabled: Bool, departureWindowDays: Int) async throws -> DataSafety {
+        let departures = try await DepartureRepository(scope: scope, window: .seconds(departureWindowDays * 86_400)).list()
         let rows = try await scope.read("""
             with newest as (select finished_at, verified from backup_runs order by finished_at desc limit 1)
             select (select finished_at from newest) as last_backup_at,
@@ -24,10 +26,13 @@ package struct DataSafetyRepository: Sendable {
         guard let row = rows.first else { throw DomainError(.inconsistent, "the data safety read returned no row") }
         let entries: Int = try row.decode("entries_protected")
         guard backupsEnabled else {
-            return DataSafety(lastBackupAt: nil, lastVerifiedAt: nil, backupVerified: false, entriesProtected: entries)
+            return DataSafety(
+                lastBackupAt: nil, lastVerifiedAt: nil, backupVerified: false, entriesProtected: entries,
+                departureWindowDays: departureWindowDays, departures: departures)
         }
         return DataSafety(
             lastBackupAt: try row.decode("last_backup_at"), lastVerifiedAt: try row.decode("last_verified_at"),
-            backupVerified: try row.decode("backup_verified"), entriesProtected: entries)
+            backupVerified: try row.decode("backup_verified"), entriesProtected: entries,
+            departureWindowDays: departureWindowDays, departures: departures)
     }
 }

@@ -65,9 +65,26 @@ struct ExportArchive {
     }
 
     /// The tables whose rows name photos' files, with the same columns.
-    enum PhotoTable: String {
-        case entryPhotos = "entry_photos"
-        case profilePhotos = "profile_photos"
+    enum PhotoTable {
+        case entryPhotos
+        case profilePhotos
+        /// The caller's own photos in these diaries they left (`my_departed_entry_photos`).
+        case departedEntryPhotos(diaries: [UUID])
+
+        var name: PostgresQuery {
+            switch self {
+            case .entryPhotos: "entry_photos"
+            case .profilePhotos: "profile_photos"
+            case .departedEntryPhotos: "departed_entry_photos"
+            }
+        }
+
+        var source: PostgresQuery {
+            switch self {
+            case .entryPhotos, .profilePhotos: name
+            case .departedEntryPhotos(let diaries): "my_departed_entry_photos(\(diaries)) as departed_entry_photos"
+            }
+        }
     }
 
     /// The photos that `visible` selects from `table`, as `photos/<id>.<ext>`, their
@@ -76,12 +93,12 @@ struct ExportArchive {
     mutating func photos(
         _ reader: RequestScope.SnapshotReader, store: any PhotoStore, from table: PhotoTable = .entryPhotos, where visible: PostgresQuery, logger: Logger
     ) async throws {
-        let name = PostgresQuery(unsafeSQL: table.rawValue)
+        let name = table.name
         try await reader.forEachRow(pagesOf: Self.photoPageSize, { (after: UUID?) -> PostgresQuery in
             let keyset: PostgresQuery = after.map { "and \(name).id > \($0)" } ?? ""
             return """
                 select \(name).id, \(name).content_hash, \(name).content_type, \(name).bytes, \(name).content_crc32
-                from \(name) where \(visible) \(keyset)
+                from \(table.source) where \(visible) \(keyset)
                 order by \(name).id limit \(Self.photoPageSize)
                 """
         }, key: { try $0.decode("id", as: UUID.self) }) { row in

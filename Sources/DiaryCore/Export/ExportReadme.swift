@@ -94,9 +94,13 @@ package enum ExportReadme {
               プロフィール（表示名など）、設定、登録されている端末。
             memberships.json
               参加している交換日記と、それぞれでの役割、参加した日時。
+            departures.json
+              退出した交換日記のうち、まだあなたの日記を書き出せるもの: 名前、退出した
+              日時、閉じられた日時（最後のメンバーが退出したとき）、保管される期限。
             entries.json
-              あなたが書いたすべての日記（どの交換日記のものも）。本文、今日の質問、
-              写真のファイル名（photos/ の中）、書いた日時と編集した日時。
+              あなたが書いたすべての日記（どの交換日記のものも、保管期限内なら退出した
+              交換日記のものも）。本文、今日の質問、写真のファイル名（photos/ の中）、
+              書いた日時と編集した日時。
             reads.json
               あなたの既読: どの日記をいつ読んだか。
             billing.json
@@ -118,9 +122,13 @@ package enum ExportReadme {
               Your profile (display name and so on), your settings and your registered devices.
             memberships.json
               The diaries you belong to, your role in each and when you joined.
+            departures.json
+              The diaries you left whose entries are still yours to export: the name, when
+              you left, when the diary closed (its last member left), and until when it is kept.
             entries.json
-              Every entry you wrote, in any diary: the text, the question of the day, its
-              photos' paths inside photos/, and when it was written and last edited.
+              Every entry you wrote, in any diary (and in a diary you left, until it is no
+              longer kept): the text, the question of the day, its photos' paths inside
+              photos/, and when it was written and last edited.
             reads.json
               Your read receipts (既読): which entries you read, and when.
             billing.json

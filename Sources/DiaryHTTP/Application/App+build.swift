@@ -52,6 +52,7 @@ package func buildApplication(
         inviteLinks: configuration.inviteLinks, options: RealtimeSocket.Options(slowConsumerGrace: configuration.slowConsumerGrace)
     )
     let push = makePush(configuration: configuration, http: outbound, logger: logger)
+    let closedDiaries = makeClosedDiaryWorker(configuration: configuration, photoSweeper: photos.sweeper, logger: logger)
     return Application(
         router: router,
         server: .eventLoopBoundHTTP1(configuration: http, realtime: realtime),
@@ -62,7 +63,7 @@ package func buildApplication(
         // Stopped in reverse order: the shared HTTP client after everything that calls out.
         services: [
             outbound, pool, WorkerService(pool: feed.pool, feed.run), push, WorkerService(pool: photos.sweeper.pool, photos.sweeper.run),
-            WorkerService(pool: apple.revoker.pool, apple.revoker.run),
+            WorkerService(pool: apple.revoker.pool, apple.revoker.run), WorkerService(pool: closedDiaries.pool, closedDiaries.run),
         ],
         logger: logger
     )
@@ -90,6 +91,14 @@ func makePush(configuration: ServerConfiguration, http: OutboundHTTP, logger: Lo
             if let reminders { group.addTask { await reminders.run() } }
         }
     }
+}
+
+/// The closed-diary worker, with a pool of its own; what it deletes, the photo sweep collects at once.
+func makeClosedDiaryWorker(configuration: ServerConfiguration, photoSweeper: PhotoSweeper, logger: Logger) -> ClosedDiaryWorker {
+    let (pool, listen) = backgroundConnections(configuration: configuration, applicationName: ClosedDiaryWorker.applicationName, logger: logger)
+    return ClosedDiaryWorker(
+        pool: pool, listenConfiguration: listen, options: ClosedDiaryWorker.Options(window: configuration.export.departureWindow),
+        purged: { photoSweeper.collectSoon() }, logger: logger)
 }
 
 /// Apple's keys through the shared client, the code exchange when Sign in with Apple's key
@@ -214,5 +223,6 @@ func buildRouter(
     ChangeRoutes().register(on: authenticated)
     DeviceRoutes().register(on: authenticated)
     ExportRoutes(store: photos.store, configuration: export).register(on: authenticated)
+    DepartureRoutes(window: export.departureWindow).register(on: authenticated)
     return router
 }

@@ -16,6 +16,7 @@ enum ProblemMapping {
         case .diaryFull: Problem(status: .conflict, code: .diaryFull, detail: error.detail)
         case .entryIDConflict: Problem(status: .conflict, code: .entryIDConflict, detail: error.detail)
         case .idConflict: Problem(status: .conflict, code: .conflict, detail: error.detail)
+        case .diaryOpen: Problem(status: .conflict, code: .conflict, detail: error.detail)
         case .resyncRequired: Problem(status: .gone, code: .resyncRequired, detail: error.detail)
         case .photoInUse: Problem(status: .conflict, code: .photoInUse, detail: error.detail)
         case .premiumRequired: Problem(status: .forbidden, code: .premiumRequired, detail: error.detail)

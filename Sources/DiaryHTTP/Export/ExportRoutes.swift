@@ -33,14 +33,15 @@ struct ExportRoutes {
         router.get("me/export") { _, context -> Response in
             let ticket = try enter(context)
             let days = try await PersonalExport.admit(scope: context.scope, exportsPerDay: configuration.exportsPerDay)
-            let export = PersonalExport(scope: context.scope, store: store, logger: context.logger)
+            let export = PersonalExport(scope: context.scope, store: store, departureWindow: configuration.departureWindow, logger: context.logger)
             return stream(kind: "personal", name: "zutto-nikki-personal", days: days, ticket: ticket, context: context) { sink, now in
                 try await export.write(exportedAt: now, to: sink)
             }
         }
 
         router.get("data-safety") { _, context -> DataSafety in
-            try await DataSafetyRepository(scope: context.scope).status(backupsEnabled: configuration.backupsEnabled)
+            try await DataSafetyRepository(scope: context.scope).status(
+                backupsEnabled: configuration.backupsEnabled, departureWindowDays: configuration.departureWindowDays)
         }
     }
 

@@ -61,6 +61,9 @@ struct ServeCommand: AsyncParsableCommand {
               EXPORTS_PER_DAY     exports one user may start per UTC day (default 10)
               CONCURRENT_EXPORTS  exports streaming at once; each holds a database connection
                                   (default 4, or half of DB_POOL_SIZE if less)
+              CLOSED_DIARY_RETENTION_DAYS  days a closed diary (its last member left) is kept for
+                                  its former members to restore, and a member who left may
+                                  export their own entries of it (default 30)
               BACKUP_DIR          turns automatic backups on: one instance at a time backs up
                                   there and verifies (as MIGRATION_DATABASE_URL, else DATABASE_URL)
               RESTORE_POINT_DATABASE_URL  a superuser's connection: turns scheduled restore

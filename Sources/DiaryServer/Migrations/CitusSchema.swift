@@ -35,6 +35,7 @@ struct CitusSchema {
         ("entry_reads", .byDiary(column: "diary_id")),
         ("entry_photos", .byDiary(column: "diary_id")),
         ("change_log", .byDiary(column: "diary_id")),
+        ("former_members", .byDiary(column: "diary_id")),
         ("invite_codes", .reference),
         ("questions", .reference),
         ("service_notices", .reference),

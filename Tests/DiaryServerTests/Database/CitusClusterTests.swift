@@ -117,8 +117,15 @@ struct CitusClusterTests {
             #expect(try await api.call(.delete, "/v1/diaries/\(diary.id)/members/\(bob.user.id)", token: bob.accessToken).status.code < 300)
             #expect(try await api.call(.delete, "/v1/me", token: alice.accessToken).status.code < 300)
             #expect(try await api.call(.get, "/v1/me", token: alice.accessToken).status == .unauthorized)
-            let left = try await api.asSuperuser("select count(*)::int8 as n from diaries where id = \(diary.id)")
-            #expect(try left.first?.decode("n", as: Int.self) == 0, "the last member's account deletion closes the diary")
+            let left = try await api.asSuperuser("select count(*)::int8 as n from diaries where id = \(diary.id) and closed_at is not null")
+            #expect(try left.first?.decode("n", as: Int.self) == 1, "the last member's account deletion closes the diary, kept for Bob, who left")
+            let safety = try await api.call(.get, "/v1/data-safety", token: bob.accessToken)
+            #expect(safety.status == .ok && safety.text.contains(diary.id.canonicalText), "\(safety.text)")
+            #expect(try await api.call(.get, "/v1/me/export", token: bob.accessToken).status == .ok)
+            let round = try await TestDatabase.withPool(api.database, size: 1) { pool in try await ClosedDiaryTests.worker(pool, api).round() }
+            #expect(round.scheduled == [diary.id])
+            let restored = try await api.call(.post, "/v1/diaries/\(diary.id)/restore", token: bob.accessToken)
+            #expect(restored.status == .ok, "Bob restores it on the cluster: \(restored.text)")
             let differences = try await TestDatabase.withPool(try Self.owner(), size: 1) { pool in
                 try await CounterReconciliation(pool: pool).differences()
             }

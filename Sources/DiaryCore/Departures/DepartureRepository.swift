@@ -1,0 +1,51 @@
+package import DiaryModels
+package import Foundation
+import PostgresClient
+
+/// The diaries the caller left, while they are still theirs: a departure keeps the caller's
+/// right to export their own entries for `window`, and a closed diary (its last member
+/// left) may be restored by any former member until its deletion date.
+package struct DepartureRepository: Sendable {
+    let scope: RequestScope
+    /// `CLOSED_DIARY_RETENTION_DAYS`.
+    let window: Duration
+
+    package init(scope: RequestScope, window: Duration) {
+        self.scope = scope
+        self.window = window
+    }
+
+    /// Newest departure first; only those whose window is open.
+    package func list() async throws -> [Departure] {
+        let rows = try await scope.read("select * from my_departures(\(window))")
+        return try rows.map(Self.departure)
+    }
+
+    static func departure(from row: PostgresRow) throws -> Departure {
+        guard let type = DiaryType(rawValue: try row.decode("type")) else { throw DomainError.inconsistent("a diary of an unknown type") }
+        return Departure(
+            diaryId: try row.decode("diary_id"), name: try row.decode("name"), type: type, leftAt: try row.decode("left_at"),
+            closedAt: try row.decode("closed_at"), keptUntil: try row.decode("kept_until"), ownEntries: try row.decode("own_entries"))
+    }
+
+    /// Opens a closed diary again with the caller as its owner, answered as any diary is,
+    /// in the restore's own transaction.
+    package func restore(_ diary: UUID) async throws -> Diary {
+        let results = try await scope.run(
+            ["select restore_diary(\(diary), \(window)) as outcome"],
+            thenRead: [DiaryRepository.readBack("\(diary)")]
+        )
+        if try results[0].first?.decode("outcome", as: String?.self) == "open" {
+            throw DomainError(.diaryOpen, "the diary still has members: join it with its invite code")
+        }
+        try PolicyTwin.requireDone(results[0], missing: "no closed diary of yours to restore", forbidden: "")
+        guard let row = results[1].first else { throw DomainError.inconsistent("the restored diary cannot be read back") }
+        return try DiaryRepository.diary(from: row, invites: scope.inviteLinks, links: scope.photoLinks)
+    }
+
+    /// The diaries whose own entries the personal export carries besides the current ones.
+    package static func exportable(_ reader: RequestScope.SnapshotReader, window: Duration) async throws -> [UUID] {
+        let rows = try await reader.read("select departed_diary_ids(\(window)) as ids")
+        return try rows.first?.decodeAggregate("ids", as: UUID.self) ?? []
+    }
+}
