@@ -1295,20 +1295,6 @@ ALTER TABLE ONLY public.former_members
     ADD CONSTRAINT former_members_pkey PRIMARY KEY (diary_id, user_id);
 
 --
--- Name: former_members former_members_diary_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.former_members
-    ADD CONSTRAINT former_members_diary_id_fkey FOREIGN KEY (diary_id) REFERENCES public.diaries(id);
-
---
--- Name: former_members former_members_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.former_members
-    ADD CONSTRAINT former_members_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id);
-
---
 -- Name: former_members_user; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -3408,6 +3394,19 @@ CREATE FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
+begin
+    return edit_entry(diary, entry, content, question, false);
+end
+$$;
+
+--
+-- Name: edit_entry(uuid, uuid, text, text, boolean); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text, clear_question boolean) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
 declare
     verdict constant text := entry_verdict(diary, entry);
 begin
@@ -3415,9 +3414,11 @@ begin
         return verdict;
     end if;
     perform set_app_setting('app.writer', 'edit_entry');
-    update entries e set content = coalesce(edit_entry.content, e.content), question = coalesce(edit_entry.question, e.question)
+    update entries e set content = coalesce(edit_entry.content, e.content),
+        question = case when clear_question then null else coalesce(edit_entry.question, e.question) end
     where e.diary_id = diary and e.id = entry
-      and (e.content, e.question) is distinct from (coalesce(edit_entry.content, e.content), coalesce(edit_entry.question, e.question));
+      and (e.content, e.question) is distinct from
+          (coalesce(edit_entry.content, e.content), case when clear_question then null else coalesce(edit_entry.question, e.question) end);
     perform set_app_setting('app.writer', '');
     if found then
         perform log_edited_entry(diary, entry);
@@ -5723,7 +5724,7 @@ REVOKE ALL ON FUNCTION public.drop_diary_member(diary uuid, member uuid) FROM PU
 -- Name: FUNCTION edit_entry(diary uuid, entry uuid, content text, question text); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text) IS 'PATCH entry: the author changes content and question; entry.updated is logged when something changed. Answers edited, not_found or forbidden.';
+COMMENT ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text) IS 'The release before clear_question''s: edit_entry with the question never cleared.';
 
 --
 -- Name: FUNCTION edit_entry(diary uuid, entry uuid, content text, question text); Type: ACL; Schema: public; Owner: -
@@ -5731,6 +5732,19 @@ COMMENT ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, ques
 
 REVOKE ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text) TO diary_app;
+
+--
+-- Name: FUNCTION edit_entry(diary uuid, entry uuid, content text, question text, clear_question boolean); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text, clear_question boolean) IS 'PATCH entry: the author changes content and question (a null leaves either as it is; clear_question removes the question, PATCH''s explicit null); entry.updated is logged when something changed. Answers edited, not_found or forbidden.';
+
+--
+-- Name: FUNCTION edit_entry(diary uuid, entry uuid, content text, question text, clear_question boolean); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text, clear_question boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text, clear_question boolean) TO diary_app;
 
 --
 -- Name: FUNCTION entry_response(diary uuid, entry uuid); Type: COMMENT; Schema: public; Owner: -

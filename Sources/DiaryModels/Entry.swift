@@ -87,14 +87,36 @@ public struct CreateEntryRequest: Codable, Sendable {
 
 public struct UpdateEntryRequest: Codable, Sendable {
     public var content: String?
+    /// Absent (or `nil` with `clearsQuestion` false): unchanged.
     public var question: String?
+    /// `"question": null` in the body: the entry no longer answers a question.
+    public var clearsQuestion: Bool
     /// When present, the entry's photos become exactly these, in this order.
     public var photoIds: [UUID]?
 
-    public init(content: String? = nil, question: String? = nil, photoIds: [UUID]? = nil) {
+    public init(content: String? = nil, question: String? = nil, clearsQuestion: Bool = false, photoIds: [UUID]? = nil) {
         self.content = content
         self.question = question
+        self.clearsQuestion = clearsQuestion
         self.photoIds = photoIds
+    }
+
+    private enum CodingKeys: String, CodingKey { case content, question, photoIds }
+
+    /// A key left out changes nothing; `question` sent as null clears it.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        content = try container.decodeIfPresent(String.self, forKey: .content)
+        question = try container.decodeIfPresent(String.self, forKey: .question)
+        clearsQuestion = container.contains(.question) && question == nil
+        photoIds = try container.decodeIfPresent([UUID].self, forKey: .photoIds)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(content, forKey: .content)
+        if clearsQuestion { try container.encodeNil(forKey: .question) } else { try container.encodeIfPresent(question, forKey: .question) }
+        try container.encodeIfPresent(photoIds, forKey: .photoIds)
     }
 }
 

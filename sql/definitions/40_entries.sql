@@ -22,6 +22,15 @@ CREATE OR REPLACE FUNCTION public.edit_entry(diary uuid, entry uuid, content tex
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
+begin
+    return edit_entry(diary, entry, content, question, false);
+end
+$$;
+
+CREATE OR REPLACE FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text, clear_question boolean) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
 declare
     verdict constant text := entry_verdict(diary, entry);
 begin
@@ -29,9 +38,11 @@ begin
         return verdict;
     end if;
     perform set_app_setting('app.writer', 'edit_entry');
-    update entries e set content = coalesce(edit_entry.content, e.content), question = coalesce(edit_entry.question, e.question)
+    update entries e set content = coalesce(edit_entry.content, e.content),
+        question = case when clear_question then null else coalesce(edit_entry.question, e.question) end
     where e.diary_id = diary and e.id = entry
-      and (e.content, e.question) is distinct from (coalesce(edit_entry.content, e.content), coalesce(edit_entry.question, e.question));
+      and (e.content, e.question) is distinct from
+          (coalesce(edit_entry.content, e.content), case when clear_question then null else coalesce(edit_entry.question, e.question) end);
     perform set_app_setting('app.writer', '');
     if found then
         perform log_edited_entry(diary, entry);
@@ -227,10 +238,15 @@ COMMENT ON FUNCTION public.delete_entry(diary uuid, entry uuid) IS 'DELETE entry
 REVOKE ALL ON FUNCTION public.delete_entry(diary uuid, entry uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.delete_entry(diary uuid, entry uuid) TO diary_app;
 
-COMMENT ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text) IS 'PATCH entry: the author changes content and question; entry.updated is logged when something changed. Answers edited, not_found or forbidden.';
+COMMENT ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text) IS 'The release before clear_question''s: edit_entry with the question never cleared.';
 
 REVOKE ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text) TO diary_app;
+
+COMMENT ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text, clear_question boolean) IS 'PATCH entry: the author changes content and question (a null leaves either as it is; clear_question removes the question, PATCH''s explicit null); entry.updated is logged when something changed. Answers edited, not_found or forbidden.';
+
+REVOKE ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text, clear_question boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text, clear_question boolean) TO diary_app;
 
 COMMENT ON FUNCTION public.forget_entries(diary uuid, ids uuid[], logged boolean) IS 'Deletes entries of one diary with their receipts and photos (queued as photo garbage), takes them off entry_count and the other members'' unread_count, and logs entry.deleted when asked.';
 

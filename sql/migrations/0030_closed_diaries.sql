@@ -10,10 +10,13 @@ create index diaries_closed on diaries (closed_at) where closed_at is not null;
 
 -- Who left a diary, and when: for their right to export their own entries for the window,
 -- and to restore it when it closes. Keyed by diary, as every tenant table is; a member who
--- joins again is a member, not a former one.
+-- joins again is a member, not a former one. No foreign keys: on a laid-out Citus cluster this
+-- table is made on the coordinator before `migrate --citus` lays it out by diary, and Citus
+-- refuses a key from a coordinator's table to a distributed one. The functions that delete a
+-- diary or an account delete its rows here first (forget_diary, forget_user).
 create table former_members (
-    diary_id uuid not null references diaries (id),
-    user_id uuid not null references users (id),
+    diary_id uuid not null,
+    user_id uuid not null,
     left_at timestamptz not null default now(),
     primary key (diary_id, user_id)
 );

@@ -134,23 +134,39 @@ package struct EntryRepository: Sendable {
         package var encoded: String { Base64URL.encode(Data("\(createdAt)|\(id.canonicalText)".utf8)) }
     }
 
-    /// Newest first, keyset-paginated over (created_at, id): one round trip per page.
-    package func timeline(of diary: UUID, limit: Int, before cursor: Cursor?) async throws -> EntryPage {
-        let page: PostgresQuery
-        if let cursor {
-            page = """
-                \(Self.entryColumns(inDiary: diary))
-                where \(EntriesPolicy.select(inDiary: diary))
-                  and (entries.created_at, entries.id) < (\(cursor.createdAt)::timestamptz, \(cursor.id))
-                order by entries.created_at desc, entries.id desc limit \(limit + 1)
-                """
-        } else {
-            page = """
-                \(Self.entryColumns(inDiary: diary))
-                where \(EntriesPolicy.select(inDiary: diary))
-                order by entries.created_at desc, entries.id desc limit \(limit + 1)
-                """
+    /// A calendar day, `YYYY-MM-DD`, read in the caller's time zone.
+    package struct Day: Sendable, Equatable {
+        package var text: String
+
+        /// A real date from 1900-01-01 to 9999-12-31.
+        package init?(_ text: String) {
+            guard text.utf8.count == 10, let match = text.wholeMatch(of: /([0-9]{4})-([0-9]{2})-([0-9]{2})/),
+                  let year = Int(match.1), let month = Int(match.2), let day = Int(match.3),
+                  (1900...9999).contains(year), (1...12).contains(month), day >= 1 else { return nil }
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = TimeZone(identifier: "UTC")!
+            guard let days = calendar.range(of: .day, in: .month, for: calendar.date(from: DateComponents(year: year, month: month, day: 1))!),
+                  days.contains(day) else { return nil }
+            self.text = text
         }
+    }
+
+    /// Newest first, keyset-paginated over (created_at, id): one round trip per page. With
+    /// `day`, only that local day's entries: its bounds become instants in the caller's zone,
+    /// so the page is one range of `entries_timeline`, as the calendar's month is.
+    package func timeline(of diary: UUID, limit: Int, before cursor: Cursor?, on day: Day? = nil) async throws -> EntryPage {
+        let keyset: PostgresQuery = cursor.map { "and (entries.created_at, entries.id) < (\($0.createdAt)::timestamptz, \($0.id))" } ?? ""
+        let onDay: PostgresQuery = day.map { day in
+            """
+            and entries.created_at >= (select \(day.text)::date::timestamp at time zone u.time_zone from users u where u.id = (select app_user_id()))
+            and entries.created_at < (select (\(day.text)::date + 1)::timestamp at time zone u.time_zone from users u where u.id = (select app_user_id()))
+            """
+        } ?? ""
+        let page: PostgresQuery = """
+            \(Self.entryColumns(inDiary: diary))
+            where \(EntriesPolicy.select(inDiary: diary)) \(keyset) \(onDay)
+            order by entries.created_at desc, entries.id desc limit \(limit + 1)
+            """
         // The diary's position, read before the page, is the first page's changesCursor (see `Diary`).
         let results = try await scope.read([ChangeLogRepository.positionStatement(ofDiary: diary), page])
         guard !results[0].isEmpty else { throw DomainError.notFound("no such diary") }
@@ -177,13 +193,13 @@ package struct EntryRepository: Sendable {
 
     /// Author only, through `edit_entry`, which logs the change: members who are not the
     /// author get 403, everyone else 404. `photoIDs`, when given, become the entry's photos
-    /// in that order; dropped ones are deleted.
-    package func update(_ id: UUID, in diary: UUID, content: String?, question: String?, photoIDs: [UUID]? = nil) async throws -> Entry {
+    /// in that order; dropped ones are deleted. `clearingQuestion` removes the question.
+    package func update(_ id: UUID, in diary: UUID, content: String?, question: String?, clearingQuestion: Bool = false, photoIDs: [UUID]? = nil) async throws -> Entry {
         // set_entry_photos leaves an entry that is not the caller's alone, so edit_entry's
         // verdict (404 or 403) is the one the caller gets.
         let attach: [PostgresQuery] = photoIDs.map { ["select set_entry_photos(\(diary), \(id), \($0))"] } ?? []
         let results = try await scope.run([
-            "select edit_entry(\(diary), \(id), \(content), \(question)) as outcome",
+            "select edit_entry(\(diary), \(id), \(content), \(question), \(clearingQuestion)) as outcome",
         ] + attach, thenRead: [Self.readBack(id, in: diary)])
         try PolicyTwin.requireDone(results[0], missing: "no such entry", forbidden: "only the author can edit this entry")
         guard let row = results[results.count - 1].first else { throw DomainError.notFound("no such entry") }

@@ -37,7 +37,12 @@ struct EntryRoutes {
                 guard let parsed = EntryRepository.Cursor(text) else { throw Problem.validation(field: "before", "is not a cursor this server issued") }
                 cursor = parsed
             }
-            return try await EntryRepository(scope: context.scope).timeline(of: diary, limit: limit, before: cursor)
+            var day: EntryRepository.Day?
+            if let text = request.uri.queryParameters.get("day") {
+                guard let parsed = EntryRepository.Day(text) else { throw Problem.validation(field: "day", "must be YYYY-MM-DD, a real date from 1900-01-01 to 9999-12-31") }
+                day = parsed
+            }
+            return try await EntryRepository(scope: context.scope).timeline(of: diary, limit: limit, before: cursor, on: day)
         }
 
         router.get("diaries/:diaryId/calendar") { request, context -> DiaryCalendar in
@@ -59,7 +64,8 @@ struct EntryRoutes {
             let content = try Validation.optionalText(body.content, field: "content", limit: .entryContent)
             let question = try Validation.optionalText(body.question, field: "question", limit: .entryQuestion)
             let photoIDs = try Self.photoIDs(body.photoIds)
-            let updated = try await EntryRepository(scope: context.scope).update(entry, in: diary, content: content, question: question, photoIDs: photoIDs)
+            let updated = try await EntryRepository(scope: context.scope).update(
+                entry, in: diary, content: content, question: question, clearingQuestion: body.clearsQuestion, photoIDs: photoIDs)
             if photoIDs != nil { photoSweeper.collectSoon() }
             return updated
         }
