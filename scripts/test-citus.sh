@@ -43,7 +43,9 @@ earlier=$(mktemp -d); trap 'rm -rf "$earlier"' EXIT
 mkdir "$earlier/migrations" "$earlier/definitions"
 newest=$(ls sql/migrations/*.sql | sort | tail -1)
 for file in sql/migrations/*.sql; do [ "$file" = "$newest" ] || cp "$file" "$earlier/migrations/"; done
-before=$(git log -1 --format=%H -- "$newest")^
+# The commit before the one that added it: a later commit may have changed the migration
+# (before its release), and the definitions of that commit's parent already need it.
+before=$(git log --diff-filter=A --format=%H -- "$newest" | tail -1)^
 if git cat-file -e "$before:sql/definitions" 2>/dev/null; then
     git archive "$before" sql/definitions | tar -x -C "$earlier/definitions" --strip-components=2
 fi

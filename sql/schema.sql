@@ -1005,6 +1005,7 @@ CREATE TABLE public.devices (
     environment text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     registered_at timestamp with time zone DEFAULT now() NOT NULL,
+    session_id uuid,
     CONSTRAINT devices_environment_check CHECK ((environment = ANY (ARRAY['sandbox'::text, 'production'::text]))),
     CONSTRAINT devices_token_check CHECK ((token ~ '^[0-9a-f]{64,200}$'::text))
 );
@@ -1024,6 +1025,12 @@ ALTER TABLE ONLY public.devices
 
 ALTER TABLE ONLY public.devices
     ADD CONSTRAINT devices_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: devices_session; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX devices_session ON public.devices USING btree (session_id) WHERE (session_id IS NOT NULL);
 
 --
 -- Name: devices_user; Type: INDEX; Schema: public; Owner: -
@@ -3044,6 +3051,7 @@ declare
     due_entries uuid[];
     live_entries uuid[];
     members text[];
+    ended text[];
     wanted bigint[];
     claimed_until constant timestamptz := now() + lease;
 begin
@@ -3065,6 +3073,15 @@ begin
     where e.diary_id = any (due_diaries) and e.id = any (due_entries);
     select coalesce(array_agg(m.diary_id::text || ' ' || m.user_id::text), '{}') into members from diary_members m
     where m.diary_id = any (due_diaries) and m.user_id = any (due_users);
+    -- Devices whose session has ended (signed out, revoked, its refresh token expired) get
+    -- nothing more, and are forgotten.
+    select coalesce(array_agg(v.token), '{}') into ended from devices v
+    where v.token = any (due_tokens) and v.session_id is not null and not exists (
+        select 1 from sessions s where s.id = v.session_id and s.revoked_at is null
+        and exists (select 1 from refresh_tokens t where t.session_id = s.id and t.expires_at > now()));
+    if cardinality(ended) > 0 then
+        delete from devices v where v.token = any (ended);
+    end if;
     select coalesce(array_agg(d.id), '{}') into wanted
     from unnest(due_ids, due_users, due_tokens, due_kinds, due_diaries, due_entries) d(id, user_id, token, kind, diary_id, entry_id)
     where exists (select 1 from devices v where v.token = d.token and v.user_id = d.user_id)
@@ -3846,6 +3863,26 @@ begin
     select c.diary_id into named from invite_codes c where c.code = normalized;
     -- A closed diary's code names nothing: only its former members may bring it back.
     return (select d.id from diaries d where d.id = named and d.invite_code = normalized and d.closed_at is null);
+end
+$$;
+
+--
+-- Name: invite_preview(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.invite_preview(code text) RETURNS TABLE(diary_type text, member_count integer)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    target constant uuid := invite_code_diary(invite_preview.code);
+    kind text;
+begin
+    if target is null then
+        return;
+    end if;
+    select d.type into kind from diaries d where d.id = target;
+    return query select kind, (select count(*)::integer from diary_members m where m.diary_id = target);
 end
 $$;
 
@@ -4717,22 +4754,37 @@ CREATE FUNCTION public.register_device(device_token text, device_environment tex
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
+begin
+    perform register_device(device_token, device_environment, null);
+end
+$$;
+
+--
+-- Name: register_device(text, text, uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.register_device(device_token text, device_environment text, session uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
 declare
     caller uuid := app_user_id();
     -- Bound as a value: Citus refuses a function that is not IMMUTABLE in DO UPDATE SET.
     registered timestamptz := now();
 begin
-    if caller is null then
+    if caller is null or (session is not null and not exists (
+        select 1 from sessions s where s.id = session and s.user_id = caller and s.revoked_at is null)) then
         raise exception 'not signed in' using errcode = '42501';
     end if;
     -- Serialises one user's registrations, so the cap holds under concurrency.
     perform 1 from users where id = caller for update;
     delete from push_outbox o where o.device_token = register_device.device_token and o.user_id <> caller;
-    insert into devices as d (token, user_id, environment)
-    values (device_token, caller, device_environment)
+    insert into devices as d (token, user_id, environment, session_id)
+    values (device_token, caller, device_environment, session)
     on conflict (token) do update set
         user_id = excluded.user_id,
         environment = excluded.environment,
+        session_id = excluded.session_id,
         created_at = case when d.user_id = excluded.user_id then d.created_at else registered end,
         registered_at = registered;
     delete from devices d where d.token in (
@@ -5572,7 +5624,7 @@ GRANT ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for in
 -- Name: FUNCTION claim_push_batch(max_rows integer, lease interval); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) IS 'Claims up to max_rows due notifications (SKIP LOCKED) and leases them for lease, so that no transaction stays open while APNs is called. Rows that must not be sent any more (the entry deleted, the receiver gone from the diary, the device moved) are deleted instead of returned.';
+COMMENT ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) IS 'Claims up to max_rows due notifications (SKIP LOCKED) and leases them for lease, so that no transaction stays open while APNs is called. Rows that must not be sent any more (the entry deleted, the receiver gone from the diary, the device moved, or its session ended: that device is forgotten too) are deleted instead of returned.';
 
 --
 -- Name: FUNCTION claim_push_batch(max_rows integer, lease interval); Type: ACL; Schema: public; Owner: -
@@ -5870,6 +5922,19 @@ COMMENT ON FUNCTION public.invite_code_diary(code text) IS 'The diary an invite 
 
 REVOKE ALL ON FUNCTION public.invite_code_diary(code text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.invite_code_diary(code text) TO diary_app;
+
+--
+-- Name: FUNCTION invite_preview(code text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.invite_preview(code text) IS 'What a person about to join sees of the diary an invite code opens (invite_code_diary, as the join): its type and how many members it has, never its name or who they are. No row for a code that opens nothing.';
+
+--
+-- Name: FUNCTION invite_preview(code text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.invite_preview(code text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.invite_preview(code text) TO diary_app;
 
 --
 -- Name: FUNCTION is_diary_member(diary uuid); Type: COMMENT; Schema: public; Owner: -
@@ -6295,7 +6360,7 @@ GRANT ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media
 -- Name: FUNCTION register_device(device_token text, device_environment text); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.register_device(device_token text, device_environment text) IS 'Registers the caller''s device for push: a token registered by someone else moves to the caller with its unsent notifications dropped, and at most 20 devices are kept (the one registered longest ago goes). The user''s row is locked, so the cap holds under concurrency.';
+COMMENT ON FUNCTION public.register_device(device_token text, device_environment text) IS 'The release before sessions'' devices: register_device unbound to a session. Registers the caller''s device for push: a token registered by someone else moves to the caller with its unsent notifications dropped, and at most 20 devices are kept (the one registered longest ago goes). The user''s row is locked, so the cap holds under concurrency.';
 
 --
 -- Name: FUNCTION register_device(device_token text, device_environment text); Type: ACL; Schema: public; Owner: -
@@ -6303,6 +6368,19 @@ COMMENT ON FUNCTION public.register_device(device_token text, device_environment
 
 REVOKE ALL ON FUNCTION public.register_device(device_token text, device_environment text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.register_device(device_token text, device_environment text) TO diary_app;
+
+--
+-- Name: FUNCTION register_device(device_token text, device_environment text, session uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.register_device(device_token text, device_environment text, session uuid) IS 'register_device, bound to the caller''s live session that registers it: once that session ends, the device gets no more pushes (claim_push_batch).';
+
+--
+-- Name: FUNCTION register_device(device_token text, device_environment text, session uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.register_device(device_token text, device_environment text, session uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.register_device(device_token text, device_environment text, session uuid) TO diary_app;
 
 --
 -- Name: FUNCTION register_invite_code(diary uuid); Type: COMMENT; Schema: public; Owner: -

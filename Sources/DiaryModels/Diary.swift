@@ -110,3 +110,20 @@ public struct InviteCodeResponse: Codable, Sendable, Equatable {
         self.inviteUrl = inviteUrl
     }
 }
+
+/// `GET /v1/invites/{code}`: what someone about to join sees of the diary a code opens. Never
+/// its name or who is in it: a code travels further than the person it was sent to.
+public struct InvitePreview: Codable, Sendable, Equatable {
+    public var type: DiaryType
+    public var maxMembers: Int
+    public var memberCount: Int
+    /// A join would answer 409 diary_full.
+    public var full: Bool
+
+    public init(type: DiaryType, memberCount: Int) {
+        self.type = type
+        self.maxMembers = type.maxMembers
+        self.memberCount = memberCount
+        self.full = memberCount >= type.maxMembers
+    }
+}

@@ -261,6 +261,27 @@ begin
 end
 $$;
 
+CREATE OR REPLACE FUNCTION public.invite_preview(code text) RETURNS TABLE(diary_type text, member_count integer)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    target constant uuid := invite_code_diary(invite_preview.code);
+    kind text;
+begin
+    if target is null then
+        return;
+    end if;
+    select d.type into kind from diaries d where d.id = target;
+    return query select kind, (select count(*)::integer from diary_members m where m.diary_id = target);
+end
+$$;
+
+COMMENT ON FUNCTION public.invite_preview(code text) IS 'What a person about to join sees of the diary an invite code opens (invite_code_diary, as the join): its type and how many members it has, never its name or who they are. No row for a code that opens nothing.';
+
+REVOKE ALL ON FUNCTION public.invite_preview(code text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.invite_preview(code text) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.join_diary(invite_code text, user_id uuid) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'

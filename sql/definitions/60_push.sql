@@ -20,6 +20,7 @@ declare
     due_entries uuid[];
     live_entries uuid[];
     members text[];
+    ended text[];
     wanted bigint[];
     claimed_until constant timestamptz := now() + lease;
 begin
@@ -41,6 +42,15 @@ begin
     where e.diary_id = any (due_diaries) and e.id = any (due_entries);
     select coalesce(array_agg(m.diary_id::text || ' ' || m.user_id::text), '{}') into members from diary_members m
     where m.diary_id = any (due_diaries) and m.user_id = any (due_users);
+    -- Devices whose session has ended (signed out, revoked, its refresh token expired) get
+    -- nothing more, and are forgotten.
+    select coalesce(array_agg(v.token), '{}') into ended from devices v
+    where v.token = any (due_tokens) and v.session_id is not null and not exists (
+        select 1 from sessions s where s.id = v.session_id and s.revoked_at is null
+        and exists (select 1 from refresh_tokens t where t.session_id = s.id and t.expires_at > now()));
+    if cardinality(ended) > 0 then
+        delete from devices v where v.token = any (ended);
+    end if;
     select coalesce(array_agg(d.id), '{}') into wanted
     from unnest(due_ids, due_users, due_tokens, due_kinds, due_diaries, due_entries) d(id, user_id, token, kind, diary_id, entry_id)
     where exists (select 1 from devices v where v.token = d.token and v.user_id = d.user_id)
@@ -123,22 +133,33 @@ CREATE OR REPLACE FUNCTION public.register_device(device_token text, device_envi
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
+begin
+    perform register_device(device_token, device_environment, null);
+end
+$$;
+
+CREATE OR REPLACE FUNCTION public.register_device(device_token text, device_environment text, session uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
 declare
     caller uuid := app_user_id();
     -- Bound as a value: Citus refuses a function that is not IMMUTABLE in DO UPDATE SET.
     registered timestamptz := now();
 begin
-    if caller is null then
+    if caller is null or (session is not null and not exists (
+        select 1 from sessions s where s.id = session and s.user_id = caller and s.revoked_at is null)) then
         raise exception 'not signed in' using errcode = '42501';
     end if;
     -- Serialises one user's registrations, so the cap holds under concurrency.
     perform 1 from users where id = caller for update;
     delete from push_outbox o where o.device_token = register_device.device_token and o.user_id <> caller;
-    insert into devices as d (token, user_id, environment)
-    values (device_token, caller, device_environment)
+    insert into devices as d (token, user_id, environment, session_id)
+    values (device_token, caller, device_environment, session)
     on conflict (token) do update set
         user_id = excluded.user_id,
         environment = excluded.environment,
+        session_id = excluded.session_id,
         created_at = case when d.user_id = excluded.user_id then d.created_at else registered end,
         registered_at = registered;
     delete from devices d where d.token in (
@@ -270,7 +291,7 @@ begin
 end
 $$;
 
-COMMENT ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) IS 'Claims up to max_rows due notifications (SKIP LOCKED) and leases them for lease, so that no transaction stays open while APNs is called. Rows that must not be sent any more (the entry deleted, the receiver gone from the diary, the device moved) are deleted instead of returned.';
+COMMENT ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) IS 'Claims up to max_rows due notifications (SKIP LOCKED) and leases them for lease, so that no transaction stays open while APNs is called. Rows that must not be sent any more (the entry deleted, the receiver gone from the diary, the device moved, or its session ended: that device is forgotten too) are deleted instead of returned.';
 
 REVOKE ALL ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) TO diary_app;
@@ -284,10 +305,15 @@ COMMENT ON FUNCTION public.push_author_name(in_diary uuid, author uuid) IS 'An a
 
 REVOKE ALL ON FUNCTION public.push_author_name(in_diary uuid, author uuid) FROM PUBLIC;
 
-COMMENT ON FUNCTION public.register_device(device_token text, device_environment text) IS 'Registers the caller''s device for push: a token registered by someone else moves to the caller with its unsent notifications dropped, and at most 20 devices are kept (the one registered longest ago goes). The user''s row is locked, so the cap holds under concurrency.';
+COMMENT ON FUNCTION public.register_device(device_token text, device_environment text) IS 'The release before sessions'' devices: register_device unbound to a session. Registers the caller''s device for push: a token registered by someone else moves to the caller with its unsent notifications dropped, and at most 20 devices are kept (the one registered longest ago goes). The user''s row is locked, so the cap holds under concurrency.';
 
 REVOKE ALL ON FUNCTION public.register_device(device_token text, device_environment text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.register_device(device_token text, device_environment text) TO diary_app;
+
+COMMENT ON FUNCTION public.register_device(device_token text, device_environment text, session uuid) IS 'register_device, bound to the caller''s live session that registers it: once that session ends, the device gets no more pushes (claim_push_batch).';
+
+REVOKE ALL ON FUNCTION public.register_device(device_token text, device_environment text, session uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.register_device(device_token text, device_environment text, session uuid) TO diary_app;
 
 COMMENT ON FUNCTION public.reminder_instant(zone text, at_time time without time zone, day date) IS 'The instant of local time at_time on day in zone; a time the zone skips that day (a daylight-saving jump) gives the first valid minute after it. Null for a zone PostgreSQL does not know.';
 

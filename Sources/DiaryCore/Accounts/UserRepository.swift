@@ -50,7 +50,11 @@ package struct UserRepository: Sendable {
 
     /// Revokes the session the request came with.
     package func logout() async throws {
-        _ = try await scope.run("update sessions set revoked_at = now() where id = \(scope.identity.sessionID) and user_id = (select app_user_id())")
+        // The devices it registered go with it: a signed-out phone gets no more pushes.
+        _ = try await scope.run([
+            "update sessions set revoked_at = now() where id = \(scope.identity.sessionID) and user_id = (select app_user_id())",
+            "delete from devices where devices.session_id = \(scope.identity.sessionID) and \(DevicesPolicy.delete.using)",
+        ])
     }
 
     /// Today's question, "today" being the caller's date in their time zone.

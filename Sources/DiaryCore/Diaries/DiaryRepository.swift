@@ -198,6 +198,15 @@ package struct DiaryRepository: Sendable {
         return try Self.diary(from: row, invites: scope.inviteLinks, links: scope.photoLinks)
     }
 
+    /// The type and size of the diary `inviteCode` opens, as `join_diary` would find it;
+    /// `invite_code_invalid` for a code that opens nothing (unknown, rotated, or a closed diary's).
+    package func preview(inviteCode: String) async throws -> InvitePreview {
+        let rows = try await scope.read("select diary_type, member_count from invite_preview(\(inviteCode))")
+        guard let row = rows.first else { throw DomainError(.inviteCodeInvalid, "invite code is not valid") }
+        guard let type = DiaryType(rawValue: try row.decode("diary_type")) else { throw DomainError.inconsistent("a diary of an unknown type") }
+        return InvitePreview(type: type, memberCount: try row.decode("member_count"))
+    }
+
     package func members(of id: UUID) async throws -> [Member] {
         let results = try await scope.read([
             "select 1 from diaries where diaries.id = \(id) and \(DiariesPolicy.select.using)",

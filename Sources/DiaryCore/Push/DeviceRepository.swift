@@ -13,9 +13,10 @@ package struct DeviceRepository: Sendable {
     /// The most devices one user has; registering one more replaces the one registered longest ago.
     package static let maximumDevices = 20
 
-    /// `token` is already lower-case hex (see `DeviceToken`).
+    /// `token` is already lower-case hex (see `DeviceToken`). Bound to the caller's session:
+    /// once it ends, the device gets no more pushes.
     package func register(token: String, environment: String) async throws {
-        _ = try await scope.run("select register_device(\(token), \(environment))")
+        _ = try await scope.run("select register_device(\(token), \(environment), \(scope.identity.sessionID))")
     }
 
     package func remove(token: String) async throws {

@@ -9,7 +9,7 @@ enum AllowedMethods {
         ("/v1/me", [.get, .patch, .delete]), ("/v1/questions/today", [.get]),
         ("/v1/me/devices", [.get]), ("/v1/me/photo", [.put, .delete]), ("/v1/me/devices/:id", [.put, .delete]),
         ("/v1/diaries", [.get, .post]), ("/v1/diaries/join", [.post]),
-        ("/v1/diaries/:id", [.get, .patch]), ("/v1/diaries/:id/invite-code", [.post]), ("/v1/diaries/:id/restore", [.post]),
+        ("/v1/diaries/:id", [.get, .patch]), ("/v1/diaries/:id/invite-code", [.post]), ("/v1/diaries/:id/restore", [.post]), ("/v1/invites/:id", [.get]),
         ("/v1/diaries/:id/members", [.get]), ("/v1/diaries/:id/members/:id", [.delete]),
         ("/v1/diaries/:id/entries", [.get, .post]), ("/v1/diaries/:id/entries/:id", [.get, .patch, .delete]),
         ("/v1/diaries/:id/entries/:id/read", [.post]), ("/v1/diaries/:id/entries/:id/reads", [.get]),

@@ -217,7 +217,9 @@ func buildRouter(
     let authenticated = api.add(middleware: bearer).group(context: AuthenticatedContext.self)
     auth.register(authenticated: authenticated)
     MeRoutes(photoSweeper: photos.sweeper, appleRevoker: apple.revoker, photoStore: photos.store).register(on: authenticated)
-    DiaryRoutes(joinLimiter: AttemptLimiter(limit: 10), freePlanDiaries: billing.freePlanDiaries).register(on: authenticated)
+    DiaryRoutes(
+        joinLimiter: AttemptLimiter(limit: 10), freePlanDiaries: billing.freePlanDiaries, previewLimiter: AttemptLimiter(limit: invitePage.pagesPerMinute)
+    ).register(on: authenticated)
     EntryRoutes(photoSweeper: photos.sweeper).register(on: authenticated)
     photoRoutes.register(authenticated: authenticated)
     ChangeRoutes().register(on: authenticated)

@@ -29,11 +29,14 @@ struct AppRequestContext: RequestContext {
 struct AuthenticatedContext: ChildRequestContext {
     var coreContext: CoreRequestContextStorage
     let scope: RequestScope
+    /// As `ClientAddressMiddleware` found it, for limits per address.
+    let clientAddress: String?
 
     init(context: AppRequestContext) throws {
         guard let scope = context.scope else { throw Problem.unauthorized("an access token is required") }
         self.coreContext = context.coreContext
         self.scope = scope
+        self.clientAddress = context.clientAddress
     }
 
     var maxUploadSize: Int { APIRequestDecoder.maximumBytes }

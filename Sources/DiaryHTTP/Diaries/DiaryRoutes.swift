@@ -8,6 +8,9 @@ struct DiaryRoutes {
     let joinLimiter: AttemptLimiter<UUID>
     /// Diaries a free user may create (`FREE_PLAN_DIARIES`); joining is never limited.
     let freePlanDiaries: Int
+    /// Previews per client address a minute, as invite pages (`INVITE_PAGES_PER_MINUTE`): a
+    /// preview tells a current code from any other, so it is no faster a way to guess codes.
+    let previewLimiter: AttemptLimiter<String>
 
     func register(on router: RouterGroup<AuthenticatedContext>) {
         router.post("diaries") { request, context -> EditedResponse<Diary> in
@@ -43,6 +46,18 @@ struct DiaryRoutes {
                 joinLimiter.record(for: context.userID)
                 throw error
             }
+        }
+
+        router.get("invites/:code") { _, context -> InvitePreview in
+            let typed = context.parameters.get("code") ?? ""
+            guard (1...InviteCodeLookup.maximumLength).contains(typed.utf8.count) else {
+                throw Problem.validation(field: "code", "is an invite code: at most \(InviteCodeLookup.maximumLength) characters")
+            }
+            if let wait = previewLimiter.admit(context.clientAddress ?? "unknown") {
+                AppMetrics.recordRateLimitRejection("invite_previews")
+                throw Problem(status: .tooManyRequests, code: .rateLimited, detail: "too many invite previews from this address; try again later", headers: [.retryAfter: String(wait)])
+            }
+            return try await DiaryRepository(scope: context.scope).preview(inviteCode: typed)
         }
 
         router.get("diaries/:diaryId") { _, context -> Diary in

@@ -10,6 +10,7 @@ extension Diary: ResponseEncodable {}
 extension DiaryList: ResponseEncodable {}
 extension MemberList: ResponseEncodable {}
 extension InviteCodeResponse: ResponseEncodable {}
+extension InvitePreview: ResponseEncodable {}
 extension Entry: ResponseEncodable {}
 extension EntryPage: ResponseEncodable {}
 extension ReadList: ResponseEncodable {}

@@ -122,10 +122,10 @@ struct CitusClusterTests {
             let safety = try await api.call(.get, "/v1/data-safety", token: bob.accessToken).decode(DataSafety.self)
             #expect(safety.departures.map(\.diaryId) == [diary.id] && safety.departures.first?.closedAt != nil)
             #expect(try await api.call(.get, "/v1/me/export", token: bob.accessToken).status == .ok)
-            // The server's closed-diary worker sets its deletion date; a second round finds nothing to do.
-            try await waitUntil { try await ClosedDiaryTests.closedState(api, diary.id).purgeAt != nil }
+            // A round sets its deletion date, unless the server's own worker, woken by the close, did first.
             let round = try await TestDatabase.withPool(api.database, size: 1) { pool in try await ClosedDiaryTests.worker(pool, api).round() }
-            #expect(round == ClosedDiaryWorker.Round())
+            #expect(round.scheduled.isEmpty || round.scheduled == [diary.id])
+            #expect(try await ClosedDiaryTests.closedState(api, diary.id).purgeAt != nil)
             let restored = try await api.call(.post, "/v1/diaries/\(diary.id)/restore", token: bob.accessToken)
             #expect(restored.status == .ok, "Bob restores it on the cluster: \(restored.text)")
             let differences = try await TestDatabase.withPool(try Self.owner(), size: 1) { pool in

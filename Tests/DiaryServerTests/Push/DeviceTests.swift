@@ -30,7 +30,7 @@ struct DeviceTests {
         }
     }
 
-    @Test("DELETE answers 204 whether or not the token was registered; sign-out keeps devices, account deletion removes them")
+    @Test("DELETE answers 204 whether or not the token was registered; sign-out removes the session's devices, account deletion all of them")
     func removal() async throws {
         try await APIHarness.run { api in
             let alice = try await api.signIn("alice")
@@ -42,6 +42,9 @@ struct DeviceTests {
             #expect(try await api.call(.delete, "/v1/me/devices/\(token.uppercased())", token: alice.accessToken).status == .noContent)
             #expect(try await api.call(.get, "/v1/me/devices", token: alice.accessToken).decode(DeviceList.self).devices.map(\.token) == [kept])
 
+            // Another session's device stays when this one signs out.
+            let phone = try await api.signIn("alice")
+            try await api.call(.put, "/v1/me/devices/\(PushFixture.deviceToken())", token: phone.accessToken, json: #"{"environment":"sandbox"}"#)
             try await api.call(.post, "/v1/auth/logout", token: alice.accessToken, json: #"{"refreshToken":"\#(alice.refreshToken)"}"#)
             #expect(try await api.asSuperuser("select count(*) from devices").first?.decode("count", as: Int.self) == 1)
 
@@ -71,6 +74,38 @@ struct DeviceTests {
             let devices = try await api.call(.get, "/v1/me/devices", token: alice.accessToken).decode(DeviceList.self).devices
             #expect(devices.count == 20)
             #expect(Set(devices.map(\.token)) == Set(tokens.dropFirst()))
+        }
+    }
+
+    @Test("a device is its session's: a session revoked or past its refresh token's life gets no more pushes, and its device is forgotten; a live one's still does")
+    func boundToSession() async throws {
+        try await APIHarness.run { api in
+            let couple = try await EntryPhotoTests.couple(api)
+            let revoked = try await api.signIn("Bob")
+            let expired = try await api.signIn("Bob")
+            let live = try await api.signIn("Bob")
+            var tokens: [String: String] = [:]
+            for (name, session) in [("revoked", revoked), ("expired", expired), ("live", live)] {
+                let token = PushFixture.deviceToken()
+                tokens[name] = token
+                #expect(try await api.call(.put, "/v1/me/devices/\(token)", token: session.accessToken, json: #"{"environment":"sandbox"}"#).status == .noContent)
+            }
+            let bound = try await api.asSuperuser("select count(*)::int as n from devices where session_id is not null")
+            #expect(try bound.first?.decode("n", as: Int.self) == 3)
+            #expect(revoked.user.id == couple.bob.user.id && live.user.id == couple.bob.user.id)
+            // Bob's sessions, oldest first: the couple's, then the three above.
+            let sessions = try await api.asSuperuser("select id from sessions where user_id = \(couple.bob.user.id) order by created_at, id")
+                .map { try $0.decode("id", as: UUID.self) }
+            try #require(sessions.count == 4)
+            // As Apple's consent revocation and a refresh token's reuse end a session, and as time ends one.
+            try await api.asSuperuser("update sessions set revoked_at = now() where id = \(sessions[1])")
+            try await api.asSuperuser("update refresh_tokens set expires_at = now() - interval '1 second' where session_id = \(sessions[2])")
+
+            #expect(try await api.post("アリスより", in: couple.diary.id, token: couple.alice.accessToken).status == .created)
+            let claimed = try await api.asSuperuser("select device_token from claim_push_batch(100, interval '1 minute')")
+            #expect(try claimed.map { try $0.decode("device_token", as: String.self) } == [tokens["live"]!])
+            let left = try await api.asSuperuser("select token from devices where user_id = \(couple.bob.user.id)")
+            #expect(try left.map { try $0.decode("token", as: String.self) } == [tokens["live"]!])
         }
     }
 }
