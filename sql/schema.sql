@@ -843,7 +843,7 @@ CREATE POLICY entries_insert ON public.entries FOR INSERT WITH CHECK (false);
 -- Name: entries entries_select; Type: POLICY; Schema: public; Owner: -
 --
 
-CREATE POLICY entries_select ON public.entries FOR SELECT USING ((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])));
+CREATE POLICY entries_select ON public.entries FOR SELECT USING (((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])) IS TRUE));
 
 --
 -- Name: entries entries_update; Type: POLICY; Schema: public; Owner: -

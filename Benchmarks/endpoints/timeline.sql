@@ -12,7 +12,10 @@ select entries.id, entries.diary_id, entries.content, entries.question,
     author.public_id as author_id, author.display_name as author_name, author.profile_photo as author_image,
     reads.reader_ids, reads.read_at,
     photos.photo_ids, photos.photo_hashes, photos.photo_types, photos.photo_bytes, photos.photo_widths, photos.photo_heights
-from entries
+from (select entries.id from entries
+     where entries.diary_id = md5('d' || :d)::uuid and md5('d' || :d)::uuid = any ((select app_diary_ids())::uuid[])
+     order by entries.created_at desc, entries.id desc limit 21) page
+    join entries on entries.diary_id = md5('d' || :d)::uuid and entries.id = page.id
 left join profiles author on author.user_id = entries.user_id
 cross join lateral (
     select array_agg(reader.public_id order by entry_reads.read_at, reader.public_id) as reader_ids,
@@ -29,6 +32,6 @@ cross join lateral (
     from entry_photos
     where entry_photos.diary_id = md5('d' || :d)::uuid and entry_photos.entry_id = entries.id and (entry_photos.diary_id = any ((select app_diary_ids())::uuid[])) is true) as photos
 where entries.diary_id = md5('d' || :d)::uuid and md5('d' || :d)::uuid = any ((select app_diary_ids())::uuid[])
-order by entries.created_at desc, entries.id desc limit 21;
+order by entries.created_at desc, entries.id desc;
 COMMIT;
 \endpipeline

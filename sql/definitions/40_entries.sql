@@ -346,7 +346,7 @@ DROP POLICY IF EXISTS entries_insert ON public.entries;
 CREATE POLICY entries_insert ON public.entries FOR INSERT WITH CHECK (false);
 
 DROP POLICY IF EXISTS entries_select ON public.entries;
-CREATE POLICY entries_select ON public.entries FOR SELECT USING ((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])));
+CREATE POLICY entries_select ON public.entries FOR SELECT USING (((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[])) IS TRUE));
 
 DROP POLICY IF EXISTS entries_update ON public.entries;
 CREATE POLICY entries_update ON public.entries FOR UPDATE USING ((diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))) WITH CHECK (((user_id = ( SELECT public.app_user_id() AS app_user_id)) AND (diary_id = ANY (( SELECT public.app_diary_ids() AS app_diary_ids)::uuid[]))));

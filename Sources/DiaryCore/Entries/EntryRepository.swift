@@ -22,7 +22,7 @@ package struct EntryRepository: Sendable {
     /// parser. Their subqueries name the diary by its value, not as `entries.diary_id`: Citus
     /// routes a statement to the diary's one shard only when no subquery is correlated on the
     /// distribution column (else one task per shard, 48 ms instead of 4; CitusClusterTests).
-    static func entryColumns(inDiary diary: UUID) -> PostgresQuery {
+    static func entryColumns(inDiary diary: UUID, from entries: PostgresQuery = "entries") -> PostgresQuery {
         """
         with profiles as (select * from member_profiles where member_profiles.diary_id = \(diary))
         select entries.id, entries.diary_id, entries.content, entries.question,
@@ -30,7 +30,7 @@ package struct EntryRepository: Sendable {
             author.public_id as author_id, author.display_name as author_name, author.profile_photo as author_image,
             reads.reader_ids, reads.read_at,
             photos.photo_ids, photos.photo_hashes, photos.photo_types, photos.photo_bytes, photos.photo_widths, photos.photo_heights
-        from entries
+        from \(entries)
         left join profiles author on author.user_id = entries.user_id
         cross join lateral (
             select array_agg(reader.public_id order by entry_reads.read_at, reader.public_id) as reader_ids,
@@ -92,25 +92,30 @@ package struct EntryRepository: Sendable {
     /// `entry_id_conflict`, and the stored entry is untouched.
     package func create(in diary: UUID, id: UUID?, content: String, question: String?, photoIDs: [UUID] = []) async throws -> Creation<Entry> {
         let entryID = id ?? UUID()
-        // The photos are attached only if this transaction inserted the entry: a replay
-        // must not change them. The insert says so in a transaction-local setting.
-        let attach: [PostgresQuery] = photoIDs.isEmpty ? [] : [
-            "select set_entry_photos(\(diary), \(entryID), \(photoIDs)) where current_setting('app.inserted_entry', true) = \(entryID.canonicalText)",
-        ]
-        let results = try await scope.run([
-            Self.diaryVisible(diary),
-            // post_entry tries nothing outside the caller's diaries: an invisible diary is a 404, never a 403.
-            """
-            select set_config('app.inserted_entry', \(entryID.canonicalText), true)
-            where post_entry(\(diary), \(entryID), \(content), \(question), \(photoIDs.map(\.canonicalText))::text[])
-            """,
-        ] + attach, thenRead: [Self.readBack(entryID, in: diary)])
+        let results = try await scope.run(Self.postStatements(entryID, in: diary, content: content, question: question, photoIDs: photoIDs), thenRead: [Self.readBack(entryID, in: diary)])
         guard !results[0].isEmpty else { throw DomainError.notFound("no such diary") }
         guard let row = results[results.count - 1].first else { throw Self.entryIDConflict }
         let entry = try Self.entry(from: row, links: scope.photoLinks)
         if !results[1].isEmpty { return .created(entry) }
         guard entry.isMine, entry.content == content, entry.question == question, entry.photos.map(\.id) == photoIDs else { throw Self.entryIDConflict }
         return .replayed(entry)
+    }
+
+    /// A post's statements, before its read-back.
+    static func postStatements(_ entryID: UUID, in diary: UUID, content: String, question: String?, photoIDs: [UUID]) -> [PostgresQuery] {
+        // The photos are attached only if this transaction inserted the entry: a replay
+        // must not change them. The insert says so in a transaction-local setting.
+        let attach: [PostgresQuery] = photoIDs.isEmpty ? [] : [
+            "select set_entry_photos(\(diary), \(entryID), \(photoIDs)) where current_setting('app.inserted_entry', true) = \(entryID.canonicalText)",
+        ]
+        return [
+            Self.diaryVisible(diary),
+            // post_entry tries nothing outside the caller's diaries: an invisible diary is a 404, never a 403.
+            """
+            select set_config('app.inserted_entry', \(entryID.canonicalText), true)
+            where post_entry(\(diary), \(entryID), \(content), \(question), \(photoIDs.map(\.canonicalText))::text[])
+            """,
+        ] + attach
     }
 
     static let entryIDConflict = DomainError(.entryIDConflict, "an entry with this id already exists with other content")
@@ -155,20 +160,7 @@ package struct EntryRepository: Sendable {
     /// `day`, only that local day's entries: its bounds become instants in the caller's zone,
     /// so the page is one range of `entries_timeline`, as the calendar's month is.
     package func timeline(of diary: UUID, limit: Int, before cursor: Cursor?, on day: Day? = nil) async throws -> EntryPage {
-        let keyset: PostgresQuery = cursor.map { "and (entries.created_at, entries.id) < (\($0.createdAt)::timestamptz, \($0.id))" } ?? ""
-        let onDay: PostgresQuery = day.map { day in
-            """
-            and entries.created_at >= (select \(day.text)::date::timestamp at time zone u.time_zone from users u where u.id = (select app_user_id()))
-            and entries.created_at < (select (\(day.text)::date + 1)::timestamp at time zone u.time_zone from users u where u.id = (select app_user_id()))
-            """
-        } ?? ""
-        let page: PostgresQuery = """
-            \(Self.entryColumns(inDiary: diary))
-            where \(EntriesPolicy.select(inDiary: diary)) \(keyset) \(onDay)
-            order by entries.created_at desc, entries.id desc limit \(limit + 1)
-            """
-        // The diary's position, read before the page, is the first page's changesCursor (see `Diary`).
-        let results = try await scope.read([ChangeLogRepository.positionStatement(ofDiary: diary), page])
+        let results = try await scope.read(Self.timelineStatements(of: diary, limit: limit, before: cursor, on: day))
         guard !results[0].isEmpty else { throw DomainError.notFound("no such diary") }
         var entries = try results[results.count - 1].map { try Self.entry(from: $0, links: scope.photoLinks) }
         var next: String?
@@ -182,11 +174,41 @@ package struct EntryRepository: Sendable {
         return EntryPage(entries: entries, nextCursor: next, changesCursor: changesCursor)
     }
 
+    /// The diary's position, read before the page (the first page's changesCursor, see `Diary`), then the page.
+    static func timelineStatements(of diary: UUID, limit: Int, before cursor: Cursor?, on day: Day? = nil) -> [PostgresQuery] {
+        let keyset: PostgresQuery = cursor.map { "and (entries.created_at, entries.id) < (\($0.createdAt)::timestamptz, \($0.id))" } ?? ""
+        let onDay: PostgresQuery = day.map { day in
+            """
+            and entries.created_at >= (select \(day.text)::date::timestamp at time zone u.time_zone from users u where u.id = (select app_user_id()))
+            and entries.created_at < (select (\(day.text)::date + 1)::timestamp at time zone u.time_zone from users u where u.id = (select app_user_id()))
+            """
+        } ?? ""
+        // The page's ids first, then their authors, readers and photos: joined before the
+        // LIMIT, those were read for every entry the planner sorted, which with statistics
+        // that predate a diary's growth was the whole diary (PlanGuardTests).
+        let ids: PostgresQuery = """
+            (select entries.id from entries
+             where \(EntriesPolicy.select(inDiary: diary)) \(keyset) \(onDay)
+             order by entries.created_at desc, entries.id desc limit \(limit + 1)) page
+            join entries on entries.diary_id = \(diary) and entries.id = page.id
+            """
+        let page: PostgresQuery = """
+            \(Self.entryColumns(inDiary: diary, from: ids))
+            where \(EntriesPolicy.select(inDiary: diary))
+            order by entries.created_at desc, entries.id desc
+            """
+        return [ChangeLogRepository.positionStatement(ofDiary: diary), page]
+    }
+
+    static func findStatement(_ id: UUID, in diary: UUID) -> PostgresQuery {
+        """
+        \(Self.entryColumns(inDiary: diary))
+        where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(id)
+        """
+    }
+
     package func find(_ id: UUID, in diary: UUID) async throws -> Entry {
-        let rows = try await scope.read("""
-            \(Self.entryColumns(inDiary: diary))
-            where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(id)
-            """)
+        let rows = try await scope.read(Self.findStatement(id, in: diary))
         guard let row = rows.first else { throw DomainError.notFound("no such entry") }
         return try Self.entry(from: row, links: scope.photoLinks)
     }
@@ -214,11 +236,15 @@ package struct EntryRepository: Sendable {
 
     /// Records the caller's read through `mark_as_read`; reading again just moves read_at.
     package func markRead(_ id: UUID, in diary: UUID) async throws {
-        let results = try await scope.run([
+        let results = try await scope.run(Self.markReadStatements(id, in: diary))
+        guard !results[0].isEmpty else { throw DomainError.notFound("no such entry") }
+    }
+
+    static func markReadStatements(_ id: UUID, in diary: UUID) -> [PostgresQuery] {
+        [
             "select 1 from entries where \(EntriesPolicy.select(inDiary: diary)) and entries.id = \(id)",
             "select mark_as_read(\(diary), \(id), (select app_user_id()))",
-        ])
-        guard !results[0].isEmpty else { throw DomainError.notFound("no such entry") }
+        ]
     }
 
     package func reads(of id: UUID, in diary: UUID) async throws -> [ReadReceipt] {

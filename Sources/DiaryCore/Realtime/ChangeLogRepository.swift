@@ -129,13 +129,15 @@ package struct ChangeLogRepository: Sendable {
     /// pruning line and where the read began, even when no change is returned. Of a diary
     /// the caller is not in, only their own departure. `offset 0` keeps a subject's
     /// subquery apart, so that its test of the change's kind gates it (a one-time filter):
-    /// flattened into the statement, the diary's columns were read for every change.
+    /// flattened into the statement, the diary's columns were read for every change. `start`
+    /// is materialized, so that where the read begins bounds the log's index range: inlined,
+    /// it became a filter, and each read walked the diary's whole log (PlanGuardTests).
     static func changesStatement(inDiary diary: UUID, after: Int64?, limit: Int) -> PostgresQuery {
         """
         with d as (
             select diaries.change_position, diaries.pruned_position, diaries.type from diaries
             where diaries.id = \(diary) and \(DiariesPolicy.select.using)),
-        start as (
+        start as materialized (
             select coalesce(greatest(\(after)::bigint, (
                 select max(j.position) - 1 from change_log j
                 where j.diary_id = \(diary) and j.kind = 'member.joined' and j.user_id = app_user_id())), -1) as read_after)

@@ -123,7 +123,7 @@ struct CitusClusterTests {
             #expect(safety.departures.map(\.diaryId) == [diary.id] && safety.departures.first?.closedAt != nil)
             #expect(try await api.call(.get, "/v1/me/export", token: bob.accessToken).status == .ok)
             // A round sets its deletion date, unless the server's own worker, woken by the close, did first.
-            let round = try await TestDatabase.withPool(api.database, size: 1) { pool in try await ClosedDiaryTests.worker(pool, api).round() }
+            let round = try await TestDatabase.withPool(api.database.as(TestDatabase.appRole), size: 1) { pool in try await ClosedDiaryTests.worker(pool, api).round() }
             #expect(round.scheduled.isEmpty || round.scheduled == [diary.id])
             #expect(try await ClosedDiaryTests.closedState(api, diary.id).purgeAt != nil)
             let restored = try await api.call(.post, "/v1/diaries/\(diary.id)/restore", token: bob.accessToken)
@@ -299,24 +299,34 @@ struct CitusClusterTests {
         }
     }
 
-    @Test("a member's timeline page, as the server spells it on a cluster, routes to the diary's one shard in one piece")
-    func timelineRoutesToOneShard() async throws {
+    @Test("every everyday read, as the server spells it on a cluster, routes to the diary's one shard in one piece: the home list's diary, a diary, the timeline's first, later and day pages, an entry, mark read's check, the socket's read of the log")
+    func everydayReadsRouteToOneShard() async throws {
         try await APIHarness.run(on: try Self.owner(), citus: true) { api in
             let alice = try await api.signIn("citus-plan-\(UUID().uuidString.prefix(8))")
             let diary = try await api.createDiary("計画", type: .couple, token: alice.accessToken)
-            _ = try await api.post("一つ", in: diary.id, token: alice.accessToken)
-            let plan = try await api.pool.transaction([
-                Seed.identity(alice.user.id), "select refresh_app_diary_ids()",
+            let entry = try await api.post("一つ", in: diary.id, token: alice.accessToken).decode(Entry.self)
+            _ = try await api.post("二つ", in: diary.id, token: alice.accessToken)
+            let cursor = EntryRepository.Cursor(createdAt: PostgresTimestamp.format(entry.createdAt), id: entry.id)
+            let today = try #require(EntryRepository.Day(String(PostgresTimestamp.format(entry.createdAt).prefix(10))))
+            let listed: PostgresQuery = "\(DiaryRepository.diaryColumns(ofDiary: diary.id)) where diaries.id = \(diary.id) and \(DiariesPolicy.select.using)"
+            var reads: [(name: String, statement: PostgresQuery)] = [("the home list's diary", listed)]
+            reads += DiaryRepository.findStatements(diary.id).map { ("a diary", $0) }
+            reads += EntryRepository.timelineStatements(of: diary.id, limit: 20, before: nil).map { ("the first page", $0) }
+            reads += EntryRepository.timelineStatements(of: diary.id, limit: 5, before: cursor).map { ("a later page", $0) }
+            reads += EntryRepository.timelineStatements(of: diary.id, limit: 20, before: nil, on: today).map { ("a day's page", $0) }
+            reads.append(("an entry", EntryRepository.findStatement(entry.id, in: diary.id)))
+            reads.append(("mark read's check", EntryRepository.markReadStatements(entry.id, in: diary.id)[0]))
+            reads.append(("the socket's read", ChangeLogRepository.changesStatement(inDiary: diary.id, after: 0, limit: 100)))
+            for read in reads {
                 // Spelled as a request on the cluster sends it (RequestScope.Database.citus).
-                CitusSpelling.respelled("""
-                    explain (costs off) \(EntryRepository.entryColumns(inDiary: diary.id))
-                    where \(EntriesPolicy.select(inDiary: diary.id)) order by entries.created_at desc, entries.id desc limit 21
-                    """),
-            ])[2].map { try $0.decode("QUERY PLAN", as: String.self) }.joined(separator: "\n")
-            #expect(plan.contains("Task Count: 1"), "\(plan)")
-            // Not planned in pieces whose results go to every node, nor run on every shard: a
-            // subquery correlated on entries.diary_id did both (Benchmarks/results/citus-timeline-probe-20261126.txt).
-            #expect(!plan.contains("Distributed Subplan") && !plan.contains("Task Count: 32"), "\(plan)")
+                let explain = CitusSpelling.respelled(PostgresQuery(unsafeSQL: "explain (costs off) " + read.statement.sql, bindings: read.statement.bindings))
+                let plan = try await api.pool.transaction([Seed.identity(alice.user.id), "select refresh_app_diary_ids()", explain])[2]
+                    .map { try $0.decode("QUERY PLAN", as: String.self) }.joined(separator: "\n")
+                #expect(plan.contains("Task Count: 1"), "\(read.name): \(plan)")
+                // Not planned in pieces whose results go to every node, nor run on every shard: a
+                // subquery correlated on entries.diary_id did both (Benchmarks/results/citus-timeline-probe-20261126.txt).
+                #expect(!plan.contains("Distributed Subplan") && !plan.contains("Task Count: 32"), "\(read.name): \(plan)")
+            }
         }
     }
 

@@ -106,7 +106,7 @@ struct ClosedDiaryTests {
 
             // The server's own worker hears the close (NOTIFY closed_diaries) and sets the date.
             try await waitUntil { try await Self.closedState(api, couple.diary.id).purgeAt != nil }
-            try await TestDatabase.withPool(api.database, size: 1) { pool in
+            try await TestDatabase.withPool(api.database.as(TestDatabase.appRole), size: 1) { pool in
                 let worker = Self.worker(pool, api)
                 let state = try await Self.closedState(api, couple.diary.id)
                 let purgeAt = try #require(state.purgeAt)
@@ -148,7 +148,7 @@ struct ClosedDiaryTests {
             try await Self.leave(api, couple.diary.id, couple.bob)
             let safety = try await api.call(.get, "/v1/data-safety", token: couple.bob.accessToken).decode(DataSafety.self)
             #expect(safety.departures.map(\.diaryId) == [couple.diary.id] && safety.departures.first?.closedAt == nil)
-            try await TestDatabase.withPool(api.database, size: 1) { pool in
+            try await TestDatabase.withPool(api.database.as(TestDatabase.appRole), size: 1) { pool in
                 #expect(try await Self.worker(pool, api).round().pruned == 0)
                 try await api.asSuperuser("update former_members set left_at = now() - interval '31 days' where diary_id = \(couple.diary.id)")
                 #expect(try await api.call(.get, "/v1/data-safety", token: couple.bob.accessToken).decode(DataSafety.self).departures.isEmpty)
