@@ -8,7 +8,7 @@
 
 begin;
 set search_path = public, tap;
-select plan(87);
+select plan(91);
 
 -- Two users, each alone in their own diary with an entry and a read.
 select add_user('aaaaaaaa-0000-0000-0000-000000000001', 'A'), add_user('bbbbbbbb-0000-0000-0000-000000000002', 'B');
@@ -36,6 +36,8 @@ select set_config('app.writer', 'set_profile_photo', true);
 insert into profile_photos (user_id, id, content_hash, content_type, bytes, width, height) values
     ('aaaaaaaa-0000-0000-0000-000000000001', 'aaaaaaaa-9000-0000-0000-000000000003', repeat('d', 64), 'image/jpeg', 100, 10, 10);
 select set_config('app.writer', '', true);
+-- A once left a diary (their own, say, before joining it again): a departure is its leaver's.
+insert into former_members (diary_id, user_id) values ('aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-0000-0000-0000-000000000001');
 
 -- Structure: every table enabled and forced, a policy per command, safe functions and views.
 select is(
@@ -54,6 +56,7 @@ select policies_are('public', 'questions', array['questions_select', 'questions_
 select policies_are('public', 'entry_photos', array['entry_photos_select', 'entry_photos_insert', 'entry_photos_update', 'entry_photos_delete']);
 select policies_are('public', 'photo_uploads', array['photo_uploads_select', 'photo_uploads_insert', 'photo_uploads_update', 'photo_uploads_delete']);
 select policies_are('public', 'profile_photos', array['profile_photos_select', 'profile_photos_insert', 'profile_photos_update', 'profile_photos_delete']);
+select policies_are('public', 'former_members', array['former_members_select', 'former_members_insert', 'former_members_update', 'former_members_delete']);
 select policies_are('public', 'billing_events', array['billing_events_select', 'billing_events_insert', 'billing_events_update', 'billing_events_delete']);
 select is(
     (select string_agg(format('%s.%s', c.relname, p.polname), ', ') from pg_policy p join pg_class c on c.oid = p.polrelid
@@ -104,6 +107,7 @@ select is((select count(*) from entries where content = 'A の秘密'), 1::bigin
 
 select is((select count(*) from users where id = 'bbbbbbbb-0000-0000-0000-000000000002'), 0::bigint, 'foreign SELECT users: 0 rows');
 select is((select count(*) from profile_photos), 1::bigint, 'A sees their own profile photo');
+select is((select count(*) from former_members), 1::bigint, 'A sees their own departure');
 select is((select count(*) from diaries where id = 'bbbbbbbb-d1a2-0000-0000-000000000002'), 0::bigint, 'foreign SELECT diaries: 0 rows');
 select is((select count(*) from diary_members where diary_id = 'bbbbbbbb-d1a2-0000-0000-000000000002'), 0::bigint, 'foreign SELECT diary_members: 0 rows');
 select is((select count(*) from entries where diary_id = 'bbbbbbbb-d1a2-0000-0000-000000000002'), 0::bigint, 'foreign SELECT entries: 0 rows');
@@ -196,6 +200,9 @@ select is((select count(*) from profile_photos), 0::bigint, 'profile_photos: B s
 select throws_ok($$insert into profile_photos (user_id, id, content_hash, content_type, bytes, width, height) values
     ('bbbbbbbb-0000-0000-0000-000000000002', gen_random_uuid(), repeat('e', 64), 'image/png', 1, 1, 1)$$, '42501', null,
     'INSERT profile_photos: 42501 (set_profile_photo writes them)');
+select is((select count(*) from former_members), 0::bigint, 'former_members: B sees no departure of A''s');
+select throws_ok($$insert into former_members (diary_id, user_id) values ('aaaaaaaa-d1a2-0000-0000-000000000001', 'bbbbbbbb-0000-0000-0000-000000000002')$$,
+    '42501', null, 'INSERT former_members: 42501 (drop_diary_member records departures; a forged one would open the diary''s restore)');
 select lives_ok($$select set_entry_photos('aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-e000-0000-0000-000000000001', '{}')$$,
     'set_entry_photos on A''s entry, as B: nothing happens');
 reset role;

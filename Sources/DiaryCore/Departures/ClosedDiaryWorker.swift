@@ -53,7 +53,7 @@ package final class ClosedDiaryWorker: Sendable {
     /// Runs until cancelled.
     package func run() async {
         await runWorkerLoops([
-            { for await _ in self.wakeups.rounds { await self.logged { _ = try await self.round() } } },
+            { for await _ in self.wakeups.rounds { await loggingFailure(of: "closed diaries: a round", logger: self.logger) { _ = try await self.round() } } },
             { await repeating(every: self.options.gaugeInterval, startingAtOnce: true) { await self.recordGauges() } },
         ] + wakeups.wakers(channel: "closed_diaries", listen: listenConfiguration, polling: options.pollInterval, startingAtOnce: true, logger: logger),
         finishing: wakeups)
@@ -112,16 +112,6 @@ package final class ClosedDiaryWorker: Sendable {
             return
         } catch {
             logger.warning("closed diaries: the gauges cannot be read", metadata: ["error": "\(error)"])
-        }
-    }
-
-    private func logged(_ body: () async throws -> Void) async {
-        do {
-            try await body()
-        } catch is CancellationError {
-            return
-        } catch {
-            logger.error("closed diaries: a round failed; the next one tries again", metadata: ["error": "\(error)"])
         }
     }
 }

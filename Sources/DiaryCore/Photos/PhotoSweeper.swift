@@ -52,9 +52,9 @@ package final class PhotoSweeper: Sendable {
         await runWorkerLoops([
             {
                 do { try await Task.sleep(for: self.options.firstSweepAfter) } catch { return }
-                await repeating(every: self.options.interval, startingAtOnce: true) { await self.logged("sweep") { try await self.sweep() } }
+                await repeating(every: self.options.interval, startingAtOnce: true) { await loggingFailure(of: "photos: sweep", logger: self.logger) { try await self.sweep() } }
             },
-            { for await _ in self.wakeups.rounds { await self.logged("collection") { _ = try await self.collect() } } },
+            { for await _ in self.wakeups.rounds { await loggingFailure(of: "photos: collection", logger: self.logger) { _ = try await self.collect() } } },
         ], finishing: wakeups)
     }
 
@@ -101,17 +101,6 @@ package final class PhotoSweeper: Sendable {
         if orphans > 0 {
             Counter(label: "photo_files_removed_total", dimensions: [("reason", "orphaned")]).increment(by: orphans)
             logger.notice("photos: removed files that no photo names", metadata: ["files": "\(orphans)"])
-        }
-    }
-
-
-    private func logged(_ what: String, _ body: () async throws -> Void) async {
-        do {
-            try await body()
-        } catch is CancellationError {
-            return
-        } catch {
-            logger.error("photos: \(what) failed; the next one tries again", metadata: ["error": "\(error)"])
         }
     }
 }

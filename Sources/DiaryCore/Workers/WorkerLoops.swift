@@ -23,3 +23,15 @@ extension Wakeups {
         ]
     }
 }
+
+/// One round of a worker's work: a failure is logged, and the next round tries again;
+/// cancellation (the server stopping) is quiet.
+func loggingFailure(of what: String, logger: Logger, _ body: () async throws -> Void) async {
+    do {
+        try await body()
+    } catch is CancellationError {
+        return
+    } catch {
+        logger.error("\(what) failed; the next one tries again", metadata: ["error": "\(error)"])
+    }
+}
