@@ -13,7 +13,9 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     public var database: String?
     /// Further libpq keywords from the URL's query, such as `sslmode` or `host` for a socket directory.
     public var parameters: [String: String]
-    public var applicationName: String = "diary-server"
+    /// What requests' connections are named in pg_stat_activity; background workers name their own.
+    public static let defaultApplicationName = "diary-server"
+    public var applicationName: String = PostgresConfiguration.defaultApplicationName
     public var connectTimeoutSeconds: Int = 5
     /// The server cancels any statement that runs longer (SQLSTATE 57014); nil leaves the
     /// server's default. Set in every transaction, not at connect (see `LibPQConnection`).

@@ -179,13 +179,13 @@ extension APIHarness {
         return try rows.first?.decode("n", as: Int.self) ?? 0
     }
 
-    /// The process ids of the server's connections.
-    /// The request pool's backends (the realtime feed, push delivery and the photo sweeper keep connections of their own).
+    /// The request pool's backends, by the name only requests' connections carry: every
+    /// background worker names its own, so a new worker cannot be counted here.
     func serverBackends() async throws -> [Int] {
         let rows = try await asSuperuser("""
             select pid::int8 as pid from pg_stat_activity
-            where datname = current_database() and usename = \(TestDatabase.appRole) and application_name <> \(ChangeFeed.applicationName) and application_name <> \(PushDelivery.applicationName)
-              and application_name <> \(PhotoSweeper.applicationName) and application_name <> \(AppleTokenRevoker.applicationName)
+            where datname = current_database() and usename = \(TestDatabase.appRole)
+              and application_name = \(PostgresConfiguration.defaultApplicationName)
             order by pid
             """)
         return try rows.map { try $0.decode("pid", as: Int.self) }
