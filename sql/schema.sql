@@ -1289,7 +1289,9 @@ COMMENT ON TABLE public.export_days IS 'Exports a user started, per UTC day (dia
 CREATE TABLE public.former_members (
     diary_id uuid NOT NULL,
     user_id uuid NOT NULL,
-    left_at timestamp with time zone DEFAULT now() NOT NULL
+    left_at timestamp with time zone DEFAULT now() NOT NULL,
+    diary_name text NOT NULL,
+    removed boolean DEFAULT false NOT NULL
 );
 
 ALTER TABLE ONLY public.former_members FORCE ROW LEVEL SECURITY;
@@ -1342,6 +1344,12 @@ CREATE POLICY former_members_update ON public.former_members FOR UPDATE USING (f
 --
 
 GRANT SELECT ON TABLE public.former_members TO diary_app;
+
+--
+-- Name: TABLE former_members; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.former_members IS 'Who left a diary, when, and the name it had then: for their right to export their own entries for the window and, unless its owner removed them, to restore it when it closes. Rows go with the diary (forget_diary), the account (forget_user), or the window (prune_former_members).';
 
 --
 -- ============================== invite_codes ==============================
@@ -3268,7 +3276,7 @@ $$;
 CREATE FUNCTION public.departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval) RETURNS timestamp with time zone
     LANGUAGE sql IMMUTABLE
     AS $$
-    select case when closed_at is null then left_at + kept else coalesce(purge_at, closed_at + kept) end
+    select case when closed_at is null or left_at + kept <= closed_at then left_at + kept else coalesce(purge_at, closed_at + kept) end
 $$;
 
 --
@@ -3387,9 +3395,12 @@ begin
     end if;
     -- What they wrote stays theirs to export for the window, and the diary theirs to
     -- restore should it close; an account being deleted (forget_user) keeps no such right.
+    -- A member removed by someone else (the owner, through remove_diary_member) keeps their
+    -- own entries, never the right to open the diary again.
     if member::text is distinct from current_setting('app.forgetting_user', true) then
-        insert into former_members as f (diary_id, user_id, left_at) values (diary, member, now())
-        on conflict (diary_id, user_id) do update set left_at = excluded.left_at;
+        insert into former_members as f (diary_id, user_id, left_at, diary_name, removed)
+        select d.id, member, now(), d.name, coalesce(app_user_id() <> member, false) from diaries d where d.id = diary
+        on conflict (diary_id, user_id) do update set left_at = excluded.left_at, diary_name = excluded.diary_name, removed = excluded.removed;
     end if;
     perform log_change(diary, 'member.left', null, member, alias);
     if dropped_role = 'owner' then
@@ -3768,7 +3779,13 @@ begin
         perform announce('apple_revocations');
     end if;
     for departed in select f.diary_id from former_members f where f.user_id = account order by f.diary_id loop
+        perform 1 from diaries d where d.id = departed.diary_id for update;
         delete from former_members f where f.diary_id = departed.diary_id and f.user_id = account;
+        -- A closed diary kept for nobody now goes, as hand_on_or_close would have let it.
+        if exists (select 1 from diaries d where d.id = departed.diary_id and d.closed_at is not null)
+           and not exists (select 1 from former_members f where f.diary_id = departed.diary_id) then
+            perform forget_diary(departed.diary_id);
+        end if;
     end loop;
     perform set_app_setting('app.forgetting_user', '');
     perform set_app_setting('app.writer', 'forget_user');
@@ -3831,8 +3848,9 @@ declare
 begin
     select m.user_id into heir from diary_members m where m.diary_id = diary order by m.joined_at, m.user_id limit 1;
     if heir is null then
-        -- Closed, never deleted, while a former member may still want it back; a diary
-        -- nobody else ever wrote in (its last account deleted) has nobody to keep it for.
+        -- Closed, never deleted, while a former member may still want it back or their
+        -- entries out of it; a diary with no former member (its last account deleted, and
+        -- nobody left it before) has nobody to keep it for.
         if exists (select 1 from former_members f where f.diary_id = diary) then
             update diaries d set closed_at = now(), purge_at = null where d.id = diary;
             perform announce('closed_diaries');
@@ -3932,9 +3950,10 @@ begin
 
     -- By the diary's id, a value rather than a call, so that on Citus the lock goes to the
     -- diary's own shard: Citus refuses FOR UPDATE on a query it cannot route.
+    -- Open under the lock too: the last member's leave may have closed it while this waited.
     select * into found_diary
     from diaries d
-    where d.id = target and d.invite_code = normalize_invite_code(join_diary.invite_code)
+    where d.id = target and d.invite_code = normalize_invite_code(join_diary.invite_code) and d.closed_at is null
     for update;
     if not found then
         raise exception 'invite code is not valid' using errcode = 'ZN001';
@@ -4197,18 +4216,17 @@ $$;
 -- Name: my_departures(interval); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.my_departures(kept interval) RETURNS TABLE(diary_id uuid, name text, type text, left_at timestamp with time zone, closed_at timestamp with time zone, kept_until timestamp with time zone, own_entries bigint)
+CREATE FUNCTION public.my_departures(kept interval) RETURNS TABLE(diary_id uuid, name text, type text, left_at timestamp with time zone, closed_at timestamp with time zone, kept_until timestamp with time zone, own_entries bigint, restorable boolean)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 begin
     return query
-        select f.diary_id, d.name, d.type, f.left_at, d.closed_at, departure_kept_until(f.left_at, d.closed_at, d.purge_at, kept),
-            coalesce(own.entries, 0)
+        select f.diary_id, f.diary_name, d.type, f.left_at, d.closed_at, departure_kept_until(f.left_at, d.closed_at, d.purge_at, kept),
+            (select count(*) from entries e where e.diary_id = f.diary_id and e.user_id = app_user_id()),
+            d.closed_at is not null and not f.removed
         from former_members f
         join diaries d on d.id = f.diary_id
-        left join (select e.diary_id, count(*) as entries from entries e where e.user_id = app_user_id() group by e.diary_id) own
-            on own.diary_id = f.diary_id
         where f.user_id = app_user_id() and now() < departure_kept_until(f.left_at, d.closed_at, d.purge_at, kept)
         order by f.left_at desc, f.diary_id;
 end
@@ -4977,7 +4995,7 @@ begin
     -- restores, take turns.
     select * into found_diary from diaries d where d.id = diary for update;
     select * into departed from former_members f where f.diary_id = diary and f.user_id = caller;
-    if found_diary.id is null or departed.diary_id is null
+    if found_diary.id is null or departed.diary_id is null or departed.removed
        or now() >= departure_kept_until(departed.left_at, found_diary.closed_at, found_diary.purge_at, kept) then
         return 'not_found';
     end if;
@@ -5700,7 +5718,7 @@ GRANT ALL ON FUNCTION public.departed_diary_ids(kept interval) TO diary_app;
 -- Name: FUNCTION departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval) IS 'Until when a former member may export their own entries of a diary they left (and restore it, when closed): the window after they left an open diary; the date the closed diary is deleted, once its former members were told it (purge_at), else its close plus the window.';
+COMMENT ON FUNCTION public.departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval) IS 'Until when a former member may export their own entries of a diary they left (and restore it, when closed): the window after they left, for an open diary or one that closed after that window ended; else the date the closed diary is deleted, once its former members were told it (purge_at), or its close plus the window.';
 
 --
 -- Name: FUNCTION departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval); Type: ACL; Schema: public; Owner: -
@@ -5764,7 +5782,7 @@ REVOKE ALL ON FUNCTION public.diary_verdict(diary uuid) FROM PUBLIC;
 -- Name: FUNCTION drop_diary_member(diary uuid, member uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.drop_diary_member(diary uuid, member uuid) IS 'Removes a member, records them as a former member (unless forget_user is deleting their account), logs member.left, hands ownership on (or closes the diary) when the owner leaves, and refreshes the caller''s diary ids. Returns the role they had, or null.';
+COMMENT ON FUNCTION public.drop_diary_member(diary uuid, member uuid) IS 'Removes a member, records them as a former member with the diary''s name then and whether someone else removed them (unless forget_user is deleting their account), logs member.left, hands ownership on (or closes the diary) when the owner leaves, and refreshes the caller''s diary ids. Returns the role they had, or null.';
 
 --
 -- Name: FUNCTION drop_diary_member(diary uuid, member uuid); Type: ACL; Schema: public; Owner: -
@@ -5866,7 +5884,7 @@ GRANT ALL ON FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], de
 -- Name: FUNCTION forget_diary(diary uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.forget_diary(diary uuid) IS 'Deletes a diary nobody is left in, with its entries, receipts, photos (queued as garbage), members and former members. Nothing is logged: nobody is left to tell. hand_on_or_close calls it for a diary nobody could restore; the closed-diary worker (purge_closed_diary) once its window has passed.';
+COMMENT ON FUNCTION public.forget_diary(diary uuid) IS 'Deletes a diary nobody is left in, with its entries, receipts, photos (queued as garbage), members and former members. Nothing is logged: nobody is left to tell. hand_on_or_close calls it for a diary nobody could restore; the closed-diary worker (purge_closed_diaries) once its window has passed.';
 
 --
 -- Name: FUNCTION forget_diary(diary uuid); Type: ACL; Schema: public; Owner: -
@@ -5890,7 +5908,7 @@ REVOKE ALL ON FUNCTION public.forget_entries(diary uuid, ids uuid[], logged bool
 -- Name: FUNCTION forget_user(account uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.forget_user(account uuid) IS 'Deletes an account and everything only theirs: entries (forget_entries), memberships (drop_diary_member), uploads and the profile photo (queued as photo garbage); queues the revocation of their Apple tokens.';
+COMMENT ON FUNCTION public.forget_user(account uuid) IS 'Deletes an account and everything only theirs: entries (forget_entries), memberships (drop_diary_member), departures (and a closed diary kept for nobody else, forget_diary), uploads and the profile photo (queued as photo garbage); queues the revocation of their Apple tokens.';
 
 --
 -- Name: FUNCTION forget_user(account uuid); Type: ACL; Schema: public; Owner: -
@@ -6118,7 +6136,7 @@ GRANT ALL ON FUNCTION public.my_departed_entry_photos(diaries uuid[]) TO diary_a
 -- Name: FUNCTION my_departures(kept interval); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.my_departures(kept interval) IS 'For the Data Safety Center: the diaries the caller left whose window is open, with the name they knew, whether each is closed, until when it is kept, and how many of their own entries it holds.';
+COMMENT ON FUNCTION public.my_departures(kept interval) IS 'For the Data Safety Center: the diaries the caller left whose window is open, with the name it had when they left, whether each is closed and theirs to restore (not when its owner removed them), until when it is kept, and how many of their own entries it holds.';
 
 --
 -- Name: FUNCTION my_departures(kept interval); Type: ACL; Schema: public; Owner: -
@@ -6449,7 +6467,7 @@ REVOKE ALL ON FUNCTION public.reschedule_reminder(account uuid, old_settings jso
 -- Name: FUNCTION restore_diary(diary uuid, kept interval); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.restore_diary(diary uuid, kept interval) IS 'POST restore: a former member of a closed diary, inside its window, opens it again as its owner, with every entry it held. Answers restored, open (the diary has members: join it with its invite code) or not_found (not theirs to restore, or its window has passed).';
+COMMENT ON FUNCTION public.restore_diary(diary uuid, kept interval) IS 'POST restore: a former member of a closed diary who left it (not one its owner removed), inside their window, opens it again as its owner, with every entry it held. Answers restored, open (the diary has members: join it with its invite code) or not_found (not theirs to restore, or its window has passed).';
 
 --
 -- Name: FUNCTION restore_diary(diary uuid, kept interval); Type: ACL; Schema: public; Owner: -

@@ -125,8 +125,10 @@ public struct Departure: Codable, Sendable, Equatable {
     public var keptUntil: Date
     /// Their own entries in it, which their personal export carries.
     public var ownEntries: Int
+    /// Closed, and theirs to restore until `keptUntil`: they left it, rather than its owner removing them.
+    public var restorable: Bool
 
-    public init(diaryId: UUID, name: String, type: DiaryType, leftAt: Date, closedAt: Date?, keptUntil: Date, ownEntries: Int) {
+    public init(diaryId: UUID, name: String, type: DiaryType, leftAt: Date, closedAt: Date?, keptUntil: Date, ownEntries: Int, restorable: Bool) {
         self.diaryId = diaryId
         self.name = name
         self.type = type
@@ -134,5 +136,6 @@ public struct Departure: Codable, Sendable, Equatable {
         self.closedAt = closedAt
         self.keptUntil = keptUntil
         self.ownEntries = ownEntries
+        self.restorable = restorable
     }
 }

@@ -37,7 +37,7 @@ insert into profile_photos (user_id, id, content_hash, content_type, bytes, widt
     ('aaaaaaaa-0000-0000-0000-000000000001', 'aaaaaaaa-9000-0000-0000-000000000003', repeat('d', 64), 'image/jpeg', 100, 10, 10);
 select set_config('app.writer', '', true);
 -- A once left a diary (their own, say, before joining it again): a departure is its leaver's.
-insert into former_members (diary_id, user_id) values ('aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-0000-0000-0000-000000000001');
+insert into former_members (diary_id, user_id, diary_name) values ('aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-0000-0000-0000-000000000001', 'left');
 
 -- Structure: every table enabled and forced, a policy per command, safe functions and views.
 select is(
@@ -201,7 +201,7 @@ select throws_ok($$insert into profile_photos (user_id, id, content_hash, conten
     ('bbbbbbbb-0000-0000-0000-000000000002', gen_random_uuid(), repeat('e', 64), 'image/png', 1, 1, 1)$$, '42501', null,
     'INSERT profile_photos: 42501 (set_profile_photo writes them)');
 select is((select count(*) from former_members), 0::bigint, 'former_members: B sees no departure of A''s');
-select throws_ok($$insert into former_members (diary_id, user_id) values ('aaaaaaaa-d1a2-0000-0000-000000000001', 'bbbbbbbb-0000-0000-0000-000000000002')$$,
+select throws_ok($$insert into former_members (diary_id, user_id, diary_name) values ('aaaaaaaa-d1a2-0000-0000-000000000001', 'bbbbbbbb-0000-0000-0000-000000000002', 'forged')$$,
     '42501', null, 'INSERT former_members: 42501 (drop_diary_member records departures; a forged one would open the diary''s restore)');
 select lives_ok($$select set_entry_photos('aaaaaaaa-d1a2-0000-0000-000000000001', 'aaaaaaaa-e000-0000-0000-000000000001', '{}')$$,
     'set_entry_photos on A''s entry, as B: nothing happens');

@@ -92,7 +92,13 @@ begin
         perform announce('apple_revocations');
     end if;
     for departed in select f.diary_id from former_members f where f.user_id = account order by f.diary_id loop
+        perform 1 from diaries d where d.id = departed.diary_id for update;
         delete from former_members f where f.diary_id = departed.diary_id and f.user_id = account;
+        -- A closed diary kept for nobody now goes, as hand_on_or_close would have let it.
+        if exists (select 1 from diaries d where d.id = departed.diary_id and d.closed_at is not null)
+           and not exists (select 1 from former_members f where f.diary_id = departed.diary_id) then
+            perform forget_diary(departed.diary_id);
+        end if;
     end loop;
     perform set_app_setting('app.forgetting_user', '');
     perform set_app_setting('app.writer', 'forget_user');
@@ -251,7 +257,7 @@ COMMENT ON FUNCTION public.authenticate(session uuid, caller uuid) IS 'Sets the 
 REVOKE ALL ON FUNCTION public.authenticate(session uuid, caller uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.authenticate(session uuid, caller uuid) TO diary_app;
 
-COMMENT ON FUNCTION public.forget_user(account uuid) IS 'Deletes an account and everything only theirs: entries (forget_entries), memberships (drop_diary_member), uploads and the profile photo (queued as photo garbage); queues the revocation of their Apple tokens.';
+COMMENT ON FUNCTION public.forget_user(account uuid) IS 'Deletes an account and everything only theirs: entries (forget_entries), memberships (drop_diary_member), departures (and a closed diary kept for nobody else, forget_diary), uploads and the profile photo (queued as photo garbage); queues the revocation of their Apple tokens.';
 
 REVOKE ALL ON FUNCTION public.forget_user(account uuid) FROM PUBLIC;
 

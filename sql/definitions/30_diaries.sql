@@ -145,9 +145,12 @@ begin
     end if;
     -- What they wrote stays theirs to export for the window, and the diary theirs to
     -- restore should it close; an account being deleted (forget_user) keeps no such right.
+    -- A member removed by someone else (the owner, through remove_diary_member) keeps their
+    -- own entries, never the right to open the diary again.
     if member::text is distinct from current_setting('app.forgetting_user', true) then
-        insert into former_members as f (diary_id, user_id, left_at) values (diary, member, now())
-        on conflict (diary_id, user_id) do update set left_at = excluded.left_at;
+        insert into former_members as f (diary_id, user_id, left_at, diary_name, removed)
+        select d.id, member, now(), d.name, coalesce(app_user_id() <> member, false) from diaries d where d.id = diary
+        on conflict (diary_id, user_id) do update set left_at = excluded.left_at, diary_name = excluded.diary_name, removed = excluded.removed;
     end if;
     perform log_change(diary, 'member.left', null, member, alias);
     if dropped_role = 'owner' then
@@ -230,8 +233,9 @@ declare
 begin
     select m.user_id into heir from diary_members m where m.diary_id = diary order by m.joined_at, m.user_id limit 1;
     if heir is null then
-        -- Closed, never deleted, while a former member may still want it back; a diary
-        -- nobody else ever wrote in (its last account deleted) has nobody to keep it for.
+        -- Closed, never deleted, while a former member may still want it back or their
+        -- entries out of it; a diary with no former member (its last account deleted, and
+        -- nobody left it before) has nobody to keep it for.
         if exists (select 1 from former_members f where f.diary_id = diary) then
             update diaries d set closed_at = now(), purge_at = null where d.id = diary;
             perform announce('closed_diaries');
@@ -298,9 +302,10 @@ begin
 
     -- By the diary's id, a value rather than a call, so that on Citus the lock goes to the
     -- diary's own shard: Citus refuses FOR UPDATE on a query it cannot route.
+    -- Open under the lock too: the last member's leave may have closed it while this waited.
     select * into found_diary
     from diaries d
-    where d.id = target and d.invite_code = normalize_invite_code(join_diary.invite_code)
+    where d.id = target and d.invite_code = normalize_invite_code(join_diary.invite_code) and d.closed_at is null
     for update;
     if not found then
         raise exception 'invite code is not valid' using errcode = 'ZN001';
@@ -447,11 +452,11 @@ COMMENT ON FUNCTION public.diary_member_cap(diary_type text) IS 'The most member
 REVOKE ALL ON FUNCTION public.diary_member_cap(diary_type text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.diary_member_cap(diary_type text) TO diary_app;
 
-COMMENT ON FUNCTION public.drop_diary_member(diary uuid, member uuid) IS 'Removes a member, records them as a former member (unless forget_user is deleting their account), logs member.left, hands ownership on (or closes the diary) when the owner leaves, and refreshes the caller''s diary ids. Returns the role they had, or null.';
+COMMENT ON FUNCTION public.drop_diary_member(diary uuid, member uuid) IS 'Removes a member, records them as a former member with the diary''s name then and whether someone else removed them (unless forget_user is deleting their account), logs member.left, hands ownership on (or closes the diary) when the owner leaves, and refreshes the caller''s diary ids. Returns the role they had, or null.';
 
 REVOKE ALL ON FUNCTION public.drop_diary_member(diary uuid, member uuid) FROM PUBLIC;
 
-COMMENT ON FUNCTION public.forget_diary(diary uuid) IS 'Deletes a diary nobody is left in, with its entries, receipts, photos (queued as garbage), members and former members. Nothing is logged: nobody is left to tell. hand_on_or_close calls it for a diary nobody could restore; the closed-diary worker (purge_closed_diary) once its window has passed.';
+COMMENT ON FUNCTION public.forget_diary(diary uuid) IS 'Deletes a diary nobody is left in, with its entries, receipts, photos (queued as garbage), members and former members. Nothing is logged: nobody is left to tell. hand_on_or_close calls it for a diary nobody could restore; the closed-diary worker (purge_closed_diaries) once its window has passed.';
 
 REVOKE ALL ON FUNCTION public.forget_diary(diary uuid) FROM PUBLIC;
 

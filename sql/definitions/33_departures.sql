@@ -9,10 +9,10 @@
 CREATE OR REPLACE FUNCTION public.departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval) RETURNS timestamp with time zone
     LANGUAGE sql IMMUTABLE
     AS $$
-    select case when closed_at is null then left_at + kept else coalesce(purge_at, closed_at + kept) end
+    select case when closed_at is null or left_at + kept <= closed_at then left_at + kept else coalesce(purge_at, closed_at + kept) end
 $$;
 
-COMMENT ON FUNCTION public.departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval) IS 'Until when a former member may export their own entries of a diary they left (and restore it, when closed): the window after they left an open diary; the date the closed diary is deleted, once its former members were told it (purge_at), else its close plus the window.';
+COMMENT ON FUNCTION public.departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval) IS 'Until when a former member may export their own entries of a diary they left (and restore it, when closed): the window after they left, for an open diary or one that closed after that window ended; else the date the closed diary is deleted, once its former members were told it (purge_at), or its close plus the window.';
 
 REVOKE ALL ON FUNCTION public.departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval) TO diary_app;
@@ -36,24 +36,26 @@ COMMENT ON FUNCTION public.departed_diary_ids(kept interval) IS 'The diaries the
 REVOKE ALL ON FUNCTION public.departed_diary_ids(kept interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.departed_diary_ids(kept interval) TO diary_app;
 
-CREATE OR REPLACE FUNCTION public.my_departures(kept interval) RETURNS TABLE(diary_id uuid, name text, type text, left_at timestamp with time zone, closed_at timestamp with time zone, kept_until timestamp with time zone, own_entries bigint)
+-- Its result gained `restorable`; no serving release calls it (released-signatures.txt).
+DROP FUNCTION IF EXISTS public.my_departures(kept interval);
+
+CREATE FUNCTION public.my_departures(kept interval) RETURNS TABLE(diary_id uuid, name text, type text, left_at timestamp with time zone, closed_at timestamp with time zone, kept_until timestamp with time zone, own_entries bigint, restorable boolean)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 begin
     return query
-        select f.diary_id, d.name, d.type, f.left_at, d.closed_at, departure_kept_until(f.left_at, d.closed_at, d.purge_at, kept),
-            coalesce(own.entries, 0)
+        select f.diary_id, f.diary_name, d.type, f.left_at, d.closed_at, departure_kept_until(f.left_at, d.closed_at, d.purge_at, kept),
+            (select count(*) from entries e where e.diary_id = f.diary_id and e.user_id = app_user_id()),
+            d.closed_at is not null and not f.removed
         from former_members f
         join diaries d on d.id = f.diary_id
-        left join (select e.diary_id, count(*) as entries from entries e where e.user_id = app_user_id() group by e.diary_id) own
-            on own.diary_id = f.diary_id
         where f.user_id = app_user_id() and now() < departure_kept_until(f.left_at, d.closed_at, d.purge_at, kept)
         order by f.left_at desc, f.diary_id;
 end
 $$;
 
-COMMENT ON FUNCTION public.my_departures(kept interval) IS 'For the Data Safety Center: the diaries the caller left whose window is open, with the name they knew, whether each is closed, until when it is kept, and how many of their own entries it holds.';
+COMMENT ON FUNCTION public.my_departures(kept interval) IS 'For the Data Safety Center: the diaries the caller left whose window is open, with the name it had when they left, whether each is closed and theirs to restore (not when its owner removed them), until when it is kept, and how many of their own entries it holds.';
 
 REVOKE ALL ON FUNCTION public.my_departures(kept interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.my_departures(kept interval) TO diary_app;
@@ -118,7 +120,7 @@ begin
     -- restores, take turns.
     select * into found_diary from diaries d where d.id = diary for update;
     select * into departed from former_members f where f.diary_id = diary and f.user_id = caller;
-    if found_diary.id is null or departed.diary_id is null
+    if found_diary.id is null or departed.diary_id is null or departed.removed
        or now() >= departure_kept_until(departed.left_at, found_diary.closed_at, found_diary.purge_at, kept) then
         return 'not_found';
     end if;
@@ -134,7 +136,7 @@ begin
 end
 $$;
 
-COMMENT ON FUNCTION public.restore_diary(diary uuid, kept interval) IS 'POST restore: a former member of a closed diary, inside its window, opens it again as its owner, with every entry it held. Answers restored, open (the diary has members: join it with its invite code) or not_found (not theirs to restore, or its window has passed).';
+COMMENT ON FUNCTION public.restore_diary(diary uuid, kept interval) IS 'POST restore: a former member of a closed diary who left it (not one its owner removed), inside their window, opens it again as its owner, with every entry it held. Answers restored, open (the diary has members: join it with its invite code) or not_found (not theirs to restore, or its window has passed).';
 
 REVOKE ALL ON FUNCTION public.restore_diary(diary uuid, kept interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.restore_diary(diary uuid, kept interval) TO diary_app;

@@ -4,7 +4,8 @@ import PostgresClient
 
 /// The diaries the caller left, while they are still theirs: a departure keeps the caller's
 /// right to export their own entries for `window`, and a closed diary (its last member
-/// left) may be restored by any former member until its deletion date.
+/// left) may be restored by any former member who left it (not one its owner removed) until
+/// its deletion date.
 package struct DepartureRepository: Sendable {
     let scope: RequestScope
     /// `CLOSED_DIARY_RETENTION_DAYS`.
@@ -13,6 +14,11 @@ package struct DepartureRepository: Sendable {
     package init(scope: RequestScope, window: Duration) {
         self.scope = scope
         self.window = window
+    }
+
+    /// The window `CLOSED_DIARY_RETENTION_DAYS` states, in whole days as the Data Safety Center shows it.
+    package static func window(days: Int) -> Duration {
+        .seconds(days * 86_400)
     }
 
     /// Newest departure first; only those whose window is open.
@@ -25,7 +31,8 @@ package struct DepartureRepository: Sendable {
         guard let type = DiaryType(rawValue: try row.decode("type")) else { throw DomainError.inconsistent("a diary of an unknown type") }
         return Departure(
             diaryId: try row.decode("diary_id"), name: try row.decode("name"), type: type, leftAt: try row.decode("left_at"),
-            closedAt: try row.decode("closed_at"), keptUntil: try row.decode("kept_until"), ownEntries: try row.decode("own_entries"))
+            closedAt: try row.decode("closed_at"), keptUntil: try row.decode("kept_until"), ownEntries: try row.decode("own_entries"),
+            restorable: try row.decode("restorable"))
     }
 
     /// Opens a closed diary again with the caller as its owner, answered as any diary is,

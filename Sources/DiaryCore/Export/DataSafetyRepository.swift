@@ -15,7 +15,7 @@ package struct DataSafetyRepository: Sendable {
     /// `backupsEnabled`: this deployment takes backups (`BACKUP_DIR`); without them the
     /// times are null, whatever an old record says.
     package func status(backupsEnabled: Bool, departureWindowDays: Int) async throws -> DataSafety {
-        let departures = try await DepartureRepository(scope: scope, window: .seconds(departureWindowDays * 86_400)).list()
+        let departures = try await DepartureRepository(scope: scope, window: DepartureRepository.window(days: departureWindowDays)).list()
         let rows = try await scope.read("""
             with newest as (select finished_at, verified from backup_runs order by finished_at desc limit 1)
             select (select finished_at from newest) as last_backup_at,

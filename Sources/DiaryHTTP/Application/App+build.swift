@@ -179,9 +179,10 @@ func buildRouter(
     router.middlewares.add(DeclaredLengthMiddleware())
     router.middlewares.add(ConcurrencyLimitMiddleware(limit: maxConcurrentRequests))
     HealthRoutes(pool: pool).register(on: router)
+    // One budget per client address for everything that tells a current invite code from any other.
+    let inviteCodeAttempts = AttemptLimiter<String>(limit: invitePage.pagesPerMinute)
     InvitePageRoutes(
-        lookup: InviteCodeLookup(pool: pool), page: InvitePage(links: inviteLinks, configuration: invitePage),
-        limiter: AttemptLimiter(limit: invitePage.pagesPerMinute)
+        lookup: InviteCodeLookup(pool: pool), page: InvitePage(links: inviteLinks, configuration: invitePage), limiter: inviteCodeAttempts
     ).register(on: router)
     MetricsRoutes(pool: pool).register(on: router)
     router.get("/openapi.yaml") { _, _ -> Response in
@@ -218,7 +219,7 @@ func buildRouter(
     auth.register(authenticated: authenticated)
     MeRoutes(photoSweeper: photos.sweeper, appleRevoker: apple.revoker, photoStore: photos.store).register(on: authenticated)
     DiaryRoutes(
-        joinLimiter: AttemptLimiter(limit: 10), freePlanDiaries: billing.freePlanDiaries, previewLimiter: AttemptLimiter(limit: invitePage.pagesPerMinute)
+        joinLimiter: AttemptLimiter(limit: 10), freePlanDiaries: billing.freePlanDiaries, previewLimiter: inviteCodeAttempts
     ).register(on: authenticated)
     EntryRoutes(photoSweeper: photos.sweeper).register(on: authenticated)
     photoRoutes.register(authenticated: authenticated)

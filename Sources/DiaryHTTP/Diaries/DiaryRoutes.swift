@@ -8,8 +8,8 @@ struct DiaryRoutes {
     let joinLimiter: AttemptLimiter<UUID>
     /// Diaries a free user may create (`FREE_PLAN_DIARIES`); joining is never limited.
     let freePlanDiaries: Int
-    /// Previews per client address a minute, as invite pages (`INVITE_PAGES_PER_MINUTE`): a
-    /// preview tells a current code from any other, so it is no faster a way to guess codes.
+    /// The invite page's own limiter (`INVITE_PAGES_PER_MINUTE` per client address): a preview
+    /// tells a current code from any other, so pages and previews share one budget.
     let previewLimiter: AttemptLimiter<String>
 
     func register(on router: RouterGroup<AuthenticatedContext>) {

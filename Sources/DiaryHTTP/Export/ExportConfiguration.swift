@@ -1,3 +1,5 @@
+import DiaryCore
+
 /// Exports' limits, whether this deployment takes backups, and how long a departure keeps
 /// what a member wrote theirs (`CLOSED_DIARY_RETENTION_DAYS`).
 package struct ExportConfiguration: Sendable {
@@ -19,5 +21,5 @@ package struct ExportConfiguration: Sendable {
         self.departureWindowDays = departureWindowDays
     }
 
-    package var departureWindow: Duration { .seconds(departureWindowDays * 86_400) }
+    package var departureWindow: Duration { DepartureRepository.window(days: departureWindowDays) }
 }

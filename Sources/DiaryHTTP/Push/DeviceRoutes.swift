@@ -2,8 +2,8 @@ import DiaryCore
 import DiaryModels
 import Hummingbird
 
-/// The caller's devices for push notifications. Sign-out leaves them; account deletion
-/// removes them.
+/// The caller's devices for push notifications, each bound to the session that registered
+/// it: sign-out removes that session's devices, and an ended session's get no more pushes.
 struct DeviceRoutes {
     func register(on router: RouterGroup<AuthenticatedContext>) {
         router.put("me/devices/:deviceToken") { request, context -> HTTPResponse.Status in

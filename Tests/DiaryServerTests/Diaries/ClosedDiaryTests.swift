@@ -91,6 +91,69 @@ struct ClosedDiaryTests {
         }
     }
 
+    @Test("a member the owner removed keeps their own entries for the window but may not restore; a departure keeps the name it had")
+    func removedMemberMayNotRestore() async throws {
+        try await APIHarness.run { api in
+            let mother = try await api.signIn("Mother")
+            let child = try await api.signIn("Child")
+            let diary = try await api.createDiary("家族", type: .family, token: mother.accessToken)
+            #expect(try await api.join(diary.inviteCode, token: child.accessToken).status == .ok)
+            #expect(try await api.post("子より", in: diary.id, token: child.accessToken).status == .created)
+            #expect(try await api.call(.delete, "/v1/diaries/\(diary.id)/members/\(child.user.id)", token: mother.accessToken).status == .noContent)
+            #expect(try await api.call(.patch, "/v1/diaries/\(diary.id)", token: mother.accessToken, json: #"{"name":"母の日記"}"#).status == .ok)
+            try await Self.leave(api, diary.id, mother)
+
+            let childs = try await api.call(.get, "/v1/data-safety", token: child.accessToken).decode(DataSafety.self).departures
+            #expect(childs.map(\.name) == ["家族"], "the name it had when they left, not the later one")
+            #expect(childs.first?.closedAt != nil && childs.first?.restorable == false && childs.first?.ownEntries == 1)
+            let mothers = try await api.call(.get, "/v1/data-safety", token: mother.accessToken).decode(DataSafety.self).departures
+            #expect(mothers.map(\.name) == ["母の日記"] && mothers.first?.restorable == true)
+
+            #expect(try await api.call(.post, "/v1/diaries/\(diary.id)/restore", token: child.accessToken).status == .notFound)
+            let export = try await DiaryExportTests.unpack(try await api.call(.get, "/v1/me/export", token: child.accessToken))
+            #expect(try export.decode([PersonalExportedEntry].self, "entries.json").map(\.content) == ["子より"])
+            #expect(try await api.call(.post, "/v1/diaries/\(diary.id)/restore", token: mother.accessToken).status == .ok)
+        }
+    }
+
+    @Test("the account of a closed diary's last former member deleted: the diary goes with it, nobody being left to restore it")
+    func lastFormerAccountDeleted() async throws {
+        try await APIHarness.run { api in
+            let couple = try await EntryPhotoTests.couple(api)
+            #expect(try await api.post("アリスの日記", in: couple.diary.id, token: couple.alice.accessToken).status == .created)
+            try await Self.leave(api, couple.diary.id, couple.bob)
+            try await Self.leave(api, couple.diary.id, couple.alice)
+            #expect(try await api.call(.delete, "/v1/me", token: couple.bob.accessToken).status == .noContent)
+            #expect(try await Self.closedState(api, couple.diary.id).closed, "Alice may still restore it")
+            #expect(try await api.call(.delete, "/v1/me", token: couple.alice.accessToken).status == .noContent)
+            #expect(try await Self.closedState(api, couple.diary.id).exists == false)
+            let left = try await api.asSuperuser("select count(*)::int as n from entries where diary_id = \(couple.diary.id)")
+            #expect(try left.first?.decode("n", as: Int.self) == 0)
+        }
+    }
+
+    @Test("a join waiting on the diary's lock while the last member's leave closes it is refused as an invalid code")
+    func joinRacingTheLastLeave() async throws {
+        try await APIHarness.run { api in
+            let owner = try await api.signIn("Owner")
+            let joiner = try await api.signIn("Joiner")
+            let diary = try await api.createDiary("ふたり", type: .couple, token: owner.accessToken)
+            // The leave's transaction, held open: the diary closed and its row locked, not yet committed.
+            let join = try await TestDatabase.withPool(api.database, size: 1) { leave in
+                try await leave.withTransaction { connection in
+                    try await connection.query("update diaries set closed_at = now() where id = \(diary.id)")
+                    let join = Task { try await api.join(diary.inviteCode, token: joiner.accessToken) }
+                    try await CounterTests.waitForLockWait("the join to wait on the diary's row", api, statement: "%join_diary%")
+                    return join
+                }
+            }
+            let reply = try await join.value
+            #expect(reply.status == .notFound && reply.code == "invite_code_invalid", "\(reply.status) \(reply.text)")
+            let members = try await api.asSuperuser("select count(*)::int as n from diary_members where diary_id = \(diary.id)")
+            #expect(try members.first?.decode("n", as: Int.self) == 1, "nobody joined the closed diary")
+        }
+    }
+
     @Test("the worker sets the deletion date and tells every former member by push; past it the diary is deleted and its photos queued for the sweep")
     func workerSchedulesAndPurges() async throws {
         try await APIHarness.run { api in

@@ -36,13 +36,16 @@ struct InvitePreviewTests {
         }
     }
 
-    @Test("previews are limited per client address, as the invite page is: over the limit 429 with Retry-After")
+    @Test("previews and invite pages share one limit per client address: over it 429 with Retry-After")
     func limited() async throws {
         var page = InvitePageConfiguration()
         page.pagesPerMinute = 3
         try await APIHarness.run(testing: .live, invitePage: page) { api in
             let bob = try await api.signIn("Bob")
-            for _ in 0..<3 { #expect(try await api.call(.get, "/v1/invites/0000000000", token: bob.accessToken).status == .notFound) }
+            // Two pages and a preview spend the three: guessing codes is no faster split between them.
+            for _ in 0..<2 { #expect(try await api.call(.get, "/i/0000000000").status == .notFound) }
+            #expect(try await api.call(.get, "/v1/invites/0000000000", token: bob.accessToken).status == .notFound)
+            #expect(try await api.call(.get, "/i/0000000000").status == .tooManyRequests)
             let refused = try await api.call(.get, "/v1/invites/0000000000", token: bob.accessToken)
             #expect(refused.status == .tooManyRequests && refused.code == "rate_limited")
             #expect(Int(refused.headers[.retryAfter] ?? "") ?? 0 >= 1)
