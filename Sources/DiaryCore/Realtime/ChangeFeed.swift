@@ -147,7 +147,7 @@ package final class ChangeSubscription: Sendable {
     let id: Int
     let userID: UUID
     private let feed: ChangeFeed
-    private let current: NIOLockedValueBox<(identity: TokenService.Identity, ending: Ending?, woken: Set<UUID>)>
+    private let current: NIOLockedValueBox<(identity: TokenService.Identity, ending: Ending?, woken: Set<UUID>, onEnd: [@Sendable () -> Void])>
     /// Wake-ups fold into one, and so do the diaries they name.
     private let wakeups = Wakeups()
 
@@ -161,7 +161,7 @@ package final class ChangeSubscription: Sendable {
         self.id = id
         self.userID = identity.userID
         self.feed = feed
-        self.current = NIOLockedValueBox((identity, nil, []))
+        self.current = NIOLockedValueBox((identity, nil, [], []))
     }
 
     /// Why the socket must close, once it must.
@@ -188,8 +188,24 @@ package final class ChangeSubscription: Sendable {
     }
 
     func end(_ ending: Ending) {
-        current.withLockedValue { if $0.ending == nil { $0.ending = ending } }
+        let observers = current.withLockedValue { state -> [@Sendable () -> Void] in
+            guard state.ending == nil else { return [] }
+            state.ending = ending
+            defer { state.onEnd = [] }
+            return state.onEnd
+        }
         wakeups.wake()
+        for observer in observers { observer() }
+    }
+
+    /// Calls `observer` once the subscription must end (at once if it must already): what a
+    /// socket waits on besides its wake-ups, since its delivery may be stuck in a write.
+    package func onEnd(_ observer: @escaping @Sendable () -> Void) {
+        let ended = current.withLockedValue { state in
+            if state.ending == nil { state.onEnd.append(observer) }
+            return state.ending != nil
+        }
+        if ended { observer() }
     }
 
     /// Ends the wake-ups and frees the user's place. Idempotent.

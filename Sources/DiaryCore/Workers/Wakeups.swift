@@ -3,21 +3,21 @@ import PostgresClient
 
 /// A background worker's (or a socket's) wake-ups: asked for any number of times, they fold
 /// into one round pending, because a round does everything that is due anyway.
-struct Wakeups: Sendable {
+package struct Wakeups: Sendable {
     /// One element per round to run; ends with `finish()`.
-    let rounds: AsyncStream<Void>
+    package let rounds: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
 
-    init() {
+    package init() {
         (rounds, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
-    func wake() {
+    package func wake() {
         continuation.yield()
     }
 
     /// Ends `rounds`, so that a loop over them returns.
-    func finish() {
+    package func finish() {
         continuation.finish()
     }
 

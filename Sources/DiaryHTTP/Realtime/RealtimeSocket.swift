@@ -96,17 +96,40 @@ struct RealtimeSocket: Sendable {
     let channel: any Channel
     let options: Options
 
+    /// Reads of an idle socket are small, and none is larger than a frame may be.
+    static let receiveAllocator = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: Options.maxMessageBytes)
+
+    /// Makes an upgraded channel a realtime socket's, on its event loop: the upgrade's refusal
+    /// handler goes (it had nothing left to refuse), a `WritabilityHandler` that wakes `watch`
+    /// takes its place, and reads use the small allocator.
+    static func adopt(_ channel: any Channel, waking watch: Wakeups) throws {
+        let pipeline = channel.pipeline.syncOperations
+        if let refusal = try? pipeline.handler(type: UpgradeRefusalHandler.self) {
+            _ = pipeline.removeHandler(refusal)
+        }
+        try pipeline.addHandler(WritabilityHandler { watch.wake() }, position: .first)
+        try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: receiveAllocator)
+    }
+
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, logger: Logger) async {
         AppMetrics.recordRealtimeSocket(opened: true)
         defer {
             subscription.cancel()
             AppMetrics.recordRealtimeSocket(opened: false)
         }
+        // What the watch waits on: a change of writability, the subscription's end, a renewal.
+        let watched = Wakeups()
+        subscription.onEnd { watched.wake() }
+        do {
+            try await channel.eventLoop.submit { try Self.adopt(channel, waking: watched) }.get()
+        } catch {
+            logger.warning("realtime socket closes: its channel cannot be adopted", metadata: ["error": "\(error)"])
+            return
+        }
         await withTaskGroup(of: Closing?.self) { group in
             group.addTask { await deliver(outbound, logger: logger) }
-            group.addTask { await readFrames(inbound) }
-            group.addTask { await closeWhenTokenExpires() }
-            group.addTask { await closeWhenNotReading() }
+            group.addTask { await readFrames(inbound, renewed: watched) }
+            group.addTask { await watch(watched) }
             let closing = await group.next() ?? nil
             group.cancelAll()
             guard let closing else { return }
@@ -225,7 +248,7 @@ struct RealtimeSocket: Sendable {
     }
 
     /// Token renewals; everything else from the client is ignored, within limits.
-    private func readFrames(_ inbound: WebSocketInboundStream) async -> Closing? {
+    private func readFrames(_ inbound: WebSocketInboundStream, renewed: Wakeups) async -> Closing? {
         var recent: [ContinuousClock.Instant] = []
         do {
             for try await message in inbound.messages(maxSize: Options.maxMessageBytes) {
@@ -245,6 +268,7 @@ struct RealtimeSocket: Sendable {
                         return .unauthorized("the renewed token is not valid for this user")
                     }
                     subscription.renew(identity)
+                    renewed.wake()
                 }
             }
         } catch {
@@ -253,31 +277,33 @@ struct RealtimeSocket: Sendable {
         return nil
     }
 
-    private func closeWhenTokenExpires() async -> Closing? {
-        while !Task.isCancelled {
-            let expiry = subscription.identity.expiresAt
-            let wait = expiry.timeIntervalSinceNow
-            if wait <= 0 { return .unauthorized("the access token has expired") }
-            do { try await Task.sleep(for: .milliseconds(Int64(min(wait, 3600) * 1000) + 1)) } catch { return nil }
-        }
-        return nil
-    }
-
-    /// Writes wait while the channel's buffer is full; a buffer full for this long means a
-    /// client that does not read. Also notices an ending session or server here, since the
-    /// delivery may be waiting on such a write.
-    private func closeWhenNotReading() async -> Closing? {
+    /// The rules that close a socket from outside its delivery, which may be stuck in a write:
+    /// its subscription ended, its token expired, or its channel stayed unwritable (a client
+    /// that does not read) for `slowConsumerGrace`. Woken only by those events and by a timer
+    /// on the channel's event loop set for the next deadline; it never looks in between.
+    private func watch(_ watched: Wakeups) async -> Closing? {
+        var events = watched.rounds.makeAsyncIterator()
         var fullSince: ContinuousClock.Instant?
+        var timer: Scheduled<Void>?
+        defer { timer?.cancel() }
         while !Task.isCancelled {
-            do { try await Task.sleep(for: .milliseconds(250)) } catch { return nil }
             if let ending = subscription.ending { return Closing(ending) }
+            let now = ContinuousClock.now
+            let untilExpiry = Duration.milliseconds(Int64(min(subscription.identity.expiresAt.timeIntervalSinceNow, 3600) * 1000))
+            if untilExpiry <= .zero { return .unauthorized("the access token has expired") }
+            var next = untilExpiry
             if channel.isWritable {
                 fullSince = nil
-            } else if let since = fullSince {
-                if ContinuousClock.now - since >= options.slowConsumerGrace { return .slowConsumer }
             } else {
-                fullSince = .now
+                let since = fullSince ?? now
+                fullSince = since
+                let untilSlow = options.slowConsumerGrace - (now - since)
+                if untilSlow <= .zero { return .slowConsumer }
+                next = min(next, untilSlow)
             }
+            timer?.cancel()
+            timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(next / .nanoseconds(1)) + 1_000_000)) { watched.wake() }
+            guard await events.next() != nil else { return nil }
         }
         return nil
     }
