@@ -9,8 +9,9 @@ import PostgresClient
 /// feed reads only who follows what (each new user's diaries, and a diary's members when a
 /// NOTIFY says they changed). The poll, a NOTIFY it cannot read, and the first round read
 /// every followed diary's position, and wake the followers of each that moved past what
-/// the feed knew. Sockets then read the diaries they were woken for, one statement each
-/// (`ChangeLogRepository`): the calls go one way, feed → subscription → socket.
+/// the feed knew. A diary's new changes are then read once and handed to its members'
+/// sockets (`fanOut`); what cannot be shared, sockets read for themselves, one statement a
+/// diary (`ChangeLogRepository`): the calls go one way, feed → subscription → socket.
 extension ChangeFeed {
     /// What the feed knows: each followed user's diaries, and the latest position of each
     /// diary, from NOTIFYs and polls.
@@ -92,9 +93,10 @@ extension ChangeFeed {
                 return (Set(state.byUser.keys), state.named, state.everythingDue, state.following)
             }
             do {
-                let (next, woken) = everything
+                var (next, woken, moved) = everything
                     ? try await readEverything(of: users, after: following)
                     : try await update(following, users: users, named: named)
+                await fanOut(&woken, moved: moved, before: following, after: &next)
                 let subscriptions = state.withLockedValue { state in
                     state.following = next
                     return Array(state.subscriptions.values)
@@ -111,7 +113,7 @@ extension ChangeFeed {
 
     /// Every diary of `users` and its position; wakes each user for the diaries that moved
     /// past what the feed knew, and for those they joined or left since.
-    private func readEverything(of users: Set<UUID>, after known: Following) async throws -> (Following, [UUID: Set<UUID>]) {
+    private func readEverything(of users: Set<UUID>, after known: Following) async throws -> (Following, [UUID: Set<UUID>], moved: Set<UUID>) {
         var next = Following(diariesOfUser: try await diaries(of: users), positions: known.positions)
         var moved = Set<UUID>()
         let followed = Set(next.diariesOfUser.values.joined())
@@ -127,13 +129,13 @@ extension ChangeFeed {
             let changed = (known.diariesOfUser[user] ?? []).symmetricDifference(next.diariesOfUser[user] ?? [])
             if !changed.isEmpty { woken[user, default: []].formUnion(changed) }
         }
-        return (next, woken)
+        return (next, woken, moved)
     }
 
     /// `known` with the diaries of users new since, and the members of the diaries named as
     /// having new ones; wakes the followers of the diaries named past their known position,
     /// and each user who joined or left one of them.
-    private func update(_ known: Following, users: Set<UUID>, named: Named) async throws -> (Following, [UUID: Set<UUID>]) {
+    private func update(_ known: Following, users: Set<UUID>, named: Named) async throws -> (Following, [UUID: Set<UUID>], moved: Set<UUID>) {
         var next = known
         next.diariesOfUser = next.diariesOfUser.filter { users.contains($0.key) }
         let newUsers = users.filter { next.diariesOfUser[$0] == nil }
@@ -159,7 +161,7 @@ extension ChangeFeed {
         }
         let moved = named.diaries.filter { next.move($0, to: named.positions[$0]) }
         for (user, diaries) in next.followers(of: moved) { woken[user, default: []].formUnion(diaries) }
-        return (next, woken)
+        return (next, woken, moved)
     }
 
     /// Each of `users`' diaries, none for a user in none.

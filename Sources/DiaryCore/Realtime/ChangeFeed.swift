@@ -5,9 +5,10 @@ package import PostgresClient
 
 /// One per server: learns that a diary's change log has grown and wakes the sockets of its
 /// members, naming the diary. LISTEN brings the wake-up and the position; the poll reads the
-/// diaries' positions, so a lost notification only delays until then. Sockets then read
-/// those diaries' changes, under their own policies (`ChangeLogRepository`), from their own
-/// cursors, on the requests' pool.
+/// diaries' positions, so a lost notification only delays until then. A diary's new changes
+/// are read once, by one member, and handed to every member's socket (`fanOut`); what cannot
+/// be shared so, sockets read under their own policies (`ChangeLogRepository`), from their
+/// own cursors. Both on the requests' pool.
 ///
 /// It also closes sockets whose session ends (logout, account deletion, revocation), and
 /// prunes the log past its retention.
@@ -21,6 +22,11 @@ package final class ChangeFeed: Sendable {
         package var sessionCheckInterval: Duration = .seconds(2)
         package var pruneInterval: Duration = .seconds(3600)
         package var retention: Duration = .seconds(30 * 24 * 3600)
+        /// The most changes of one diary read once for all its sockets (`fanOut`); more go to
+        /// each socket's own read.
+        package var fanOutPage = 100
+        /// Deliveries a socket may have waiting; past them it reads those diaries itself.
+        package var maxPendingDeliveries = 64
         package init() {}
     }
 
@@ -46,6 +52,10 @@ package final class ChangeFeed: Sendable {
         var named = Named()
         /// A poll, an unnamed NOTIFY, or a failed round: the next round reads everything.
         var everythingDue = true
+        /// Changes handed to sockets by `fanOut`, since the feed began.
+        var fannedOutChanges = 0
+        /// Reads of the change log sockets ran for themselves, since the feed began.
+        var socketReads = 0
     }
 
     package init(pool: PostgresPool, listenConfiguration: PostgresConfiguration, options: Options = Options(), logger: Logger) {
@@ -57,13 +67,26 @@ package final class ChangeFeed: Sendable {
 
     package var subscriptionCount: Int { state.withLockedValue { $0.subscriptions.count } }
 
+    /// Changes handed to sockets read once for all of them (`fanOut`).
+    package var fannedOutChanges: Int { state.withLockedValue { $0.fannedOutChanges } }
+
+    /// Reads of the change log that sockets ran for themselves (`ChangeSubscription.countOwnRead`).
+    package var socketReads: Int { state.withLockedValue { $0.socketReads } }
+
+    func countSocketRead() {
+        state.withLockedValue { $0.socketReads += 1 }
+    }
+
     /// A new socket's subscription, or nil if the user already holds the most allowed.
-    package func subscribe(_ identity: TokenService.Identity) -> ChangeSubscription? {
+    /// `reader` reads the change log as a given identity, on the requests' pool: a socket's
+    /// own reads, and, for a diary it is in, the one read the feed shares with its members.
+    package func subscribe(_ identity: TokenService.Identity, reader: ChangeSubscription.Reader? = nil) -> ChangeSubscription? {
         state.withLockedValue { state in
             let ids = state.byUser[identity.userID, default: []]
             guard ids.count < options.maxSocketsPerUser else { return nil }
             state.nextID += 1
-            let subscription = ChangeSubscription(id: state.nextID, identity: identity, feed: self)
+            let subscription = ChangeSubscription(
+                id: state.nextID, identity: identity, reader: reader, maxPendingDeliveries: options.maxPendingDeliveries, feed: self)
             state.subscriptions[subscription.id] = subscription
             state.byUser[identity.userID, default: []].insert(subscription.id)
             return subscription
@@ -141,27 +164,53 @@ package final class ChangeFeed: Sendable {
     }
 }
 
-/// One socket's link to the feed: wake-ups naming the diaries to read, and whether its
-/// session has ended. The feed calls it; the socket only reads what it is handed.
+/// One socket's link to the feed: wake-ups naming the diaries to read, deliveries of
+/// changes read once for every member (`fanOut`), and whether its session has ended. The
+/// feed calls it; the socket only reads what it is handed.
 package final class ChangeSubscription: Sendable {
+    /// Reads the change log as an identity.
+    package typealias Reader = @Sendable (TokenService.Identity) -> ChangeLogRepository
+
     let id: Int
-    let userID: UUID
+    package let userID: UUID
+    let reader: Reader?
+    private let maxPendingDeliveries: Int
     private let feed: ChangeFeed
-    private let current: NIOLockedValueBox<(identity: TokenService.Identity, ending: Ending?, woken: Set<UUID>, onEnd: [@Sendable () -> Void])>
+    private let current: NIOLockedValueBox<State>
     /// Wake-ups fold into one, and so do the diaries they name.
     private let wakeups = Wakeups()
 
-    /// The diaries woken for since the last element, once per wake-up; empty when only
-    /// `ending` changed.
-    package var wakes: AsyncMapSequence<AsyncStream<Void>, Set<UUID>> {
-        wakeups.rounds.map { [current] in current.withLockedValue { state in defer { state.woken = [] }; return state.woken } }
+    private struct State {
+        var identity: TokenService.Identity
+        var ending: Ending?
+        var arrived = Arrival()
+        var onEnd: [@Sendable () -> Void] = []
     }
 
-    init(id: Int, identity: TokenService.Identity, feed: ChangeFeed) {
+    /// What the socket has to write since it last looked: diaries to read itself, and changes
+    /// read for it, in the order they came.
+    package struct Arrival: Sendable {
+        package var diaries: Set<UUID> = []
+        package var deliveries: [Delivery] = []
+    }
+
+    /// What arrived since the last element, once per wake-up; empty when only `ending` changed.
+    package var arrivals: AsyncMapSequence<AsyncStream<Void>, Arrival> {
+        wakeups.rounds.map { [current] in current.withLockedValue { state in defer { state.arrived = Arrival() }; return state.arrived } }
+    }
+
+    /// The diaries woken for since the last element, deliveries' included.
+    package var wakes: AsyncMapSequence<AsyncMapSequence<AsyncStream<Void>, Arrival>, Set<UUID>> {
+        arrivals.map { $0.diaries.union($0.deliveries.map(\.diary)) }
+    }
+
+    init(id: Int, identity: TokenService.Identity, reader: Reader?, maxPendingDeliveries: Int, feed: ChangeFeed) {
         self.id = id
         self.userID = identity.userID
+        self.reader = reader
+        self.maxPendingDeliveries = maxPendingDeliveries
         self.feed = feed
-        self.current = NIOLockedValueBox((identity, nil, [], []))
+        self.current = NIOLockedValueBox(State(identity: identity))
     }
 
     /// Why the socket must close, once it must.
@@ -183,7 +232,20 @@ package final class ChangeSubscription: Sendable {
     }
 
     func wake(_ diaries: Set<UUID>) {
-        current.withLockedValue { $0.woken.formUnion(diaries) }
+        current.withLockedValue { $0.arrived.diaries.formUnion(diaries) }
+        wakeups.wake()
+    }
+
+    /// A socket that does not keep up reads the diaries itself once it does: what waits for it stays bounded.
+    func deliver(_ delivery: Delivery) {
+        current.withLockedValue { state in
+            if state.arrived.deliveries.count < maxPendingDeliveries {
+                state.arrived.deliveries.append(delivery)
+            } else {
+                state.arrived.diaries.formUnion(state.arrived.deliveries.map(\.diary) + [delivery.diary])
+                state.arrived.deliveries = []
+            }
+        }
         wakeups.wake()
     }
 
@@ -206,6 +268,12 @@ package final class ChangeSubscription: Sendable {
             return state.ending != nil
         }
         if ended { observer() }
+    }
+
+    /// The socket reads the change log itself: counted, since the feed's deliveries are to
+    /// spare it that.
+    package func countOwnRead() {
+        feed.countSocketRead()
     }
 
     /// Ends the wake-ups and frees the user's place. Idempotent.

@@ -41,7 +41,11 @@ struct RealtimeGateway: Sendable {
         guard let identity = try? await tokens.verifyAccessToken(token), try await isLive(identity) else {
             return try await refuse(Problem.unauthorized("the access token is not valid"), channel: channel)
         }
-        guard let subscription = feed.subscribe(identity) else {
+        let reader: ChangeSubscription.Reader = { [pool, photoLinks, inviteLinks, readPlacement, database] identity in
+            ChangeLogRepository(scope: RequestScope(
+                identity: identity, pool: pool, photoLinks: photoLinks, inviteLinks: inviteLinks, readPlacement: readPlacement, database: database))
+        }
+        guard let subscription = feed.subscribe(identity, reader: reader) else {
             AppMetrics.recordRateLimitRejection("realtime_sockets")
             return try await refuse(
                 Problem(status: .tooManyRequests, code: .rateLimited, detail: "at most \(feed.options.maxSocketsPerUser) realtime sockets per user", headers: [.retryAfter: "5"]),
@@ -54,8 +58,7 @@ struct RealtimeGateway: Sendable {
         // which a reader that stalls would fill before it is noticed.
         try await channel.setOption(ChannelOptions.socketOption(.so_sndbuf), value: RealtimeSocket.Options.kernelSendBuffer).get()
         let socket = RealtimeSocket(
-            subscription: subscription, since: query.get("since").map { String($0) }, pool: pool, readPlacement: readPlacement,
-            database: database, photoLinks: photoLinks, inviteLinks: inviteLinks, tokens: tokens, channel: channel, options: options
+            subscription: subscription, reader: reader, since: query.get("since").map { String($0) }, tokens: tokens, channel: channel, options: options
         )
         return .upgrade([:]) { inbound, outbound, context in
             await socket.run(inbound: inbound, outbound: outbound, logger: context.logger)

@@ -85,13 +85,9 @@ struct RealtimeSocket: Sendable {
     }
 
     let subscription: ChangeSubscription
+    /// The change log as the socket's user sees it, on the requests' pool.
+    let reader: ChangeSubscription.Reader
     let since: String?
-    let pool: PostgresPool
-    let readPlacement: PostgresPool.Placement
-    /// On Citus, statements are spelled for its planner, as every request's are.
-    let database: RequestScope.Database
-    let photoLinks: PhotoLinks
-    let inviteLinks: InviteLinks
     let tokens: TokenService
     let channel: any Channel
     let options: Options
@@ -161,9 +157,8 @@ struct RealtimeSocket: Sendable {
     }
 
     private func repository() -> ChangeLogRepository {
-        ChangeLogRepository(scope: RequestScope(
-            identity: subscription.identity, pool: pool, photoLinks: photoLinks, inviteLinks: inviteLinks, readPlacement: readPlacement,
-            database: database))
+        subscription.countOwnRead()
+        return reader(subscription.identity)
     }
 
     /// After a resync the socket goes on from the diaries' positions now, which the frame
@@ -173,12 +168,14 @@ struct RealtimeSocket: Sendable {
     }
 
     /// `ready`, an optional `resync`, the changes after `since` in every diary, then, each
-    /// time the feed wakes it, the changes in the diaries it names: one statement a diary.
+    /// time the feed wakes it, the changes it was handed (`Delivery`), and those of the
+    /// diaries it names, which it reads itself: one statement a diary.
     private func deliver(_ outbound: WebSocketOutboundWriter, logger: Logger) async -> Closing? {
-        var wakes = subscription.wakes.makeAsyncIterator()
+        var arrivals = subscription.arrivals.makeAsyncIterator()
         var cursor: ChangeCursor
         /// What to read next: nil for every diary of the caller.
         var unread: Set<UUID>? = []
+        var handed: [Delivery] = []
         do {
             var resync = false
             if let since {
@@ -216,6 +213,7 @@ struct RealtimeSocket: Sendable {
                         AppMetrics.recordRealtimeEvents(page.events.count)
                         cursor = page.next
                         if page.hasMore { continue }
+                        unread = []
                     }
                 } catch let error as DomainError where error.reason == .unauthenticated {
                     return Closing(.sessionEnded)
@@ -229,10 +227,74 @@ struct RealtimeSocket: Sendable {
                     return nil
                 }
             }
-            guard let woken = await wakes.next() else { return nil }
-            unread = woken
+            if !handed.isEmpty {
+                var behind = Set<UUID>()
+                do {
+                    for delivery in handed where !(try await write(delivery, after: &cursor, to: outbound)) {
+                        behind.insert(delivery.diary)
+                    }
+                } catch {
+                    logger.warning("realtime socket closes: a change cannot be written", metadata: ["error": "\(error)"])
+                    return nil
+                }
+                handed = []
+                if !behind.isEmpty {
+                    unread = behind
+                    continue
+                }
+            }
+            guard let arrival = await arrivals.next() else { return nil }
+            unread = arrival.diaries
+            handed = arrival.deliveries
         }
         return nil
+    }
+
+    /// Writes the changes of `delivery` after the socket's own position in its diary, each
+    /// with the socket's cursor as its id; false, writing nothing, when the socket has not
+    /// reached where the delivery begins (or never read the diary), and must read it itself.
+    private func write(_ delivery: Delivery, after cursor: inout ChangeCursor, to outbound: WebSocketOutboundWriter) async throws -> Bool {
+        guard let position = cursor[delivery.diary], position >= delivery.after else { return false }
+        var written = 0
+        for change in delivery.changes where change.position > position {
+            cursor[delivery.diary] = change.position
+            let frame = try change.frame(for: subscription.userID) { try StreamingJSONEncoder().encode($0) }
+            try await writeText(Self.withID(cursor.encoded, frame, orEncoding: change.event(for: subscription.userID)), to: outbound)
+            written += 1
+        }
+        cursor[delivery.diary] = max(cursor[delivery.diary] ?? position, delivery.through)
+        AppMetrics.recordRealtimeEvents(written)
+        return true
+    }
+
+    static let emptyID = Array(#"{"id":"""#.utf8)
+
+    /// The shared frame with `id` written into its empty id; encoded anew, with the id, should
+    /// the shared bytes not begin as the encoder writes an event.
+    static func withID(_ id: String, _ frame: [UInt8], orEncoding event: ChangeEvent) throws -> ByteBuffer {
+        guard frame.starts(with: emptyID) else {
+            var event = event
+            event.id = id
+            return ByteBuffer(bytes: try StreamingJSONEncoder().encode(event))
+        }
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(frame.count + id.utf8.count)
+        buffer.writeBytes(frame[..<(emptyID.count - 1)])
+        buffer.writeString(id)
+        buffer.writeBytes(frame[(emptyID.count - 1)...])
+        return buffer
+    }
+
+    /// A text message in frames of at most `Options.maxMessageBytes`, as `writeTextMessage`
+    /// writes a string.
+    private func writeText(_ message: ByteBuffer, to outbound: WebSocketOutboundWriter) async throws {
+        var rest = message
+        var opcode = WebSocketOpcode.text
+        repeat {
+            let part = rest.readSlice(length: min(rest.readableBytes, Options.maxMessageBytes))!
+            try await outbound.write(.custom(WebSocketFrame(fin: rest.readableBytes == 0, opcode: opcode, data: part)))
+            opcode = .continuation
+        } while rest.readableBytes > 0
     }
 
     /// The one message a client sends: `{"type": "auth", "accessToken": "…"}`, a renewed token.

@@ -34,6 +34,8 @@ struct APIHarness: Sendable {
     let dataDirectory: String
     /// The server's photo store, as the test sees it (the same folder, or the same bucket and prefix).
     let store: any PhotoStore
+    /// The server's realtime feed.
+    let feed: ChangeFeed
 
     struct Reply: Sendable {
         var status: HTTPResponse.Status
@@ -132,10 +134,11 @@ struct APIHarness: Sendable {
             configuration.photos.s3 = (bucket, prefix)
             store = S3PhotoStore(client: S3Client(configuration: bucket, http: .shared), prefix: prefix, logger: TestDatabase.logger)
         }
-        let app = try buildApplication(configuration: configuration, pool: pool, logger: TestDatabase.logger)
+        let feed = makeChangeFeed(configuration: configuration, logger: TestDatabase.logger)
+        let app = try buildApplication(configuration: configuration, pool: pool, logger: TestDatabase.logger, feed: feed)
         do {
             try await app.test(testing) { client in
-                try await body(APIHarness(client: client, pool: pool, database: database, dataDirectory: dataDirectory, store: store))
+                try await body(APIHarness(client: client, pool: pool, database: database, dataDirectory: dataDirectory, store: store, feed: feed))
             }
         } catch {
             try? await pool.close()

@@ -1,0 +1,87 @@
+package import DiaryModels
+package import Foundation
+import Logging
+import Metrics
+import NIOConcurrencyHelpers
+
+/// A diary's new changes, read once per server by one member's socket and handed to every
+/// member's: the sockets run no SQL for them. What may not be shared goes the way it always
+/// did, each socket reading under its own policies (`ChangeLogRepository.BatchRefusal`): an
+/// anonymous diary, a join, a departure or the diary's own change, more than a page, a
+/// socket whose cursor is behind the batch, and a follower who is no member when it is read.
+extension ChangeFeed {
+    /// Wakes are folded per diary: a wake for a diary a delivery covers is dropped.
+    func fanOut(_ woken: inout [UUID: Set<UUID>], moved: Set<UUID>, before known: Following, after next: inout Following) async {
+        let subscriptions = state.withLockedValue { Array($0.subscriptions.values) }
+        for diary in moved.sorted(by: { $0.uuidString < $1.uuidString }) {
+            guard let after = known.positions[diary] else { continue }
+            let followers = next.diariesOfUser.filter { $0.value.contains(diary) }.map(\.key)
+            let reader = subscriptions.first { followers.contains($0.userID) && $0.ending == nil && $0.reader != nil }
+            guard let reader, let read = reader.reader else { continue }
+            let outcome: String
+            do {
+                switch try await read(reader.identity).batch(of: diary, after: after, limit: options.fanOutPage, among: followers) {
+                case .success(let batch):
+                    let delivery = Delivery(batch)
+                    for subscription in subscriptions where batch.members.contains(subscription.userID) {
+                        subscription.deliver(delivery)
+                    }
+                    for member in batch.members { woken[member]?.remove(diary) }
+                    next.positions[diary] = max(next.positions[diary] ?? batch.through, batch.through)
+                    state.withLockedValue { $0.fannedOutChanges += batch.changes.count }
+                    outcome = "fanned_out"
+                case .failure(let refusal):
+                    outcome = "\(refusal)"
+                }
+            } catch {
+                logger.debug("realtime: a diary's changes go to each socket's own read", metadata: ["diary": "\(diary)", "error": "\(error)"])
+                outcome = "error"
+            }
+            Counter(label: "realtime_fanout_reads_total", dimensions: [("outcome", outcome)]).increment()
+        }
+    }
+}
+
+/// One diary's changes after `after` through `through`, for every member's socket alike.
+package struct Delivery: Sendable {
+    package var diary: UUID
+    package var after: Int64
+    package var through: Int64
+    package var changes: [SharedChange]
+
+    init(_ batch: ChangeLogRepository.DiaryBatch) {
+        diary = batch.diary
+        after = batch.after
+        through = batch.through
+        changes = batch.changes.map { SharedChange(position: $0.position, event: $0.event) }
+    }
+}
+
+/// A change as its viewers see it: two views at most (an entry's author's, and everyone
+/// else's), each encoded once, by the first socket that writes it, and its bytes shared by
+/// every socket after. Each socket writes its own cursor into the empty `id`.
+package final class SharedChange: Sendable {
+    package let position: Int64
+    private let event: ChangeEvent
+    private let encoded = NIOLockedValueBox<(mine: [UInt8]?, theirs: [UInt8]?)>((nil, nil))
+
+    init(position: Int64, event: ChangeEvent) {
+        self.position = position
+        self.event = event
+    }
+
+    /// The event `viewer` is sent, its `id` empty.
+    package func event(for viewer: UUID) -> ChangeEvent {
+        event.seen(by: viewer)
+    }
+
+    /// The event's JSON as `viewer` sees it, with `"id":""` first.
+    package func frame(for viewer: UUID, encode: (ChangeEvent) throws -> [UInt8]) rethrows -> [UInt8] {
+        let seen = event(for: viewer)
+        let mine: Bool = if case .entry(let entry) = seen.data { entry.isMine } else { false }
+        if let bytes = encoded.withLockedValue({ mine ? $0.mine : $0.theirs }) { return bytes }
+        let bytes = try encode(seen)
+        encoded.withLockedValue { if mine { $0.mine = bytes } else { $0.theirs = bytes } }
+        return bytes
+    }
+}
