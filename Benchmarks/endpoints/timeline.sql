@@ -6,6 +6,7 @@
 BEGIN;
 select authenticate(md5('s' || :n)::uuid, md5(:n::text)::uuid);
 select diaries.change_position from diaries where diaries.id = md5('d' || :d)::uuid and diaries.id = any ((select app_diary_ids())::uuid[]);
+select set_config('enable_bitmapscan', 'off', true);
 with profiles as (select * from member_profiles where member_profiles.diary_id = md5('d' || :d)::uuid)
 select entries.id, entries.diary_id, entries.content, entries.question,
     entries.created_at, entries.updated_at, entries.user_id = (select app_user_id()) as is_mine,

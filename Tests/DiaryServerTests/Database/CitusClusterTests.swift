@@ -311,9 +311,11 @@ struct CitusClusterTests {
             let listed: PostgresQuery = "\(DiaryRepository.diaryColumns(ofDiary: diary.id)) where diaries.id = \(diary.id) and \(DiariesPolicy.select.using)"
             var reads: [(name: String, statement: PostgresQuery)] = [("the home list's diary", listed)]
             reads += DiaryRepository.findStatements(diary.id).map { ("a diary", $0) }
-            reads += EntryRepository.timelineStatements(of: diary.id, limit: 20, before: nil).map { ("the first page", $0) }
-            reads += EntryRepository.timelineStatements(of: diary.id, limit: 5, before: cursor).map { ("a later page", $0) }
-            reads += EntryRepository.timelineStatements(of: diary.id, limit: 20, before: nil, on: today).map { ("a day's page", $0) }
+            // The timeline's statements but its planner setting, which reads nothing.
+            func timeline(_ statements: [PostgresQuery]) -> [PostgresQuery] { statements.filter { $0.sql != EntryRepository.walkTheTimeline.sql } }
+            reads += timeline(EntryRepository.timelineStatements(of: diary.id, limit: 20, before: nil)).map { ("the first page", $0) }
+            reads += timeline(EntryRepository.timelineStatements(of: diary.id, limit: 5, before: cursor)).map { ("a later page", $0) }
+            reads += timeline(EntryRepository.timelineStatements(of: diary.id, limit: 20, before: nil, on: today)).map { ("a day's page", $0) }
             reads.append(("an entry", EntryRepository.findStatement(entry.id, in: diary.id)))
             reads.append(("mark read's check", EntryRepository.markReadStatements(entry.id, in: diary.id)[0]))
             reads.append(("the socket's read", ChangeLogRepository.changesStatement(inDiary: diary.id, after: 0, limit: 100)))

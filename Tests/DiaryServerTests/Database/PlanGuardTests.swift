@@ -144,32 +144,11 @@ struct PlanGuardTests {
         return costs
     }
 
-    /// Goals not met yet, each with what was found and the most it may cost while unmet (a
-    /// ratio to the short diary's cost, asserted as any goal is): recorded as known issues that
-    /// must still occur, so that a fix shows as a failure to be mended here, and a regression
-    /// past the bound fails outright.
-    static let knownIssues: [String: (reason: String, bound: Double)] = [
-        "the timeline's first page, stale": (
-            """
-            the planner expects about ten entries in a diary its statistics do not know (the \
-            policy's membership test multiplies the key's estimate), and pays a bitmap scan of the \
-            diary's key and a sort of its ids over the timeline index: ~630 buffers at 20,000 \
-            entries against ~140 at 20 (it was 47,520 before the page's ids were read first)
-            """, 6),
-    ]
-
     static func expectIndependent(_ short: [String: Int], _ long: [String: Int], statistics: String) {
         for (name, shortCost) in short.sorted(by: { $0.key < $1.key }) {
             let longCost = long[name] ?? .max
-            let describe = "\(name), statistics \(statistics): \(longCost) shared buffers at \(Self.long) entries against \(shortCost) at \(Self.short)"
-            if let known = knownIssues["\(name), \(statistics)"] {
-                #expect(Double(longCost) <= Double(shortCost) * known.bound, "past the known issue's bound: \(describe)")
-                withKnownIssue(Comment(rawValue: known.reason)) {
-                    #expect(Double(longCost) <= Double(shortCost) * allowedRatio, "\(describe)")
-                }
-            } else {
-                #expect(Double(longCost) <= Double(shortCost) * allowedRatio, "\(describe)")
-            }
+            #expect(Double(longCost) <= Double(shortCost) * allowedRatio,
+                    "\(name), statistics \(statistics): \(longCost) shared buffers at \(Self.long) entries against \(shortCost) at \(Self.short)")
         }
     }
 
