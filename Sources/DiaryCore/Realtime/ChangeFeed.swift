@@ -185,6 +185,7 @@ package final class ChangeSubscription: Sendable {
         var ending: Ending?
         var arrived = Arrival()
         var onEnd: [@Sendable () -> Void] = []
+        var onArrival: (@Sendable () -> Void)?
     }
 
     /// What the socket has to write since it last looked: diaries to read itself, and changes
@@ -197,6 +198,24 @@ package final class ChangeSubscription: Sendable {
     /// What arrived since the last element, once per wake-up; empty when only `ending` changed.
     package var arrivals: AsyncMapSequence<AsyncStream<Void>, Arrival> {
         wakeups.rounds.map { [current] in current.withLockedValue { state in defer { state.arrived = Arrival() }; return state.arrived } }
+    }
+
+    /// What arrived since the last call, which it takes: for a socket told by `onArrival`.
+    package func takeArrival() -> Arrival {
+        current.withLockedValue { state in defer { state.arrived = Arrival() }; return state.arrived }
+    }
+
+    /// Calls `observer` each time something arrives or the subscription must end, after it is
+    /// recorded (at once if something waits): a socket that runs no task while it is idle
+    /// starts one then. One observer; a second replaces the first.
+    package func onArrival(_ observer: @escaping @Sendable () -> Void) {
+        current.withLockedValue { $0.onArrival = observer }
+        observer()
+    }
+
+    private func announce() {
+        wakeups.wake()
+        current.withLockedValue { $0.onArrival }?()
     }
 
     /// The diaries woken for since the last element, deliveries' included.
@@ -233,7 +252,7 @@ package final class ChangeSubscription: Sendable {
 
     func wake(_ diaries: Set<UUID>) {
         current.withLockedValue { $0.arrived.diaries.formUnion(diaries) }
-        wakeups.wake()
+        announce()
     }
 
     /// A socket that does not keep up reads the diaries itself once it does: what waits for it stays bounded.
@@ -246,7 +265,7 @@ package final class ChangeSubscription: Sendable {
                 state.arrived.deliveries = []
             }
         }
-        wakeups.wake()
+        announce()
     }
 
     func end(_ ending: Ending) {
@@ -256,7 +275,7 @@ package final class ChangeSubscription: Sendable {
             defer { state.onEnd = [] }
             return state.onEnd
         }
-        wakeups.wake()
+        announce()
         for observer in observers { observer() }
     }
 
@@ -278,6 +297,7 @@ package final class ChangeSubscription: Sendable {
 
     /// Ends the wake-ups and frees the user's place. Idempotent.
     package func cancel() {
+        current.withLockedValue { $0.onArrival = nil }
         wakeups.finish()
         feed.unsubscribe(self)
     }

@@ -3,6 +3,7 @@ import DiaryModels
 import Foundation
 import HummingbirdWebSocket
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOWebSocket
 import PostgresClient
@@ -91,210 +92,125 @@ struct RealtimeSocket: Sendable {
     let tokens: TokenService
     let channel: any Channel
     let options: Options
+    /// What the handler's task, a delivery and the rules share.
+    let shared = NIOLockedValueBox(Shared())
+    /// The rules' own state, on the channel's event loop (`RealtimeSocket+Rules`).
+    let rules: NIOLoopBoundBox<Rules>
+
+    init(
+        subscription: ChangeSubscription, reader: @escaping ChangeSubscription.Reader, since: String?, tokens: TokenService,
+        channel: any Channel, options: Options
+    ) {
+        self.subscription = subscription
+        self.reader = reader
+        self.since = since
+        self.tokens = tokens
+        self.channel = channel
+        self.options = options
+        self.rules = NIOLoopBoundBox.makeBoxSendingValue(Rules(), eventLoop: channel.eventLoop)
+    }
+
+    struct Shared {
+        /// Set by the first close (`close`): nothing closes the socket twice.
+        var closing = false
+        /// The handler has returned: no delivery starts.
+        var ended = false
+        /// The delivery running, if one is (`RealtimeSocket+Delivery`); at most one.
+        var delivery: Task<Void, Never>?
+        var deliverAgain = false
+        /// Where the socket stands, carried from one delivery to the next: nil before `ready`.
+        var cursor: ChangeCursor?
+        /// What to read next: nil for every diary of the caller.
+        var unread: Set<UUID>? = []
+    }
 
     /// Reads of an idle socket are small, and none is larger than a frame may be.
     static let receiveAllocator = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: Options.maxMessageBytes)
 
     /// Makes an upgraded channel a realtime socket's, on its event loop: the upgrade's refusal
-    /// handler goes (it had nothing left to refuse), a `WritabilityHandler` that wakes `watch`
-    /// takes its place, and reads use the small allocator.
-    static func adopt(_ channel: any Channel, waking watch: Wakeups) throws {
+    /// handler goes (it had nothing left to refuse), a `WritabilityHandler` that runs the
+    /// rules takes its place, and reads use the small allocator.
+    static func adopt(_ channel: any Channel, onWritabilityChange changed: @escaping @Sendable () -> Void) throws {
         let pipeline = channel.pipeline.syncOperations
         if let refusal = try? pipeline.handler(type: UpgradeRefusalHandler.self) {
             _ = pipeline.removeHandler(refusal)
         }
-        try pipeline.addHandler(WritabilityHandler { watch.wake() }, position: .first)
+        try pipeline.addHandler(WritabilityHandler(changed: changed), position: .first)
         try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: receiveAllocator)
     }
 
+    /// The socket's one task is the handler's, which reads the client's frames. A delivery
+    /// runs as a task of its own only while there is something to write (`startDelivery`),
+    /// and the rules run on the channel's event loop (`checkRules`): an idle socket holds no
+    /// other task of ours, and none whose frames grew deep in a database read.
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, logger: Logger) async {
         AppMetrics.recordRealtimeSocket(opened: true)
         defer {
+            let delivery = shared.withLockedValue { shared in
+                shared.ended = true
+                defer { shared.delivery = nil }
+                return shared.delivery
+            }
+            delivery?.cancel()
             subscription.cancel()
+            channel.eventLoop.execute { self.stopRules() }
             AppMetrics.recordRealtimeSocket(opened: false)
         }
-        // What the watch waits on: a change of writability, the subscription's end, a renewal.
-        let watched = Wakeups()
-        subscription.onEnd { watched.wake() }
+        let check: @Sendable () -> Void = { channel.eventLoop.execute { self.checkRules(outbound: outbound, logger: logger) } }
         do {
-            try await channel.eventLoop.submit { try Self.adopt(channel, waking: watched) }.get()
+            try await channel.eventLoop.submit { try Self.adopt(channel, onWritabilityChange: check) }.get()
         } catch {
             logger.warning("realtime socket closes: its channel cannot be adopted", metadata: ["error": "\(error)"])
             return
         }
-        await withTaskGroup(of: Closing?.self) { group in
-            group.addTask { await deliver(outbound, logger: logger) }
-            group.addTask { await readFrames(inbound, renewed: watched) }
-            group.addTask { await watch(watched) }
-            let closing = await group.next() ?? nil
-            group.cancelAll()
-            guard let closing else { return }
-            AppMetrics.recordRealtimeClose(closing)
-            logger.info("realtime socket closing", metadata: ["code": "\(closing.number)", "reason": "\(closing.reason)", "user": "\(subscription.identity.userID)"])
-            // A client that does not read cannot take the close frame either: give up after a while.
-            let closed = await withTaskGroup(of: Bool.self) { closer in
-                closer.addTask {
-                    guard case .slowConsumer = closing else { return (try? await outbound.close(closing.code, reason: closing.reason)) != nil }
-                    // The cancelled delivery may have been waiting in the writer, which then
-                    // refuses the close: it goes to the channel itself, behind what it holds.
-                    var data = channel.allocator.buffer(capacity: 2 + closing.reason.utf8.count)
-                    data.write(webSocketErrorCode: closing.code)
-                    data.writeString(closing.reason)
-                    return (try? await channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))) != nil
-                }
-                closer.addTask { (try? await Task.sleep(for: .seconds(5))) == nil }
-                let first = await closer.next() ?? false
-                closer.cancelAll()
-                return first
-            }
-            // After a close written past the library, its handshake is not awaited.
-            if case .slowConsumer = closing {
-                _ = try? await channel.close()
-            } else if !closed {
-                _ = try? await channel.close()
-            }
+        subscription.onEnd(check)
+        check()
+        subscription.onArrival { self.startDelivery(outbound, logger: logger) }
+        if let refused = await readFrames(inbound, renewed: check), close(refused, outbound: outbound, logger: logger, writing: false) {
+            // Written before the handler returns, after which the library would close with 1000.
+            _ = try? await outbound.close(refused.code, reason: refused.reason)
         }
     }
 
-    private func repository() -> ChangeLogRepository {
-        subscription.countOwnRead()
-        return reader(subscription.identity)
+    /// Closes the socket for `closing`, or with 1000 for nil; true for the first call, which
+    /// alone acts. A close decided outside the handler's task is written by a task of its
+    /// own, while the handler reads on until the client answers it. The channel closes within
+    /// `closeTimeout` whatever the client does. A slow consumer's close goes to the channel
+    /// itself, behind what it holds: the writer may be waiting in a delivery's write, and
+    /// then refuses it.
+    @discardableResult
+    func close(_ closing: Closing?, outbound: WebSocketOutboundWriter, logger: Logger, writing: Bool) -> Bool {
+        let first = shared.withLockedValue { shared in
+            defer { shared.closing = true }
+            return !shared.closing && !shared.ended
+        }
+        guard first else { return false }
+        if let closing {
+            AppMetrics.recordRealtimeClose(closing)
+            logger.info("realtime socket closing", metadata: ["code": "\(closing.number)", "reason": "\(closing.reason)", "user": "\(subscription.identity.userID)"])
+        }
+        let channel = channel
+        channel.eventLoop.scheduleTask(in: .seconds(5)) { channel.close(promise: nil) }
+        switch closing {
+        case .slowConsumer:
+            var data = channel.allocator.buffer(capacity: 2 + Closing.slowConsumer.reason.utf8.count)
+            data.write(webSocketErrorCode: Closing.slowConsumer.code)
+            data.writeString(Closing.slowConsumer.reason)
+            channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)).whenComplete { _ in
+                channel.close(promise: nil)
+            }
+        case let closing?:
+            if writing { Task { _ = try? await outbound.close(closing.code, reason: closing.reason) } }
+        case nil:
+            if writing { Task { _ = try? await outbound.close(.normalClosure, reason: nil) } }
+        }
+        return true
     }
 
     /// After a resync the socket goes on from the diaries' positions now, which the frame
     /// carries: the client reloads its diaries and resumes from there.
     static func resyncFrame(_ cursor: ChangeCursor) -> String {
         #"{"type":"resync","cursor":"\#(cursor.encoded)"}"#
-    }
-
-    /// `ready`, an optional `resync`, the changes after `since` in every diary, then, each
-    /// time the feed wakes it, the changes it was handed (`Delivery`), and those of the
-    /// diaries it names, which it reads itself: one statement a diary.
-    private func deliver(_ outbound: WebSocketOutboundWriter, logger: Logger) async -> Closing? {
-        var arrivals = subscription.arrivals.makeAsyncIterator()
-        var cursor: ChangeCursor
-        /// What to read next: nil for every diary of the caller.
-        var unread: Set<UUID>? = []
-        var handed: [Delivery] = []
-        do {
-            var resync = false
-            if let since {
-                if let parsed = ChangeCursor(since) { cursor = parsed; unread = nil } else { cursor = try await repository().position(); resync = true }
-            } else {
-                cursor = try await repository().position()
-            }
-            try await outbound.write(.text(#"{"type":"ready","cursor":"\#(cursor.encoded)"}"#))
-            if resync { try await outbound.write(.text(Self.resyncFrame(cursor))) }
-        } catch let error as DomainError where error.reason == .unauthenticated {
-            return Closing(.sessionEnded)
-        } catch {
-            logger.warning("realtime socket could not start", metadata: ["error": "\(error)"])
-            return nil
-        }
-        while !Task.isCancelled {
-            if let ending = subscription.ending { return Closing(ending) }
-            if unread != [] {
-                do {
-                    let outcome = if let diaries = unread {
-                        try await repository().changes(after: cursor, inDiaries: diaries, limit: options.pageSize)
-                    } else {
-                        try await repository().changes(after: cursor, limit: options.pageSize)
-                    }
-                    switch outcome {
-                    case .resyncRequired:
-                        cursor = try await repository().position()
-                        try await outbound.write(.text(Self.resyncFrame(cursor)))
-                        unread = []
-                        continue
-                    case .page(let page):
-                        for event in page.events {
-                            try await outbound.writeTextMessage(String(decoding: try StreamingJSONEncoder().encode(event), as: UTF8.self))
-                        }
-                        AppMetrics.recordRealtimeEvents(page.events.count)
-                        cursor = page.next
-                        if page.hasMore { continue }
-                        unread = []
-                    }
-                } catch let error as DomainError where error.reason == .unauthenticated {
-                    return Closing(.sessionEnded)
-                } catch let error as PostgresError {
-                    // The database is away: keep the socket, try again shortly.
-                    logger.warning("realtime socket cannot read changes", metadata: ["error": "\(error)"])
-                    try? await Task.sleep(for: Self.databaseRetry.delay(attempt: 1))
-                    continue
-                } catch {
-                    logger.warning("realtime socket closes: its changes cannot be read", metadata: ["error": "\(error)"])
-                    return nil
-                }
-            }
-            if !handed.isEmpty {
-                var behind = Set<UUID>()
-                do {
-                    for delivery in handed where !(try await write(delivery, after: &cursor, to: outbound)) {
-                        behind.insert(delivery.diary)
-                    }
-                } catch {
-                    logger.warning("realtime socket closes: a change cannot be written", metadata: ["error": "\(error)"])
-                    return nil
-                }
-                handed = []
-                if !behind.isEmpty {
-                    unread = behind
-                    continue
-                }
-            }
-            guard let arrival = await arrivals.next() else { return nil }
-            unread = arrival.diaries
-            handed = arrival.deliveries
-        }
-        return nil
-    }
-
-    /// Writes the changes of `delivery` after the socket's own position in its diary, each
-    /// with the socket's cursor as its id; false, writing nothing, when the socket has not
-    /// reached where the delivery begins (or never read the diary), and must read it itself.
-    private func write(_ delivery: Delivery, after cursor: inout ChangeCursor, to outbound: WebSocketOutboundWriter) async throws -> Bool {
-        guard let position = cursor[delivery.diary], position >= delivery.after else { return false }
-        var written = 0
-        for change in delivery.changes where change.position > position {
-            cursor[delivery.diary] = change.position
-            let frame = try change.frame(for: subscription.userID) { try StreamingJSONEncoder().encode($0) }
-            try await writeText(Self.withID(cursor.encoded, frame, orEncoding: change.event(for: subscription.userID)), to: outbound)
-            written += 1
-        }
-        cursor[delivery.diary] = max(cursor[delivery.diary] ?? position, delivery.through)
-        AppMetrics.recordRealtimeEvents(written)
-        return true
-    }
-
-    static let emptyID = Array(#"{"id":"""#.utf8)
-
-    /// The shared frame with `id` written into its empty id; encoded anew, with the id, should
-    /// the shared bytes not begin as the encoder writes an event.
-    static func withID(_ id: String, _ frame: [UInt8], orEncoding event: ChangeEvent) throws -> ByteBuffer {
-        guard frame.starts(with: emptyID) else {
-            var event = event
-            event.id = id
-            return ByteBuffer(bytes: try StreamingJSONEncoder().encode(event))
-        }
-        var buffer = ByteBuffer()
-        buffer.reserveCapacity(frame.count + id.utf8.count)
-        buffer.writeBytes(frame[..<(emptyID.count - 1)])
-        buffer.writeString(id)
-        buffer.writeBytes(frame[(emptyID.count - 1)...])
-        return buffer
-    }
-
-    /// A text message in frames of at most `Options.maxMessageBytes`, as `writeTextMessage`
-    /// writes a string.
-    private func writeText(_ message: ByteBuffer, to outbound: WebSocketOutboundWriter) async throws {
-        var rest = message
-        var opcode = WebSocketOpcode.text
-        repeat {
-            let part = rest.readSlice(length: min(rest.readableBytes, Options.maxMessageBytes))!
-            try await outbound.write(.custom(WebSocketFrame(fin: rest.readableBytes == 0, opcode: opcode, data: part)))
-            opcode = .continuation
-        } while rest.readableBytes > 0
     }
 
     /// The one message a client sends: `{"type": "auth", "accessToken": "…"}`, a renewed token.
@@ -310,7 +226,7 @@ struct RealtimeSocket: Sendable {
     }
 
     /// Token renewals; everything else from the client is ignored, within limits.
-    private func readFrames(_ inbound: WebSocketInboundStream, renewed: Wakeups) async -> Closing? {
+    private func readFrames(_ inbound: WebSocketInboundStream, renewed: @Sendable () -> Void) async -> Closing? {
         var recent: [ContinuousClock.Instant] = []
         do {
             for try await message in inbound.messages(maxSize: Options.maxMessageBytes) {
@@ -330,42 +246,11 @@ struct RealtimeSocket: Sendable {
                         return .unauthorized("the renewed token is not valid for this user")
                     }
                     subscription.renew(identity)
-                    renewed.wake()
+                    renewed()
                 }
             }
         } catch {
             // The library has closed the socket (1009, a broken connection).
-        }
-        return nil
-    }
-
-    /// The rules that close a socket from outside its delivery, which may be stuck in a write:
-    /// its subscription ended, its token expired, or its channel stayed unwritable (a client
-    /// that does not read) for `slowConsumerGrace`. Woken only by those events and by a timer
-    /// on the channel's event loop set for the next deadline; it never looks in between.
-    private func watch(_ watched: Wakeups) async -> Closing? {
-        var events = watched.rounds.makeAsyncIterator()
-        var fullSince: ContinuousClock.Instant?
-        var timer: Scheduled<Void>?
-        defer { timer?.cancel() }
-        while !Task.isCancelled {
-            if let ending = subscription.ending { return Closing(ending) }
-            let now = ContinuousClock.now
-            let untilExpiry = Duration.milliseconds(Int64(min(subscription.identity.expiresAt.timeIntervalSinceNow, 3600) * 1000))
-            if untilExpiry <= .zero { return .unauthorized("the access token has expired") }
-            var next = untilExpiry
-            if channel.isWritable {
-                fullSince = nil
-            } else {
-                let since = fullSince ?? now
-                fullSince = since
-                let untilSlow = options.slowConsumerGrace - (now - since)
-                if untilSlow <= .zero { return .slowConsumer }
-                next = min(next, untilSlow)
-            }
-            timer?.cancel()
-            timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(next / .nanoseconds(1)) + 1_000_000)) { watched.wake() }
-            guard await events.next() != nil else { return nil }
         }
         return nil
     }

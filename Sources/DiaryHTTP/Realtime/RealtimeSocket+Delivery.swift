@@ -1,0 +1,196 @@
+import DiaryCore
+import DiaryModels
+import Foundation
+import HummingbirdWebSocket
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOWebSocket
+import PostgresClient
+
+/// A socket's deliveries: `ready`, an optional `resync`, the changes after `since` in every
+/// diary, then, each time the feed tells it something arrived, the changes it was handed
+/// (`Delivery`), and those of the diaries it names, which it reads itself: one statement a
+/// diary. Each delivery is a task that writes what arrived and ends; the socket's position
+/// waits in `Shared` for the next.
+extension RealtimeSocket {
+    /// How a delivery ended: with nothing left to write, or with the socket to close (nil: quietly).
+    enum DeliveryEnd {
+        case idle
+        case close(Closing?)
+    }
+
+    /// Starts a delivery, unless one runs: that one goes on with what arrived.
+    func startDelivery(_ outbound: WebSocketOutboundWriter, logger: Logger) {
+        shared.withLockedValue { shared in
+            guard !shared.ended, !shared.closing else { return }
+            guard shared.delivery == nil else {
+                shared.deliverAgain = true
+                return
+            }
+            shared.delivery = Task { await self.deliverUntilIdle(outbound, logger: logger) }
+        }
+    }
+
+    private func deliverUntilIdle(_ outbound: WebSocketOutboundWriter, logger: Logger) async {
+        while true {
+            let (cursor, unread) = shared.withLockedValue { ($0.cursor, $0.unread) }
+            let (position, left, end) = await deliverWhatArrived(from: cursor, unread: unread, outbound, logger: logger)
+            let again = shared.withLockedValue { shared in
+                shared.cursor = position
+                shared.unread = left
+                guard case .idle = end, shared.deliverAgain, !shared.ended, !Task.isCancelled else {
+                    shared.delivery = nil
+                    shared.deliverAgain = false
+                    return false
+                }
+                shared.deliverAgain = false
+                return true
+            }
+            if case .close(let closing) = end { close(closing, outbound: outbound, logger: logger, writing: true) }
+            guard again else { return }
+        }
+    }
+
+    /// Whether the socket is closing already: a failure then is the close's, not news.
+    private var isClosing: Bool { shared.withLockedValue { $0.closing || $0.ended } }
+
+    private func repository() -> ChangeLogRepository {
+        subscription.countOwnRead()
+        return reader(subscription.identity)
+    }
+
+    /// Writes what arrived, from `cursor` (nil: the socket's first delivery, which writes
+    /// `ready`), until nothing more has; returns where the socket stands.
+    private func deliverWhatArrived(
+        from start: ChangeCursor?, unread unreadAtStart: Set<UUID>?, _ outbound: WebSocketOutboundWriter, logger: Logger
+    ) async -> (ChangeCursor?, Set<UUID>?, DeliveryEnd) {
+        var unread = unreadAtStart
+        var handed: [Delivery] = []
+        var cursor: ChangeCursor
+        if let start {
+            cursor = start
+        } else {
+            do {
+                var resync = false
+                if let since {
+                    if let parsed = ChangeCursor(since) { cursor = parsed; unread = nil } else { cursor = try await repository().position(); resync = true }
+                } else {
+                    cursor = try await repository().position()
+                }
+                try await outbound.write(.text(#"{"type":"ready","cursor":"\#(cursor.encoded)"}"#))
+                if resync { try await outbound.write(.text(Self.resyncFrame(cursor))) }
+            } catch let error as DomainError where error.reason == .unauthenticated {
+                return (nil, unread, .close(Closing(.sessionEnded)))
+            } catch {
+                if !isClosing { logger.warning("realtime socket could not start", metadata: ["error": "\(error)"]) }
+                return (nil, unread, .close(nil))
+            }
+        }
+        while !Task.isCancelled {
+            if let ending = subscription.ending { return (cursor, unread, .close(Closing(ending))) }
+            if unread != [] {
+                do {
+                    let outcome = if let diaries = unread {
+                        try await repository().changes(after: cursor, inDiaries: diaries, limit: options.pageSize)
+                    } else {
+                        try await repository().changes(after: cursor, limit: options.pageSize)
+                    }
+                    switch outcome {
+                    case .resyncRequired:
+                        cursor = try await repository().position()
+                        try await outbound.write(.text(Self.resyncFrame(cursor)))
+                        unread = []
+                        continue
+                    case .page(let page):
+                        for event in page.events {
+                            try await outbound.writeTextMessage(String(decoding: try StreamingJSONEncoder().encode(event), as: UTF8.self))
+                        }
+                        AppMetrics.recordRealtimeEvents(page.events.count)
+                        cursor = page.next
+                        if page.hasMore { continue }
+                        unread = []
+                    }
+                } catch let error as DomainError where error.reason == .unauthenticated {
+                    return (cursor, unread, .close(Closing(.sessionEnded)))
+                } catch let error as PostgresError {
+                    // The database is away: keep the socket, try again shortly.
+                    logger.warning("realtime socket cannot read changes", metadata: ["error": "\(error)"])
+                    try? await Task.sleep(for: Self.databaseRetry.delay(attempt: 1))
+                    continue
+                } catch {
+                    if !isClosing { logger.warning("realtime socket closes: its changes cannot be read", metadata: ["error": "\(error)"]) }
+                    return (cursor, unread, .close(nil))
+                }
+            }
+            if !handed.isEmpty {
+                var behind = Set<UUID>()
+                do {
+                    for delivery in handed where !(try await write(delivery, after: &cursor, to: outbound)) {
+                        behind.insert(delivery.diary)
+                    }
+                } catch {
+                    if !isClosing { logger.warning("realtime socket closes: a change cannot be written", metadata: ["error": "\(error)"]) }
+                    return (cursor, unread, .close(nil))
+                }
+                handed = []
+                if !behind.isEmpty {
+                    unread = behind
+                    continue
+                }
+            }
+            let arrival = subscription.takeArrival()
+            if arrival.diaries.isEmpty && arrival.deliveries.isEmpty { break }
+            unread = arrival.diaries
+            handed = arrival.deliveries
+        }
+        return (cursor, unread, .idle)
+    }
+
+    /// Writes the changes of `delivery` after the socket's own position in its diary, each
+    /// with the socket's cursor as its id; false, writing nothing, when the socket has not
+    /// reached where the delivery begins (or never read the diary), and must read it itself.
+    private func write(_ delivery: Delivery, after cursor: inout ChangeCursor, to outbound: WebSocketOutboundWriter) async throws -> Bool {
+        guard let position = cursor[delivery.diary], position >= delivery.after else { return false }
+        var written = 0
+        for change in delivery.changes where change.position > position {
+            cursor[delivery.diary] = change.position
+            let frame = try change.frame(for: subscription.userID) { try StreamingJSONEncoder().encode($0) }
+            try await writeText(Self.withID(cursor.encoded, frame, orEncoding: change.event(for: subscription.userID)), to: outbound)
+            written += 1
+        }
+        cursor[delivery.diary] = max(cursor[delivery.diary] ?? position, delivery.through)
+        AppMetrics.recordRealtimeEvents(written)
+        return true
+    }
+
+    static let emptyID = Array(#"{"id":"""#.utf8)
+
+    /// The shared frame with `id` written into its empty id; encoded anew, with the id, should
+    /// the shared bytes not begin as the encoder writes an event.
+    static func withID(_ id: String, _ frame: [UInt8], orEncoding event: ChangeEvent) throws -> ByteBuffer {
+        guard frame.starts(with: emptyID) else {
+            var event = event
+            event.id = id
+            return ByteBuffer(bytes: try StreamingJSONEncoder().encode(event))
+        }
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(frame.count + id.utf8.count)
+        buffer.writeBytes(frame[..<(emptyID.count - 1)])
+        buffer.writeString(id)
+        buffer.writeBytes(frame[(emptyID.count - 1)...])
+        return buffer
+    }
+
+    /// A text message in frames of at most `Options.maxMessageBytes`, as `writeTextMessage`
+    /// writes a string.
+    func writeText(_ message: ByteBuffer, to outbound: WebSocketOutboundWriter) async throws {
+        var rest = message
+        var opcode = WebSocketOpcode.text
+        repeat {
+            let part = rest.readSlice(length: min(rest.readableBytes, Options.maxMessageBytes))!
+            try await outbound.write(.custom(WebSocketFrame(fin: rest.readableBytes == 0, opcode: opcode, data: part)))
+            opcode = .continuation
+        } while rest.readableBytes > 0
+    }
+}
