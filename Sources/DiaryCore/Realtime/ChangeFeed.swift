@@ -295,9 +295,13 @@ package final class ChangeSubscription: Sendable {
         feed.countSocketRead()
     }
 
-    /// Ends the wake-ups and frees the user's place. Idempotent.
+    /// Ends the wake-ups, drops the observers (a socket's hold the socket, which holds this)
+    /// and frees the user's place. Idempotent.
     package func cancel() {
-        current.withLockedValue { $0.onArrival = nil }
+        current.withLockedValue { state in
+            state.onArrival = nil
+            state.onEnd = []
+        }
         wakeups.finish()
         feed.unsubscribe(self)
     }

@@ -1,6 +1,9 @@
+import Foundation
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
+import PostgresClient
 import Testing
 
 @testable import DiaryCore
@@ -26,5 +29,28 @@ struct RealtimeChannelTests {
             #expect(changes.withLockedValue { $0 } == 1, "a change of writability runs the rules")
             _ = try channel.finish()
         }()
+    }
+
+    @Test("a cancelled subscription calls none of its observers, and holds none: a socket's hold the socket, which holds the subscription")
+    func cancelledSubscriptionDropsItsObservers() async throws {
+        let pool = PostgresPool(configuration: PostgresConfiguration(host: "127.0.0.1", port: 1, user: "nobody", database: "none"), options: .init(size: 1), logger: Logger(label: "test"))
+        let feed = ChangeFeed(pool: pool, listenConfiguration: pool.configuration, logger: Logger(label: "test"))
+        let subscription = try #require(feed.subscribe(TokenService.Identity(userID: UUID(), sessionID: UUID())))
+        let calls = NIOLockedValueBox(0)
+        final class Holder: Sendable {}
+        weak var held: Holder?
+        do {
+            let holder = Holder()
+            held = holder
+            subscription.onEnd { _ = holder; calls.withLockedValue { $0 += 1 } }
+            subscription.onArrival { _ = holder; calls.withLockedValue { $0 += 1 } }
+        }
+        #expect(calls.withLockedValue { $0 } == 1, "onArrival calls its observer at once")
+        subscription.cancel()
+        #expect(held == nil, "the observers are released")
+        subscription.end(.shutdown)
+        #expect(calls.withLockedValue { $0 } == 1)
+        #expect(feed.subscriptionCount == 0)
+        try await pool.close()
     }
 }
