@@ -15,7 +15,9 @@ public struct PostgresNotification: Sendable, Equatable {
 /// The connection lives on a thread of its own that waits on the socket with
 /// `poll`, so it never occupies an event loop or a pooled connection. If the
 /// connection drops, it reconnects with backoff and listens again; notifications
-/// sent while it was away are lost, as PostgreSQL does not queue them.
+/// sent while it was away are lost, as PostgreSQL does not queue them. `onMissed` says
+/// when some may have been: each time it begins listening, the first time included, and
+/// when a notification is dropped because the reader is 10,000 behind.
 public enum PostgresListener {
     /// 100 ms after a failure, doubling to 5 s while failures follow each other; a connection
     /// that listened starts over.
@@ -25,7 +27,8 @@ public enum PostgresListener {
         configuration: PostgresConfiguration,
         channels: [String],
         logger: Logger,
-        backoff: Backoff = reconnection
+        backoff: Backoff = reconnection,
+        onMissed: @escaping @Sendable () -> Void = {}
     ) -> AsyncStream<PostgresNotification> {
         let (stream, continuation) = AsyncStream.makeStream(of: PostgresNotification.self, bufferingPolicy: .bufferingNewest(10_000))
         let stopped = NIOLockedValueBox(false)
@@ -34,8 +37,9 @@ public enum PostgresListener {
             var attempts = Backoff.Attempts(backoff)
             while !stopped.withLockedValue({ $0 }) {
                 do {
-                    try listen(configuration: configuration, channels: channels, stopped: stopped, continuation: continuation) {
+                    try listen(configuration: configuration, channels: channels, stopped: stopped, continuation: continuation, onMissed: onMissed) {
                         attempts.succeeded()
+                        onMissed()
                     }
                 } catch {
                     let delay = attempts.failed()
@@ -54,6 +58,7 @@ public enum PostgresListener {
         channels: [String],
         stopped: NIOLockedValueBox<Bool>,
         continuation: AsyncStream<PostgresNotification>.Continuation,
+        onMissed: @Sendable () -> Void,
         listening: () -> Void
     ) throws {
         let pairs = configuration.keywords
@@ -99,7 +104,7 @@ public enum PostgresListener {
                     backendPID: notice.pointee.be_pid
                 )
                 PQfreemem(notice)
-                continuation.yield(notification)
+                if case .dropped = continuation.yield(notification) { onMissed() }
             }
         }
     }

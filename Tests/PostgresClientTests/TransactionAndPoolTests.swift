@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import PostgresClient
 import Testing
 import TestSupport
@@ -242,6 +243,25 @@ struct TransactionAndPoolTests {
             }
             let delays = recorder.all.filter { $0.message == "postgres listener reconnecting" }.compactMap { $0.metadata["retryIn"] }
             #expect(delays == Array(repeating: "\(PostgresListener.reconnection.base)", count: 3), "\(delays)")
+        }
+    }
+
+    @Test("a listener says it may have missed notifications each time it begins listening: at first, and after each reconnect")
+    func listenerTellsOfGaps() async throws {
+        try await TestDatabase.with { configuration in
+            let gaps = NIOLockedValueBox(0)
+            let notifications = PostgresListener.notifications(
+                configuration: configuration, channels: ["diary_events"], logger: TestDatabase.logger, onMissed: { gaps.withLockedValue { $0 += 1 } })
+            defer { _ = notifications }
+            try await waitUntil("the listener listens", within: .seconds(15)) { gaps.withLockedValue { $0 } == 1 }
+            try await TestDatabase.withAdminPool { admin in
+                for reconnect in 1...2 {
+                    try await admin.query("""
+                        select pg_terminate_backend(pid) from pg_stat_activity where datname = \(configuration.database!) and query ilike 'listen%'
+                        """)
+                    try await waitUntil("the listener listens again", within: .seconds(15)) { gaps.withLockedValue { $0 } == 1 + reconnect }
+                }
+            }
         }
     }
 }

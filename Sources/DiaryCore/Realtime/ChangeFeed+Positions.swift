@@ -7,11 +7,14 @@ import PostgresClient
 /// diary orders its own changes (migration 0027). A NOTIFY names the diary that changed and
 /// its new position, so a round wakes that diary's followers with no read at all; the
 /// feed reads only who follows what (each new user's diaries, and a diary's members when a
-/// NOTIFY says they changed). The poll, a NOTIFY it cannot read, and the first round read
-/// every followed diary's position, and wake the followers of each that moved past what
-/// the feed knew. A diary's new changes are then read once and handed to its members'
-/// sockets (`fanOut`); what cannot be shared, sockets read for themselves, one statement a
-/// diary (`ChangeLogRepository`): the calls go one way, feed → subscription → socket.
+/// NOTIFY says they changed). The poll reads every followed diary's position, and wakes the
+/// followers of each that moved past what the feed knew; the first round, an unreadable
+/// NOTIFY, one the listener may have missed, and a backstop now and then read who follows
+/// what anew as well. A new socket begins where the round that first knows its user's
+/// diaries says (`start`). A diary's new changes are then read once and handed to its
+/// members' sockets (`fanOut`); what cannot be shared, sockets read for themselves, one
+/// statement a diary (`ChangeLogRepository`): the calls go one way, feed → subscription →
+/// socket.
 extension ChangeFeed {
     /// What the feed knows: each followed user's diaries, and the latest position of each
     /// diary, from NOTIFYs and polls.
@@ -26,6 +29,13 @@ extension ChangeFeed {
             if let known = positions[diary], known >= position { return false }
             positions[diary] = position
             return true
+        }
+
+        /// Each of `user`'s diaries at its position.
+        func cursor(of user: UUID) -> ChangeCursor {
+            var cursor = ChangeCursor()
+            for diary in diariesOfUser[user] ?? [] { cursor[diary] = positions[diary] }
+            return cursor
         }
 
         /// Who follows each of `diaries`.
@@ -69,11 +79,19 @@ extension ChangeFeed {
         positionRequests.wake()
     }
 
+    /// The poll: every followed diary's position, which who follows what does not need.
+    func askForPositions() {
+        state.withLockedValue { $0.positionsDue = true }
+        positionRequests.wake()
+    }
+
     /// Every NOTIFY on diary_changes wakes a round, with the diary it names noted; the
-    /// listener reconnects by itself, and the poll covers what it misses meanwhile.
+    /// listener reconnects by itself, and each time it may have missed one (it listens
+    /// anew, or fell behind), the next round reads everything.
     func listenForChanges() async {
         for await notification in PostgresListener.notifications(
-            configuration: listenConfiguration, channels: [Announcement.diaryChanges.channel], logger: logger
+            configuration: listenConfiguration, channels: [Announcement.diaryChanges.channel], logger: logger,
+            onMissed: { [weak self] in self?.askForEverything() }
         ) {
             state.withLockedValue { state in
                 if !state.named.note(notification.payload) { state.everythingDue = true }
@@ -88,15 +106,21 @@ extension ChangeFeed {
     /// the socket reads folds into its next wake-up.
     func followChanges() async {
         for await _ in positionRequests.rounds {
-            let (users, named, everything, following) = state.withLockedValue { state in
-                defer { state.named = Named(); state.everythingDue = false }
-                return (Set(state.byUser.keys), state.named, state.everythingDue, state.following)
+            let (users, named, everything, positions, following) = state.withLockedValue { state in
+                defer { state.named = Named(); state.everythingDue = false; state.positionsDue = false }
+                return (Set(state.byUser.keys), state.named, state.everythingDue, state.positionsDue, state.following)
             }
             do {
                 var (next, woken, moved) = everything
                     ? try await readEverything(of: users, after: following)
                     : try await update(following, users: users, named: named)
+                if positions && !everything {
+                    let polled = try await readPositions(into: &next)
+                    moved.formUnion(polled)
+                    for (user, diaries) in next.followers(of: polled) { woken[user, default: []].formUnion(diaries) }
+                }
                 await fanOut(&woken, moved: moved, before: following, after: &next)
+                let starting = try await socketsToBegin(learning: &next, waking: &woken)
                 let subscriptions = state.withLockedValue { state in
                     state.following = next
                     return Array(state.subscriptions.values)
@@ -104,6 +128,8 @@ extension ChangeFeed {
                 for subscription in subscriptions {
                     if let diaries = woken[subscription.userID] { subscription.wake(diaries) }
                 }
+                // After the wakes, which the start covers.
+                for subscription in starting { subscription.begin(next.cursor(of: subscription.userID)) }
             } catch {
                 state.withLockedValue { $0.everythingDue = true }
                 logger.warning("realtime: reading the diaries' positions failed", metadata: ["error": "\(error)"])
@@ -115,6 +141,18 @@ extension ChangeFeed {
     /// past what the feed knew, and for those they joined or left since.
     private func readEverything(of users: Set<UUID>, after known: Following) async throws -> (Following, [UUID: Set<UUID>], moved: Set<UUID>) {
         var next = Following(diariesOfUser: try await diaries(of: users), positions: known.positions)
+        let moved = try await readPositions(into: &next)
+        var woken = next.followers(of: moved)
+        for user in users {
+            let changed = (known.diariesOfUser[user] ?? []).symmetricDifference(next.diariesOfUser[user] ?? [])
+            if !changed.isEmpty { woken[user, default: []].formUnion(changed) }
+        }
+        return (next, woken, moved)
+    }
+
+    /// Reads every followed diary's position into `next`, forgetting those no longer
+    /// followed; returns the diaries that moved past what it knew.
+    private func readPositions(into next: inout Following) async throws -> Set<UUID> {
         var moved = Set<UUID>()
         let followed = Set(next.diariesOfUser.values.joined())
         for batch in Array(followed).inBatches() {
@@ -124,12 +162,7 @@ extension ChangeFeed {
             }
         }
         next.positions = next.positions.filter { followed.contains($0.key) }
-        var woken = next.followers(of: moved)
-        for user in users {
-            let changed = (known.diariesOfUser[user] ?? []).symmetricDifference(next.diariesOfUser[user] ?? [])
-            if !changed.isEmpty { woken[user, default: []].formUnion(changed) }
-        }
-        return (next, woken, moved)
+        return moved
     }
 
     /// `known` with the diaries of users new since, and the members of the diaries named as
@@ -162,6 +195,26 @@ extension ChangeFeed {
         let moved = named.diaries.filter { next.move($0, to: named.positions[$0]) }
         for (user, diaries) in next.followers(of: moved) { woken[user, default: []].formUnion(diaries) }
         return (next, woken, moved)
+    }
+
+    /// The sockets waiting to begin whose user's diaries the round knows: they begin at those
+    /// diaries' positions, read once for all of them. A position the feed did not know is
+    /// read now and kept, and the diary's followers are woken for it: one that already reads
+    /// it may have read before a change whose NOTIFY, still on its way, no longer moves it.
+    private func socketsToBegin(learning next: inout Following, waking woken: inout [UUID: Set<UUID>]) async throws -> [ChangeSubscription] {
+        let starting = state.withLockedValue { Array($0.subscriptions.values) }.filter { [next] in
+            $0.awaitsStart && next.diariesOfUser[$0.userID] != nil
+        }
+        let unknown = Set(starting.flatMap { next.diariesOfUser[$0.userID] ?? [] }).filter { next.positions[$0] == nil }
+        var learnt = Set<UUID>()
+        for batch in Array(unknown).inBatches() {
+            for row in try await pool.query("select diary_id, change_position from change_positions(\(batch))") {
+                let diary: UUID = try row.decode("diary_id")
+                if next.move(diary, to: try row.decode("change_position", as: Int64.self)) { learnt.insert(diary) }
+            }
+        }
+        for (user, diaries) in next.followers(of: learnt) { woken[user, default: []].formUnion(diaries) }
+        return starting
     }
 
     /// Each of `users`' diaries, none for a user in none.

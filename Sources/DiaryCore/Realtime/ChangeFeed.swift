@@ -15,9 +15,12 @@ package import PostgresClient
 package final class ChangeFeed: Sendable {
     package struct Options: Sendable {
         package var maxSocketsPerUser = 10
-        /// The fallback when notifications are lost: each poll reads the position of every
+        /// The fallback should a notification be lost: each poll reads the position of every
         /// diary followed.
         package var pollInterval: Duration = .seconds(1)
+        /// Who follows which diaries is read anew this often besides when the listener may
+        /// have missed a notification: a backstop, each being a read of every shard on Citus.
+        package var membershipInterval: Duration = .seconds(60)
         /// Sockets close within this (plus one query) after their session ends.
         package var sessionCheckInterval: Duration = .seconds(2)
         package var pruneInterval: Duration = .seconds(3600)
@@ -50,8 +53,11 @@ package final class ChangeFeed: Sendable {
         var following = Following()
         /// What NOTIFYs named since the last round began.
         var named = Named()
-        /// A poll, an unnamed NOTIFY, or a failed round: the next round reads everything.
+        /// An unnamed NOTIFY, one the listener may have missed, a failed round, or the
+        /// backstop: the next round reads who follows what, and every position.
         var everythingDue = true
+        /// The poll: the next round reads every followed diary's position.
+        var positionsDue = false
         /// Changes handed to sockets by `fanOut`, since the feed began.
         var fannedOutChanges = 0
         /// Reads of the change log sockets ran for themselves, since the feed began.
@@ -80,17 +86,25 @@ package final class ChangeFeed: Sendable {
     /// A new socket's subscription, or nil if the user already holds the most allowed.
     /// `reader` reads the change log as a given identity, on the requests' pool: a socket's
     /// own reads, and, for a diary it is in, the one read the feed shares with its members.
-    package func subscribe(_ identity: TokenService.Identity, reader: ChangeSubscription.Reader? = nil) -> ChangeSubscription? {
-        state.withLockedValue { state in
+    /// One that `startsFromFeed` is handed where it begins (`Arrival.start`) by the next
+    /// round, which asks for it: its user's diaries at their positions, read once for every
+    /// socket that opened meanwhile, not by each.
+    package func subscribe(
+        _ identity: TokenService.Identity, reader: ChangeSubscription.Reader? = nil, startsFromFeed: Bool = false
+    ) -> ChangeSubscription? {
+        let subscription: ChangeSubscription? = state.withLockedValue { state in
             let ids = state.byUser[identity.userID, default: []]
             guard ids.count < options.maxSocketsPerUser else { return nil }
             state.nextID += 1
             let subscription = ChangeSubscription(
-                id: state.nextID, identity: identity, reader: reader, maxPendingDeliveries: options.maxPendingDeliveries, feed: self)
+                id: state.nextID, identity: identity, reader: reader, startsFromFeed: startsFromFeed,
+                maxPendingDeliveries: options.maxPendingDeliveries, feed: self)
             state.subscriptions[subscription.id] = subscription
             state.byUser[identity.userID, default: []].insert(subscription.id)
             return subscription
         }
+        if startsFromFeed, subscription != nil { positionRequests.wake() }
+        return subscription
     }
 
     func unsubscribe(_ subscription: ChangeSubscription) {
@@ -120,7 +134,8 @@ package final class ChangeFeed: Sendable {
             [
                 { await self.followChanges() },
                 { await self.listenForChanges() },
-                { await repeating(every: self.options.pollInterval) { self.askForEverything() } },
+                { await repeating(every: self.options.pollInterval) { self.askForPositions() } },
+                { await repeating(every: self.options.membershipInterval) { self.askForEverything() } },
                 { await repeating(every: self.options.sessionCheckInterval) { await self.closeEndedSessions() } },
                 { await repeating(every: self.options.pruneInterval) { await self.prune() } },
             ],
@@ -182,15 +197,18 @@ package final class ChangeSubscription: Sendable {
 
     private struct State {
         var identity: TokenService.Identity
+        /// Handed its start (`begin`), or never to be.
+        var started: Bool
         var ending: Ending?
         var arrived = Arrival()
         var onEnd: [@Sendable () -> Void] = []
         var onArrival: (@Sendable () -> Void)?
     }
 
-    /// What the socket has to write since it last looked: diaries to read itself, and changes
-    /// read for it, in the order they came.
+    /// What the socket has to write since it last looked: where it begins, once, if it starts
+    /// from the feed; diaries to read itself, and changes read for it, in the order they came.
     package struct Arrival: Sendable {
+        package var start: ChangeCursor?
         package var diaries: Set<UUID> = []
         package var deliveries: [Delivery] = []
     }
@@ -223,13 +241,27 @@ package final class ChangeSubscription: Sendable {
         arrivals.map { $0.diaries.union($0.deliveries.map(\.diary)) }
     }
 
-    init(id: Int, identity: TokenService.Identity, reader: Reader?, maxPendingDeliveries: Int, feed: ChangeFeed) {
+    init(id: Int, identity: TokenService.Identity, reader: Reader?, startsFromFeed: Bool, maxPendingDeliveries: Int, feed: ChangeFeed) {
         self.id = id
         self.userID = identity.userID
         self.reader = reader
         self.maxPendingDeliveries = maxPendingDeliveries
         self.feed = feed
-        self.current = NIOLockedValueBox(State(identity: identity))
+        self.current = NIOLockedValueBox(State(identity: identity, started: !startsFromFeed))
+    }
+
+    /// Still waits for the feed to say where it begins.
+    var awaitsStart: Bool { current.withLockedValue { !$0.started } }
+
+    /// Where the socket begins: what arrived before is at or behind `cursor`, and goes.
+    func begin(_ cursor: ChangeCursor) {
+        let begun = current.withLockedValue { state in
+            guard !state.started else { return false }
+            state.started = true
+            state.arrived = Arrival(start: cursor)
+            return true
+        }
+        if begun { announce() }
     }
 
     /// Why the socket must close, once it must.

@@ -45,7 +45,8 @@ struct RealtimeGateway: Sendable {
             ChangeLogRepository(scope: RequestScope(
                 identity: identity, pool: pool, photoLinks: photoLinks, inviteLinks: inviteLinks, readPlacement: readPlacement, database: database))
         }
-        guard let subscription = feed.subscribe(identity, reader: reader) else {
+        let since = query.get("since").map { String($0) }
+        guard let subscription = feed.subscribe(identity, reader: reader, startsFromFeed: since.flatMap(ChangeCursor.init) == nil) else {
             AppMetrics.recordRateLimitRejection("realtime_sockets")
             return try await refuse(
                 Problem(status: .tooManyRequests, code: .rateLimited, detail: "at most \(feed.options.maxSocketsPerUser) realtime sockets per user", headers: [.retryAfter: "5"]),
@@ -58,7 +59,7 @@ struct RealtimeGateway: Sendable {
         // which a reader that stalls would fill before it is noticed.
         try await channel.setOption(ChannelOptions.socketOption(.so_sndbuf), value: RealtimeSocket.Options.kernelSendBuffer).get()
         let socket = RealtimeSocket(
-            subscription: subscription, reader: reader, since: query.get("since").map { String($0) }, tokens: tokens, channel: channel, options: options
+            subscription: subscription, reader: reader, since: since, tokens: tokens, channel: channel, options: options
         )
         return .upgrade([:]) { inbound, outbound, context in
             await socket.run(inbound: inbound, outbound: outbound, logger: context.logger)

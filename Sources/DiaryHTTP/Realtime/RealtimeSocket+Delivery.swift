@@ -61,7 +61,9 @@ extension RealtimeSocket {
     }
 
     /// Writes what arrived, from `cursor` (nil: the socket's first delivery, which writes
-    /// `ready`), until nothing more has; returns where the socket stands.
+    /// `ready` at `since`, or, without a `since` it can read, where the feed begins it, with
+    /// `resync` for the one it could not), until nothing more has; returns where the socket
+    /// stands.
     private func deliverWhatArrived(
         from start: ChangeCursor?, unread unreadAtStart: Set<UUID>?, _ outbound: WebSocketOutboundWriter, logger: Logger
     ) async -> (ChangeCursor?, Set<UUID>?, DeliveryEnd) {
@@ -70,20 +72,25 @@ extension RealtimeSocket {
         var cursor: ChangeCursor
         if let start {
             cursor = start
-        } else {
+        } else if let since, let resumed = ChangeCursor(since) {
+            cursor = resumed
+            unread = nil
             do {
-                var resync = false
-                if let since {
-                    if let parsed = ChangeCursor(since) { cursor = parsed; unread = nil } else { cursor = try await repository().position(); resync = true }
-                } else {
-                    cursor = try await repository().position()
-                }
-                try await outbound.write(.text(#"{"type":"ready","cursor":"\#(cursor.encoded)"}"#))
-                if resync { try await outbound.write(.text(Self.resyncFrame(cursor))) }
-            } catch let error as DomainError where error.reason == .unauthenticated {
-                return (nil, unread, .close(Closing(.sessionEnded)))
+                try await outbound.write(.text(Self.readyFrame(cursor)))
             } catch {
-                if !isClosing { logger.warning("realtime socket could not start", metadata: ["error": "\(error)"]) }
+                return (nil, unread, .close(nil))
+            }
+        } else {
+            // The feed says where the socket begins: until it has, what arrives is behind that.
+            let arrival = subscription.takeArrival()
+            guard let begun = arrival.start else { return (nil, unread, .idle) }
+            cursor = begun
+            unread = arrival.diaries
+            handed = arrival.deliveries
+            do {
+                try await outbound.write(.text(Self.readyFrame(cursor)))
+                if since != nil { try await outbound.write(.text(Self.resyncFrame(cursor))) }
+            } catch {
                 return (nil, unread, .close(nil))
             }
         }

@@ -207,6 +207,11 @@ struct RealtimeSocket: Sendable {
         return true
     }
 
+    /// The socket's first frame: where it stands.
+    static func readyFrame(_ cursor: ChangeCursor) -> String {
+        #"{"type":"ready","cursor":"\#(cursor.encoded)"}"#
+    }
+
     /// After a resync the socket goes on from the diaries' positions now, which the frame
     /// carries: the client reloads its diaries and resumes from there.
     static func resyncFrame(_ cursor: ChangeCursor) -> String {

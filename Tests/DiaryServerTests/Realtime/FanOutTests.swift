@@ -116,6 +116,43 @@ struct FanOutTests {
         }
     }
 
+    @Test("sockets begin where the feed says: ready names each of its user's diaries at its position, with no read of their own, and what follows arrives")
+    func readyFromTheFeed() async throws {
+        try await RealtimeTests.live { api, port in
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob"), carol = try await api.signIn("carol")
+            let shared = try await api.createDiary("二人", type: .couple, token: alice.accessToken)
+            #expect(try await api.join(shared.inviteCode, token: bob.accessToken).status == .ok)
+            let own = try await api.createDiary("わたしの", type: .friends, token: alice.accessToken)
+            _ = try await api.post("まえの", in: shared.id, token: alice.accessToken)
+            _ = try await api.post("まえの", in: own.id, token: alice.accessToken)
+            let positions = try await TestDatabase.withPool(api.database, size: 1) { pool in
+                var positions: [UUID: Int64] = [:]
+                for row in try await pool.query("select id, change_position from diaries where id = any(\([shared.id, own.id]))") {
+                    positions[try row.decode("id")] = try row.decode("change_position", as: Int64.self)
+                }
+                return positions
+            }
+
+            let readsBefore = api.feed.socketReads
+            let viewers = [
+                try await Viewer("alice", alice, port: port), try await Viewer("alice again", alice, port: port),
+                try await Viewer("bob", bob, port: port), try await Viewer("carol", carol, port: port),
+            ]
+            defer { for viewer in viewers { viewer.socket.close() } }
+            #expect(api.feed.socketReads == readsBefore, "no socket read where it begins")
+            #expect(ChangeCursor(viewers[0].cursor)?.positions == positions)
+            #expect(ChangeCursor(viewers[1].cursor)?.positions == positions)
+            #expect(ChangeCursor(viewers[2].cursor)?.positions == [shared.id: positions[shared.id]!])
+            #expect(ChangeCursor(viewers[3].cursor)?.positions == [:], "a user in no diary begins in none")
+
+            _ = try await api.post("あとの", in: shared.id, token: bob.accessToken)
+            for viewer in viewers.prefix(3) { try await viewer.expectTwin(api, in: shared.id, "bob posts") }
+            let carols = try await api.createDiary("はじめて", type: .friends, token: carol.accessToken)
+            _ = try await api.post("はじめての", in: carols.id, token: carol.accessToken)
+            #expect(try await viewers[3].events(2).map(\.diaryId) == [carols.id, carols.id], "her new diary's first changes reach her")
+        }
+    }
+
     @Test("an anonymous diary is never shared: each member's socket reads it under its own policies, and matches delta sync")
     func anonymousReadsItsOwn() async throws {
         try await RealtimeTests.live { api, port in
