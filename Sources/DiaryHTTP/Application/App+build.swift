@@ -49,7 +49,7 @@ package func buildApplication(
     let feed = feed ?? makeChangeFeed(configuration: configuration, logger: logger)
     let realtime = RealtimeGateway(
         feed: feed, tokens: tokens, pool: pool, readPlacement: readPlacement, database: configuration.citus ? .citus : .single, photoLinks: photos.links,
-        inviteLinks: configuration.inviteLinks, options: RealtimeSocket.Options(slowConsumerGrace: configuration.slowConsumerGrace)
+        inviteLinks: configuration.inviteLinks, options: RealtimeSocket.Options(slowConsumerGrace: configuration.slowConsumerGrace, pingPeriod: configuration.pingPeriod)
     )
     let push = makePush(configuration: configuration, http: outbound, logger: logger)
     let closedDiaries = makeClosedDiaryWorker(configuration: configuration, photoSweeper: photos.sweeper, logger: logger)

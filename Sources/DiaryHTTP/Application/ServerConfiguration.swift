@@ -26,6 +26,8 @@ package struct ServerConfiguration: Sendable {
     package var realtime = ChangeFeed.Options()
     /// How long a realtime socket's buffer may stay full before it is closed with 4408.
     package var slowConsumerGrace: Duration = .seconds(10)
+    /// How often a realtime socket is pinged; one that answers nothing by the next ping closes with 1001.
+    package var pingPeriod: Duration = .seconds(25)
     /// APNs, the push outbox and the reminder clock.
     package var push = PushConfiguration()
     /// The photo store, the URL key and the sweeper.

@@ -3,17 +3,24 @@ import Foundation
 import HummingbirdWebSocket
 import Logging
 import NIOCore
+import NIOWebSocket
 
 /// The rules that close a socket from outside its delivery, which may be stuck in a write:
-/// its subscription ended, its token expired, or its channel stayed unwritable (a client
-/// that does not read) for `slowConsumerGrace`. They run on the channel's event loop, as a
-/// callback, when an event may change their verdict (a change of writability, the
-/// subscription's end, a renewal) and when a timer set for the next deadline fires; nothing
-/// looks in between, and no task waits for them.
+/// its subscription ended, its token expired, its channel stayed unwritable (a client that
+/// does not read) for `slowConsumerGrace`, or the peer sent nothing, not even a pong, in a
+/// ping period after a ping. They also send the pings. They run on the channel's event
+/// loop, as a callback, when an event may change their verdict (a change of writability,
+/// the subscription's end, a renewal) and when a timer set for the next deadline fires;
+/// nothing looks in between, and no task waits for them.
 extension RealtimeSocket {
     struct Rules {
         /// Since when the channel has been unwritable.
         var fullSince: ContinuousClock.Instant?
+        /// When the next ping goes out, and the last went.
+        var nextPing: ContinuousClock.Instant
+        var pinged: ContinuousClock.Instant?
+        /// When the client last sent anything.
+        var heard: ContinuousClock.Instant?
         var timer: Scheduled<Void>?
         /// A rule closed the socket, or it ended: nothing more to check.
         var stopped = false
@@ -47,8 +54,20 @@ extension RealtimeSocket {
             if untilSlow <= .zero { return .slowConsumer }
             next = min(next, untilSlow)
         }
+        if now >= state.nextPing {
+            if let pinged = state.pinged, (state.heard ?? pinged) <= pinged { return .pingUnanswered }
+            channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer()), promise: nil)
+            state.pinged = now
+            state.nextPing = now + options.pingPeriod
+        }
+        next = min(next, state.nextPing - now)
         state.timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(next / .nanoseconds(1)) + 1_000_000), again)
         return nil
+    }
+
+    /// On the channel's event loop: the client sent something.
+    func heard() {
+        rules.value.heard = .now
     }
 
     /// On the channel's event loop, once the socket has ended.

@@ -16,7 +16,7 @@ import PostgresClient
 /// |-------|-----------------------------------------------------------------------|
 /// | 4401  | the session ended, the access token expired, or a renewal was refused |
 /// | 4408  | the client has not read for `Options.slowConsumerGrace`               |
-/// | 1001  | the server is stopping; also a ping unanswered for a ping period      |
+/// | 1001  | the server is stopping; also a ping unanswered for `Options.pingPeriod` |
 /// | 1003  | a binary frame                                                        |
 /// | 1008  | more than `Options.maxFramesPerSecond` frames in a second             |
 /// | 1009  | a frame or message over 16 KiB                                        |
@@ -30,14 +30,17 @@ struct RealtimeSocket: Sendable {
     struct Options: Sendable {
         var maxFramesPerSecond = 10
         var slowConsumerGrace: Duration = .seconds(10)
+        /// A ping goes out this often; a peer that sent nothing between one and the next is
+        /// closed, within two periods.
+        var pingPeriod: Duration = .seconds(25)
         var pageSize = 100
         static let maxMessageBytes = 16 * 1024
         static let kernelSendBuffer = 64 * 1024
     }
 
     static var serverConfiguration: WebSocketServerConfiguration {
-        // A dead peer is closed one ping period after an unanswered ping: 50 s at most.
-        WebSocketServerConfiguration(maxFrameSize: Options.maxMessageBytes, autoPing: .enabled(timePeriod: .seconds(25)), closeTimeout: .seconds(5))
+        // The rules ping (`Options.pingPeriod`): the library's auto-ping is a task per socket.
+        WebSocketServerConfiguration(maxFrameSize: Options.maxMessageBytes, autoPing: .disabled, closeTimeout: .seconds(5))
     }
 
     enum Closing: Sendable {
@@ -46,12 +49,13 @@ struct RealtimeSocket: Sendable {
         case shutdown
         case binaryFrame
         case flood
+        case pingUnanswered
 
         var code: WebSocketErrorCode {
             switch self {
             case .unauthorized: .unknown(4401)
             case .slowConsumer: .unknown(4408)
-            case .shutdown: .goingAway
+            case .shutdown, .pingUnanswered: .goingAway
             case .binaryFrame: .unacceptableData
             case .flood: .policyViolation
             }
@@ -68,7 +72,7 @@ struct RealtimeSocket: Sendable {
             switch self {
             case .unauthorized: 4401
             case .slowConsumer: 4408
-            case .shutdown: 1001
+            case .shutdown, .pingUnanswered: 1001
             case .binaryFrame: 1003
             case .flood: 1008
             }
@@ -81,6 +85,7 @@ struct RealtimeSocket: Sendable {
             case .shutdown: "server stopping"
             case .binaryFrame: "binary frames are not accepted"
             case .flood: "too many frames"
+            case .pingUnanswered: "ping unanswered"
             }
         }
     }
@@ -107,7 +112,7 @@ struct RealtimeSocket: Sendable {
         self.tokens = tokens
         self.channel = channel
         self.options = options
-        self.rules = NIOLoopBoundBox.makeBoxSendingValue(Rules(), eventLoop: channel.eventLoop)
+        self.rules = NIOLoopBoundBox.makeBoxSendingValue(Rules(nextPing: .now + options.pingPeriod), eventLoop: channel.eventLoop)
     }
 
     struct Shared {
@@ -128,14 +133,16 @@ struct RealtimeSocket: Sendable {
     static let receiveAllocator = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: Options.maxMessageBytes)
 
     /// Makes an upgraded channel a realtime socket's, on its event loop: the upgrade's refusal
-    /// handler goes (it had nothing left to refuse), a `WritabilityHandler` that runs the
+    /// handler goes (it had nothing left to refuse), a `ChannelEventsHandler` that tells the
     /// rules takes its place, and reads use the small allocator.
-    static func adopt(_ channel: any Channel, onWritabilityChange changed: @escaping @Sendable () -> Void) throws {
+    static func adopt(
+        _ channel: any Channel, onWritabilityChange changed: @escaping @Sendable () -> Void, onRead heard: @escaping @Sendable () -> Void
+    ) throws {
         let pipeline = channel.pipeline.syncOperations
         if let refusal = try? pipeline.handler(type: UpgradeRefusalHandler.self) {
             _ = pipeline.removeHandler(refusal)
         }
-        try pipeline.addHandler(WritabilityHandler(changed: changed), position: .first)
+        try pipeline.addHandler(ChannelEventsHandler(writabilityChanged: changed, heard: heard), position: .first)
         try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: receiveAllocator)
     }
 
@@ -158,7 +165,9 @@ struct RealtimeSocket: Sendable {
         }
         let check: @Sendable () -> Void = { channel.eventLoop.execute { self.checkRules(outbound: outbound, logger: logger) } }
         do {
-            try await channel.eventLoop.submit { try Self.adopt(channel, onWritabilityChange: check) }.get()
+            try await channel.eventLoop.submit {
+                try Self.adopt(channel, onWritabilityChange: check, onRead: { self.heard() })
+            }.get()
         } catch {
             logger.warning("realtime socket closes: its channel cannot be adopted", metadata: ["error": "\(error)"])
             return

@@ -12,21 +12,25 @@ import Testing
 /// What an upgraded channel carries once it is a realtime socket's (`RealtimeSocket.adopt`).
 @Suite("A realtime socket's channel")
 struct RealtimeChannelTests {
-    @Test("adopted: the upgrade's refusal handler gone, a writability handler first that runs the rules, reads no larger than a frame")
+    @Test("adopted: the upgrade's refusal handler gone, a handler first that runs the rules on a change of writability and tells of each read, reads no larger than a frame")
     func adopted() async throws {
-        let changes = NIOLockedValueBox(0)
+        let changes = NIOLockedValueBox(0), reads = NIOLockedValueBox(0)
         // Every channel operation before the first await: an embedded loop is its thread's.
         try {
             let channel = EmbeddedChannel()
             try channel.pipeline.syncOperations.addHandler(UpgradeRefusalHandler(), position: .first)
-            try RealtimeSocket.adopt(channel) { changes.withLockedValue { $0 += 1 } }
+            try RealtimeSocket.adopt(channel, onWritabilityChange: { changes.withLockedValue { $0 += 1 } }, onRead: { reads.withLockedValue { $0 += 1 } })
             #expect(throws: (any Error).self) { try channel.pipeline.syncOperations.handler(type: UpgradeRefusalHandler.self) }
-            #expect(try channel.pipeline.syncOperations.context(handlerType: WritabilityHandler.self).handler is WritabilityHandler)
+            #expect(try channel.pipeline.syncOperations.context(handlerType: ChannelEventsHandler.self).handler is ChannelEventsHandler)
             let allocator = try #require(try channel.getOption(ChannelOptions.recvAllocator).wait() as? AdaptiveRecvByteBufferAllocator)
             #expect(allocator.initial <= 256 && allocator.maximum <= RealtimeSocket.Options.maxMessageBytes)
             #expect(changes.withLockedValue { $0 } == 0)
             channel.pipeline.fireChannelWritabilityChanged()
             #expect(changes.withLockedValue { $0 } == 1, "a change of writability runs the rules")
+            #expect(reads.withLockedValue { $0 } == 0)
+            try channel.writeInbound(ByteBuffer(string: "pong"))
+            #expect(reads.withLockedValue { $0 } == 1, "a read tells the ping rule the peer is there")
+            #expect(try channel.readInbound(as: ByteBuffer.self) == ByteBuffer(string: "pong"), "and goes on down the pipeline")
             _ = try channel.finish()
         }()
     }

@@ -10,8 +10,10 @@ import TestSupport
 /// `/v1/realtime` on a live server: real sockets, a real database, the real feed.
 @Suite("Realtime socket", .serialized)
 struct RealtimeTests {
-    static func live(slowConsumerGrace: Duration = .seconds(10), _ body: @Sendable @escaping (APIHarness, Int) async throws -> Void) async throws {
-        try await APIHarness.run(testing: .live, slowConsumerGrace: slowConsumerGrace) { api in
+    static func live(
+        slowConsumerGrace: Duration = .seconds(10), pingPeriod: Duration = .seconds(25), _ body: @Sendable @escaping (APIHarness, Int) async throws -> Void
+    ) async throws {
+        try await APIHarness.run(testing: .live, slowConsumerGrace: slowConsumerGrace, pingPeriod: pingPeriod) { api in
             try await body(api, try #require(api.client.port))
         }
     }
@@ -138,6 +140,35 @@ struct RealtimeTests {
 
     /// An upgrade request by hand, to read the refusal's status and body.
     static func rawUpgrade(port: Int, token: String?) async throws -> String {
+        String(decoding: try await rawUpgradeBytes(port: port, token: token), as: UTF8.self)
+    }
+
+    /// The frames after a 101 answer: each one's opcode and payload (a server's are not masked).
+    static func frames(afterUpgrade reply: [UInt8]) throws -> [(opcode: UInt8, payload: [UInt8])] {
+        let end = try #require((0..<max(reply.count - 3, 0)).first { reply[$0..<$0 + 4].elementsEqual("\r\n\r\n".utf8) })
+        var rest = reply[(end + 4)...]
+        var frames: [(opcode: UInt8, payload: [UInt8])] = []
+        while rest.count >= 2 {
+            let opcode = rest[rest.startIndex] & 0x0F
+            var length = Int(rest[rest.startIndex + 1] & 0x7F)
+            var header = 2
+            if length == 126 {
+                length = rest.dropFirst(2).prefix(2).reduce(0) { $0 << 8 | Int($1) }
+                header = 4
+            } else if length == 127 {
+                length = rest.dropFirst(2).prefix(8).reduce(0) { $0 << 8 | Int($1) }
+                header = 10
+            }
+            guard rest.count >= header + length else { break }
+            frames.append((opcode, Array(rest.dropFirst(header).prefix(length))))
+            rest = rest.dropFirst(header + length)
+        }
+        return frames
+    }
+
+    /// Everything the server sends after the request, until it closes the connection; the
+    /// client sends nothing more, not even a pong.
+    static func rawUpgradeBytes(port: Int, token: String?) async throws -> [UInt8] {
         let request = "GET /v1/realtime HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" + (token.map { "Authorization: Bearer \($0)\r\n" } ?? "") + "\r\n"
         return try await OffPool.run {
@@ -154,7 +185,27 @@ struct RealtimeTests {
                 if count <= 0 { break }
                 reply += buffer[0..<count]
             }
-            return String(decoding: reply, as: UTF8.self)
+            return reply
+        }
+    }
+
+    @Test("a peer that answers no ping is closed with 1001 a ping period after one, while one that answers stays open")
+    func unansweredPing() async throws {
+        try await Self.live(pingPeriod: .seconds(1)) { api, port in
+            let alice = try await api.signIn("alice")
+            let diary = try await api.createDiary("ひとり", type: .friends, token: alice.accessToken)
+            let answering = TestSocket(port: port, token: alice.accessToken)
+            defer { answering.close() }
+            #expect(try await answering.nextType() == "ready")
+            // Returns once the server has closed the connection: its close frame unanswered, after `closeTimeout`.
+            let frames = try Self.frames(afterUpgrade: try await Self.rawUpgradeBytes(port: port, token: alice.accessToken))
+            #expect(frames.first?.opcode == 0x1, "ready")
+            #expect(frames.contains { $0.opcode == 0x9 }, "a ping before the close")
+            let close = try #require(frames.last, "a close frame")
+            #expect(close.opcode == 0x8 && close.payload.prefix(2).elementsEqual([0x03, 0xE9]), "1001: \(close.payload)")
+            #expect(String(decoding: close.payload.dropFirst(2), as: UTF8.self) == "ping unanswered")
+            _ = try await api.post("まだいる?", in: diary.id, token: alice.accessToken)
+            #expect(try await answering.event(.entryCreated).diaryId == diary.id, "the socket that answers its pings stays open")
         }
     }
 

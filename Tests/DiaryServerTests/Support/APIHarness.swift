@@ -57,7 +57,7 @@ struct APIHarness: Sendable {
     static func run(
         poolSize: Int = 4, acquireTimeout: Duration = .seconds(10), statementTimeout: Duration? = nil,
         maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, sharedReads: Bool = false, testing: TestingSetup = .router,
-        route: DatabaseRoute = .direct, slowConsumerGrace: Duration = .seconds(10),
+        route: DatabaseRoute = .direct, slowConsumerGrace: Duration = .seconds(10), pingPeriod: Duration = .seconds(25),
         push: PushConfiguration = PushConfiguration(), pushDelivery: PushDelivery.Options = PushDelivery.Options(),
         billing: BillingConfiguration = APIHarness.billing, serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
         export: ExportConfiguration = ExportConfiguration(), apple: AppleConfiguration = AppleConfiguration(), jwksURL: URL? = nil,
@@ -69,7 +69,7 @@ struct APIHarness: Sendable {
             try await run(
                 on: database, poolSize: poolSize, acquireTimeout: acquireTimeout, statementTimeout: statementTimeout,
                 maxConcurrentRequests: maxConcurrentRequests, sharedReads: sharedReads, testing: testing, route: route,
-                slowConsumerGrace: slowConsumerGrace, push: push, pushDelivery: pushDelivery, billing: billing,
+                slowConsumerGrace: slowConsumerGrace, pingPeriod: pingPeriod, push: push, pushDelivery: pushDelivery, billing: billing,
                 serviceStatus: serviceStatus, export: export, apple: apple, jwksURL: jwksURL, photoStore: photoStore,
                 deletedPhotosKept: deletedPhotosKept, invitePage: invitePage, trustedProxies: trustedProxies, body
             )
@@ -80,7 +80,7 @@ struct APIHarness: Sendable {
     static func run(
         on database: PostgresConfiguration, poolSize: Int = 4, acquireTimeout: Duration = .seconds(10), statementTimeout: Duration? = nil,
         maxConcurrentRequests: Int = ServerConfiguration.defaultMaxConcurrentRequests, sharedReads: Bool = false, testing: TestingSetup = .router,
-        route: DatabaseRoute = .direct, slowConsumerGrace: Duration = .seconds(10),
+        route: DatabaseRoute = .direct, slowConsumerGrace: Duration = .seconds(10), pingPeriod: Duration = .seconds(25),
         push: PushConfiguration = PushConfiguration(), pushDelivery: PushDelivery.Options = PushDelivery.Options(),
         billing: BillingConfiguration = APIHarness.billing, serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
         export: ExportConfiguration = ExportConfiguration(), apple: AppleConfiguration = AppleConfiguration(), jwksURL: URL? = nil,
@@ -106,6 +106,7 @@ struct APIHarness: Sendable {
             sharedReads: sharedReads
         )
         configuration.slowConsumerGrace = slowConsumerGrace
+        configuration.pingPeriod = pingPeriod
         configuration.citus = citus
         // Reminders run on the tests' own clock (ReminderTests), never the wall's.
         configuration.push = push
