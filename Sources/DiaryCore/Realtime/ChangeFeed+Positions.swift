@@ -153,15 +153,21 @@ extension ChangeFeed {
     /// Reads every followed diary's position into `next`, forgetting those no longer
     /// followed; returns the diaries that moved past what it knew.
     private func readPositions(into next: inout Following) async throws -> Set<UUID> {
-        var moved = Set<UUID>()
         let followed = Set(next.diariesOfUser.values.joined())
-        for batch in Array(followed).inBatches() {
+        let moved = try await readPositions(of: followed, into: &next)
+        next.positions = next.positions.filter { followed.contains($0.key) }
+        return moved
+    }
+
+    /// Reads the positions of `diaries` into `next`; returns those that moved past what it knew.
+    private func readPositions(of diaries: Set<UUID>, into next: inout Following) async throws -> Set<UUID> {
+        var moved = Set<UUID>()
+        for batch in Array(diaries).inBatches() {
             for row in try await pool.query("select diary_id, change_position from change_positions(\(batch))") {
                 let diary: UUID = try row.decode("diary_id")
                 if next.move(diary, to: try row.decode("change_position", as: Int64.self)) { moved.insert(diary) }
             }
         }
-        next.positions = next.positions.filter { followed.contains($0.key) }
         return moved
     }
 
@@ -206,13 +212,7 @@ extension ChangeFeed {
             $0.awaitsStart && next.diariesOfUser[$0.userID] != nil
         }
         let unknown = Set(starting.flatMap { next.diariesOfUser[$0.userID] ?? [] }).filter { next.positions[$0] == nil }
-        var learnt = Set<UUID>()
-        for batch in Array(unknown).inBatches() {
-            for row in try await pool.query("select diary_id, change_position from change_positions(\(batch))") {
-                let diary: UUID = try row.decode("diary_id")
-                if next.move(diary, to: try row.decode("change_position", as: Int64.self)) { learnt.insert(diary) }
-            }
-        }
+        let learnt = try await readPositions(of: unknown, into: &next)
         for (user, diaries) in next.followers(of: learnt) { woken[user, default: []].formUnion(diaries) }
         return starting
     }
