@@ -56,8 +56,6 @@ package final class ChangeFeed: Sendable {
         /// An unnamed NOTIFY, one the listener may have missed, a failed round, or the
         /// backstop: the next round reads who follows what, and every position.
         var everythingDue = true
-        /// The poll: the next round reads every followed diary's position.
-        var positionsDue = false
         /// Changes handed to sockets by `fanOut`, since the feed began.
         var fannedOutChanges = 0
         /// Reads of the change log sockets ran for themselves, since the feed began.
@@ -134,7 +132,7 @@ package final class ChangeFeed: Sendable {
             [
                 { await self.followChanges() },
                 { await self.listenForChanges() },
-                { await repeating(every: self.options.pollInterval) { self.askForPositions() } },
+                { await repeating(every: self.options.pollInterval) { await self.pollPositions() } },
                 { await repeating(every: self.options.membershipInterval) { self.askForEverything() } },
                 { await repeating(every: self.options.sessionCheckInterval) { await self.closeEndedSessions() } },
                 { await repeating(every: self.options.pruneInterval) { await self.prune() } },

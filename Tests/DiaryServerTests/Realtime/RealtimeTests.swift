@@ -265,6 +265,39 @@ struct RealtimeTests {
         }
     }
 
+    @Test("a change whose NOTIFY never came wakes its diary's followers by the poll, which runs beside the rounds")
+    func pollFindsWhatNoNotifySaid() async throws {
+        try await APIHarness.run { api in
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
+            let diary = try await api.createDiary("二人", type: .couple, token: alice.accessToken)
+            #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
+            var options = ChangeFeed.Options()
+            options.pollInterval = .milliseconds(100)
+            options.membershipInterval = .seconds(3600)
+            options.sessionCheckInterval = .seconds(3600)
+            let pool = PostgresPool(configuration: api.database.as(TestDatabase.appRole), options: .init(size: 2), logger: TestDatabase.logger)
+            let feed = ChangeFeed(pool: pool, listenConfiguration: api.database, options: options, logger: TestDatabase.logger)
+            let bobs = try #require(feed.subscribe(TokenService.Identity(userID: bob.user.id, sessionID: UUID())))
+            let running = Task { await feed.run() }
+            func nextWake() async -> Set<UUID>? {
+                try? await withTimeLimit("a wake-up", within: .seconds(30)) {
+                    var wakes = bobs.wakes.makeAsyncIterator()
+                    return await wakes.next()
+                }
+            }
+            #expect(await nextWake() == [diary.id], "the first round")
+            // Posted as an operator would, with no announce_pending after the COMMIT: no NOTIFY.
+            let before = try await api.asSuperuser("select change_position from diaries where id = \(diary.id)")[0].decode("change_position", as: Int64.self)
+            _ = try await api.asSuperuser("select post_entry_as(\(alice.user.id), \(diary.id), \(UUID()), '黙って書いた')")
+            #expect(await nextWake() == [diary.id], "the poll found the diary past where the feed knew it")
+            let after = try await api.asSuperuser("select change_position from diaries where id = \(diary.id)")[0].decode("change_position", as: Int64.self)
+            #expect(after > before)
+            running.cancel()
+            await running.value
+            try? await pool.close()
+        }
+    }
+
     @Test("a socket learns of its user's join from another device, then the diary's posts, then its own removal")
     func ownJoinFromElsewhere() async throws {
         try await Self.live { api, port in try await Self.ownJoinPostAndDeparture(api, port: port) }
