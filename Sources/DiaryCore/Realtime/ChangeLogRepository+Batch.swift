@@ -41,18 +41,16 @@ extension ChangeLogRepository {
     package func batch(of diary: UUID, after: Int64, limit: Int, among users: [UUID]) async throws -> Result<DiaryBatch, BatchRefusal> {
         let results = try await scope.read([
             "select user_ids from members_of_diaries(\([diary]), \(users))",
-            "select diaries.type from diaries where diaries.id = \(diary) and \(DiariesPolicy.select.using)",
-            Self.changesStatement(inDiary: diary, after: after, limit: limit),
+            Self.changesStatement(inDiary: diary, after: after, limit: limit, subjects: .entries),
         ])
-        guard let type = try results[1].first?.decode("type", as: String.self) else { return .failure(.notFromHere) }
+        guard let head = results[1].first, let type = try head.decode("diary_type", as: String?.self) else { return .failure(.notFromHere) }
         guard type != DiaryType.anonymous.rawValue else { return .failure(.anonymous) }
-        guard let head = results[2].first, try head.decode("change_position", as: Int64?.self) != nil,
-              try head.decode("read_after", as: Int64.self) == after, try head.decode("pruned_position", as: Int64.self) <= after
+        guard try head.decode("read_after", as: Int64.self) == after, try head.decode("pruned_position", as: Int64.self) <= after
         else { return .failure(.notFromHere) }
         let members = Set(try results[0].first?.decodeAggregate("user_ids", as: UUID.self) ?? [])
         var batch = DiaryBatch(diary: diary, after: after, through: after, members: members, changes: [])
         var rows = 0
-        for row in results[2] {
+        for row in results[1] {
             guard let change = try LoggedChange(row: row, diary: diary, links: scope.photoLinks, invites: scope.inviteLinks) else { continue }
             rows += 1
             guard rows <= limit else { return .failure(.tooMany) }

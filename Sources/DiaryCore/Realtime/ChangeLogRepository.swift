@@ -126,14 +126,30 @@ package struct ChangeLogRepository: Sendable {
     /// as the REST API renders it to the caller, in their sections of the row: the diary's
     /// position, its changes and what they render, from one snapshot, in one statement that
     /// on Citus routes to the diary's shard. The first row carries the diary's position,
-    /// pruning line and where the read began, even when no change is returned. Of a diary
+    /// pruning line, type and where the read began, even when no change is returned. Of a diary
     /// the caller is not in, only their own departure. `offset 0` keeps a subject's
     /// subquery apart, so that its test of the change's kind gates it (a one-time filter):
     /// flattened into the statement, the diary's columns were read for every change. `start`
     /// is materialized, so that where the read begins bounds the log's index range: inlined,
     /// it became a filter, and each read walked the diary's whole log (PlanGuardTests).
-    static func changesStatement(inDiary diary: UUID, after: Int64?, limit: Int) -> PostgresQuery {
-        """
+    /// `subjects` says whose subjects it renders: the fan-out's batch, which a member's or
+    /// the diary's own change refuses, renders entries alone, and so is planned in about half
+    /// the time, which Citus spends on every read (Benchmarks/results, citus-render-function-probe).
+    static func changesStatement(inDiary diary: UUID, after: Int64?, limit: Int, subjects: Subjects = .all) -> PostgresQuery {
+        let memberAndDiary: (columns: PostgresQuery, joins: PostgresQuery) = switch subjects {
+        case .entries: ("", "")
+        case .all: (
+            ", null::text as member_section, m.*, null::text as diary_section, dd.*",
+            """
+            left join lateral (
+                select \(DiaryRepository.memberColumns) from member_profiles p
+                where c.kind = 'member.joined' and p.diary_id = \(diary) and p.user_id = c.user_id offset 0) m on true
+            left join lateral (
+                \(DiaryRepository.diaryColumns(ofDiary: diary))
+                where c.kind = 'diary.updated' and diaries.id = \(diary) and \(DiariesPolicy.select.using) offset 0) dd on true
+            """)
+        }
+        return """
         with d as (
             select diaries.change_position, diaries.pruned_position, diaries.type from diaries
             where diaries.id = \(diary) and \(DiariesPolicy.select.using)),
@@ -141,12 +157,12 @@ package struct ChangeLogRepository: Sendable {
             select coalesce(greatest(\(after)::bigint, (
                 select max(j.position) - 1 from change_log j
                 where j.diary_id = \(diary) and j.kind = 'member.joined' and j.user_id = app_user_id())), -1) as read_after)
-        select d.change_position, d.pruned_position, start.read_after,
+        select d.change_position, d.pruned_position, d.type as diary_type, start.read_after,
             c.position, c.kind, c.entry_id, c.user_id, c.at,
             case when c.user_id = app_user_id() then c.user_id
                  when d.type <> 'anonymous' then c.user_id
                  else c.user_alias end as public_user_id,
-            null::text as entry_section, e.*, null::text as member_section, m.*, null::text as diary_section, dd.*
+            null::text as entry_section, e.*\(memberAndDiary.columns)
         from start
         left join d on true
         left join lateral (
@@ -157,14 +173,17 @@ package struct ChangeLogRepository: Sendable {
         left join lateral (
             \(EntryRepository.entryColumns(inDiary: diary))
             where c.kind in ('entry.created', 'entry.updated') and entries.id = c.entry_id and \(EntriesPolicy.select(inDiary: diary))) e on true
-        left join lateral (
-            select \(DiaryRepository.memberColumns) from member_profiles p
-            where c.kind = 'member.joined' and p.diary_id = \(diary) and p.user_id = c.user_id offset 0) m on true
-        left join lateral (
-            \(DiaryRepository.diaryColumns(ofDiary: diary))
-            where c.kind = 'diary.updated' and diaries.id = \(diary) and \(DiariesPolicy.select.using) offset 0) dd on true
+        \(memberAndDiary.joins)
         order by c.position
         """
+    }
+
+    /// Whose subjects a read of the log renders beside each change.
+    enum Subjects: Sendable {
+        /// Entries, members and the diary: what a socket and delta sync read.
+        case all
+        /// Entries alone; a member's or the diary's change is read without what it shows.
+        case entries
     }
 
     /// A row of the log, as read for the caller, with what it shows. `userID` is the real id
@@ -202,9 +221,11 @@ package struct ChangeLogRepository: Sendable {
                 let entry = try row.section(after: "entry_section")
                 if try entry.decode("id", as: UUID?.self) != nil { data = .entry(try EntryRepository.entry(from: entry, links: links)) }
             case .memberJoined:
+                guard row.has("member_section") else { break }
                 let member = try row.section(after: "member_section")
                 if try member.decode("public_id", as: UUID?.self) != nil { data = .member(try DiaryRepository.member(from: member, links: links)) }
             case .diaryUpdated:
+                guard row.has("diary_section") else { break }
                 let shown = try row.section(after: "diary_section")
                 if try shown.decode("id", as: UUID?.self) != nil { data = .diary(try DiaryRepository.diary(from: shown, invites: invites, links: links)) }
             case .entryDeleted:

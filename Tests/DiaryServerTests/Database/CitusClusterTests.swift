@@ -319,6 +319,7 @@ struct CitusClusterTests {
             reads.append(("an entry", EntryRepository.findStatement(entry.id, in: diary.id)))
             reads.append(("mark read's check", EntryRepository.markReadStatements(entry.id, in: diary.id)[0]))
             reads.append(("the socket's read", ChangeLogRepository.changesStatement(inDiary: diary.id, after: 0, limit: 100)))
+            reads.append(("the fan-out's read", ChangeLogRepository.changesStatement(inDiary: diary.id, after: 0, limit: 100, subjects: .entries)))
             for read in reads {
                 // Spelled as a request on the cluster sends it (RequestScope.Database.citus).
                 let explain = CitusSpelling.respelled(PostgresQuery(unsafeSQL: "explain (costs off) " + read.statement.sql, bindings: read.statement.bindings))

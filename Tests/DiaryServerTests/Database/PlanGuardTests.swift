@@ -92,6 +92,7 @@ struct PlanGuardTests {
             ("post", EntryRepository.postStatements(UUID(), in: diary.diary, content: "新しい日記", question: nil, photoIDs: [])
                 + [EntryRepository.readBack(UUID(), in: diary.diary).spelled(for: .single)], true),
             ("the realtime read", [ChangeLogRepository.changesStatement(inDiary: diary.diary, after: position - 5, limit: 100)], false),
+            ("the fan-out's read", [ChangeLogRepository.changesStatement(inDiary: diary.diary, after: position - 5, limit: 100, subjects: .entries)], false),
         ]
     }
 
@@ -169,18 +170,20 @@ struct PlanGuardTests {
                     try await admin.query("vacuum analyze")
                     Self.expectIndependent(try await Self.costs(app, short), try await Self.costs(app, long), statistics: "fresh")
 
-                    // The socket's read of the log: a range of its index from where the read
-                    // begins, in the index's order; nothing sorted but the page it returns.
+                    // The socket's read of the log, and the fan-out's: a range of its index from
+                    // where the read begins, in the index's order; nothing sorted but the page.
                     let position = try #require(try await admin.query("select change_position from diaries where id = \(long.diary)").first?.decode("change_position", as: Int64.self))
                     let limit = 100
-                    let plan = try #require(try await Self.plans(app, long, [ChangeLogRepository.changesStatement(inDiary: long.diary, after: position - 5, limit: limit)]).first)
-                    let nodes = Self.nodes(plan)
-                    let scans = nodes.filter { ($0["Relation Name"] as? String) == "change_log" && ($0["Alias"] as? String) == "c" }
-                    #expect(scans.count == 1 && scans.allSatisfy {
-                        ($0["Node Type"] as? String)?.hasPrefix("Index") == true && (($0["Index Cond"] as? String) ?? "").contains("position")
-                    }, "\(scans.map { "\($0["Node Type"] ?? "?") \($0["Index Cond"] ?? "")" })")
-                    let sorts = nodes.filter { ($0["Node Type"] as? String) == "Sort" }
-                    #expect(sorts.allSatisfy { (($0["Actual Rows"] as? Int) ?? .max) <= limit + 1 }, "a sort of more than a page")
+                    for subjects in [ChangeLogRepository.Subjects.all, .entries] {
+                        let plan = try #require(try await Self.plans(app, long, [ChangeLogRepository.changesStatement(inDiary: long.diary, after: position - 5, limit: limit, subjects: subjects)]).first)
+                        let nodes = Self.nodes(plan)
+                        let scans = nodes.filter { ($0["Relation Name"] as? String) == "change_log" && ($0["Alias"] as? String) == "c" }
+                        #expect(scans.count == 1 && scans.allSatisfy {
+                            ($0["Node Type"] as? String)?.hasPrefix("Index") == true && (($0["Index Cond"] as? String) ?? "").contains("position")
+                        }, "\(subjects): \(scans.map { "\($0["Node Type"] ?? "?") \($0["Index Cond"] ?? "")" })")
+                        let sorts = nodes.filter { ($0["Node Type"] as? String) == "Sort" }
+                        #expect(sorts.allSatisfy { (($0["Actual Rows"] as? Int) ?? .max) <= limit + 1 }, "\(subjects): a sort of more than a page")
+                    }
                 }
             }
         }
