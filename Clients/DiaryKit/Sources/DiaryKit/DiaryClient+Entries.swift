@@ -98,6 +98,13 @@ extension DiaryClient {
         })
     }
 
+    /// Clears the question an entry answers (author only), leaving the rest as it is.
+    public func clearQuestion(diaryID: String, entryID: String) async throws -> Entry {
+        try await ClearQuestionMiddleware.$clearingQuestion.withValue(true) {
+            try await editEntry(diaryID: diaryID, entryID: entryID)
+        }
+    }
+
     /// Deletes an entry (author only).
     public func deleteEntry(diaryID: String, entryID: String) async throws {
         _ = try await perform { try await api.deleteEntry(path: .init(diaryId: diaryID, entryId: entryID)).noContent }

@@ -82,7 +82,7 @@ public final class DiaryClient: Sendable {
         self.authority = authority
         api = Client(serverURL: configuration.serverURL, configuration: generated, transport: transport,
                      middlewares: outer + [AuthenticationMiddleware(authority: authority), RawPhotoHeadersMiddleware(),
-                                                       RawExportHeaderMiddleware()])
+                                                       RawExportHeaderMiddleware(), ClearQuestionMiddleware()])
     }
 
     /// Whether a session is held (it may still turn out to have ended on the server).

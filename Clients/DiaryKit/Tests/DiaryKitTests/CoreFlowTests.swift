@@ -52,6 +52,23 @@ struct CoreFlowTests {
         }
     }
 
+    @Test("an edit leaves out what it does not change; clearQuestion clears the question alone")
+    func clearQuestion() async throws {
+        try await LiveServer.with { server in
+            let aiko = try await server.signedIn("aiko")
+            let diary = try await aiko.createDiary(name: "問いの日記", type: .family)
+            let entry = try await aiko.post(EntryDraft(diaryID: diary.id, content: "朝ごはん", question: "今日の朝ごはんは?"))
+            #expect(entry.question == "今日の朝ごはんは?")
+            let edited = try await aiko.editEntry(diaryID: diary.id, entryID: entry.id, content: "朝ごはんはパン")
+            #expect(edited.content == "朝ごはんはパン" && edited.question == "今日の朝ごはんは?", "a nil question leaves it as it was")
+            let cleared = try await aiko.clearQuestion(diaryID: diary.id, entryID: entry.id)
+            #expect(cleared.question == nil && cleared.content == "朝ごはんはパン")
+            #expect(try await aiko.entry(diaryID: diary.id, entryID: entry.id).question == nil)
+            let after = try await aiko.editEntry(diaryID: diary.id, entryID: entry.id, question: "昼ごはんは?")
+            #expect(after.question == "昼ごはんは?", "only the clearing call sends the null")
+        }
+    }
+
     @Test("problems arrive typed, with their stable codes")
     func typedProblems() async throws {
         try await LiveServer.with { server in
