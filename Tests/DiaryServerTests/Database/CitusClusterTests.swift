@@ -299,7 +299,7 @@ struct CitusClusterTests {
         }
     }
 
-    @Test("every everyday read, as the server spells it on a cluster, routes to the diary's one shard in one piece: the home list's diary, a diary, the timeline's first, later and day pages, an entry, mark read's check, the socket's read of the log")
+    @Test("every everyday read, as the server spells it on a cluster, routes to the diary's one shard in one piece: the home list's diary, a diary, the timeline's first, later and day pages, an entry, mark read's check, the socket's and the fan-out's reads of the log")
     func everydayReadsRouteToOneShard() async throws {
         try await APIHarness.run(on: try Self.owner(), citus: true) { api in
             let alice = try await api.signIn("citus-plan-\(UUID().uuidString.prefix(8))")

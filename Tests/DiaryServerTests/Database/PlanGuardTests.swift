@@ -153,7 +153,7 @@ struct PlanGuardTests {
         }
     }
 
-    @Test("the home list, a diary, the timeline's pages, an entry, mark read, post and the realtime read cost the same at 20 and at 20,000 entries, with stale statistics and fresh")
+    @Test("the home list, a diary, the timeline's pages, an entry, mark read, post, the realtime read and the fan-out's cost the same at 20 and at 20,000 entries, with stale statistics and fresh")
     func historyIndependent() async throws {
         try await MigratedTemplate.withDatabase { database in
             try await TestDatabase.withPool(database, size: 1) { admin in
