@@ -218,50 +218,40 @@ struct RealtimeTests {
             let other = try await api.createDiary("友達", type: .friends, token: carol.accessToken)
             // A new server's feed, not running yet, listening on this database and polling
             // hourly: only its first round and NOTIFYs wake anyone.
-            var options = ChangeFeed.Options()
-            options.pollInterval = .seconds(3600)
-            options.sessionCheckInterval = .seconds(3600)
-            let pool = PostgresPool(configuration: api.database.as(TestDatabase.appRole), options: .init(size: 2), logger: TestDatabase.logger)
-            let feed = ChangeFeed(pool: pool, listenConfiguration: api.database, options: options, logger: TestDatabase.logger)
-            func nextWake(_ subscription: ChangeSubscription) async -> Set<UUID>? {
-                try? await withTimeLimit("a wake-up", within: .seconds(30)) {
-                    var wakes = subscription.wakes.makeAsyncIterator()
-                    return await wakes.next()
-                }
+            try await Self.withFeed(api, polling: .seconds(3600)) { feed in
+                let bobs = try #require(feed.subscribe(TokenService.Identity(userID: bob.user.id, sessionID: UUID())))
+                let carols = try #require(feed.subscribe(TokenService.Identity(userID: carol.user.id, sessionID: UUID())))
+                // Posted before the feed runs: its first round wakes every socket for each of its diaries.
+                _ = try await api.post("届いた?", in: shared.id, token: alice.accessToken)
+                let running = Task { await feed.run() }
+                #expect(await Self.nextWake(bobs) == [shared.id], "a socket that read before the first round waits for the diary's next change")
+                #expect(await Self.nextWake(carols) == [other.id])
+
+                // A post in one diary wakes its member alone, for that diary: Carol's next wake,
+                // after a post in hers, names hers only, so the first never woke her.
+                _ = try await api.post("二人だけ", in: shared.id, token: alice.accessToken)
+                #expect(await Self.nextWake(bobs) == [shared.id])
+                _ = try await api.post("みんなへ", in: other.id, token: carol.accessToken)
+                #expect(await Self.nextWake(carols) == [other.id])
+
+                // Joining a diary wakes the joiner for it, through the members NOTIFY.
+                #expect(try await api.join(other.inviteCode, token: bob.accessToken).status == .ok)
+                #expect(await Self.nextWake(bobs) == [other.id])
+                #expect(await Self.nextWake(carols) == [other.id])
+
+                // A user the feed has not read yet, removed before its next round: the diaries it
+                // reads for him no longer name the diary, and still he is woken for it, where his
+                // socket has a departure to tell. No round runs between his subscription and the
+                // removal: only NOTIFYs start one.
+                let dave = try await api.signIn("dave")
+                #expect(try await api.join(other.inviteCode, token: dave.accessToken).status == .ok)
+                #expect(await Self.nextWake(carols) == [other.id])
+                let daves = try #require(feed.subscribe(TokenService.Identity(userID: dave.user.id, sessionID: UUID())))
+                #expect(try await api.call(.delete, "/v1/diaries/\(other.id)/members/\(dave.user.id)", token: carol.accessToken).status == .noContent)
+                #expect(await Self.nextWake(daves) == [other.id])
+                running.cancel()
+                await running.value
             }
-            let bobs = try #require(feed.subscribe(TokenService.Identity(userID: bob.user.id, sessionID: UUID())))
-            let carols = try #require(feed.subscribe(TokenService.Identity(userID: carol.user.id, sessionID: UUID())))
-            // Posted before the feed runs: its first round wakes every socket for each of its diaries.
-            _ = try await api.post("届いた?", in: shared.id, token: alice.accessToken)
-            let running = Task { await feed.run() }
-            #expect(await nextWake(bobs) == [shared.id], "a socket that read before the first round waits for the diary's next change")
-            #expect(await nextWake(carols) == [other.id])
-
-            // A post in one diary wakes its member alone, for that diary: Carol's next wake,
-            // after a post in hers, names hers only, so the first never woke her.
-            _ = try await api.post("二人だけ", in: shared.id, token: alice.accessToken)
-            #expect(await nextWake(bobs) == [shared.id])
-            _ = try await api.post("みんなへ", in: other.id, token: carol.accessToken)
-            #expect(await nextWake(carols) == [other.id])
-
-            // Joining a diary wakes the joiner for it, through the members NOTIFY.
-            #expect(try await api.join(other.inviteCode, token: bob.accessToken).status == .ok)
-            #expect(await nextWake(bobs) == [other.id])
-            #expect(await nextWake(carols) == [other.id])
-
-            // A user the feed has not read yet, removed before its next round: the diaries it
-            // reads for him no longer name the diary, and still he is woken for it, where his
-            // socket has a departure to tell. No round runs between his subscription and the
-            // removal: only NOTIFYs start one.
-            let dave = try await api.signIn("dave")
-            #expect(try await api.join(other.inviteCode, token: dave.accessToken).status == .ok)
-            #expect(await nextWake(carols) == [other.id])
-            let daves = try #require(feed.subscribe(TokenService.Identity(userID: dave.user.id, sessionID: UUID())))
-            #expect(try await api.call(.delete, "/v1/diaries/\(other.id)/members/\(dave.user.id)", token: carol.accessToken).status == .noContent)
-            #expect(await nextWake(daves) == [other.id])
-            running.cancel()
-            await running.value
-            try? await pool.close()
         }
     }
 
@@ -271,30 +261,44 @@ struct RealtimeTests {
             let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
             let diary = try await api.createDiary("二人", type: .couple, token: alice.accessToken)
             #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
-            var options = ChangeFeed.Options()
-            options.pollInterval = .milliseconds(100)
-            options.membershipInterval = .seconds(3600)
-            options.sessionCheckInterval = .seconds(3600)
-            let pool = PostgresPool(configuration: api.database.as(TestDatabase.appRole), options: .init(size: 2), logger: TestDatabase.logger)
-            let feed = ChangeFeed(pool: pool, listenConfiguration: api.database, options: options, logger: TestDatabase.logger)
-            let bobs = try #require(feed.subscribe(TokenService.Identity(userID: bob.user.id, sessionID: UUID())))
-            let running = Task { await feed.run() }
-            func nextWake() async -> Set<UUID>? {
-                try? await withTimeLimit("a wake-up", within: .seconds(30)) {
-                    var wakes = bobs.wakes.makeAsyncIterator()
-                    return await wakes.next()
-                }
+            try await Self.withFeed(api, polling: .milliseconds(100)) { feed in
+                let bobs = try #require(feed.subscribe(TokenService.Identity(userID: bob.user.id, sessionID: UUID())))
+                let running = Task { await feed.run() }
+                #expect(await Self.nextWake(bobs) == [diary.id], "the first round")
+                // Posted as an operator would, with no announce_pending after the COMMIT: no NOTIFY.
+                let before = try await api.asSuperuser("select change_position from diaries where id = \(diary.id)")[0].decode("change_position", as: Int64.self)
+                _ = try await api.asSuperuser("select post_entry_as(\(alice.user.id), \(diary.id), \(UUID()), '黙って書いた')")
+                #expect(await Self.nextWake(bobs) == [diary.id], "the poll found the diary past where the feed knew it")
+                let after = try await api.asSuperuser("select change_position from diaries where id = \(diary.id)")[0].decode("change_position", as: Int64.self)
+                #expect(after > before)
+                running.cancel()
+                await running.value
             }
-            #expect(await nextWake() == [diary.id], "the first round")
-            // Posted as an operator would, with no announce_pending after the COMMIT: no NOTIFY.
-            let before = try await api.asSuperuser("select change_position from diaries where id = \(diary.id)")[0].decode("change_position", as: Int64.self)
-            _ = try await api.asSuperuser("select post_entry_as(\(alice.user.id), \(diary.id), \(UUID()), '黙って書いた')")
-            #expect(await nextWake() == [diary.id], "the poll found the diary past where the feed knew it")
-            let after = try await api.asSuperuser("select change_position from diaries where id = \(diary.id)")[0].decode("change_position", as: Int64.self)
-            #expect(after > before)
-            running.cancel()
-            await running.value
+        }
+    }
+
+    /// A new server's feed on the test's database, not running yet, polling every `interval`,
+    /// with no backstop round and no session check within a test; its pool closed after `body`.
+    static func withFeed(_ api: APIHarness, polling interval: Duration, _ body: (ChangeFeed) async throws -> Void) async throws {
+        var options = ChangeFeed.Options()
+        options.pollInterval = interval
+        options.membershipInterval = .seconds(3600)
+        options.sessionCheckInterval = .seconds(3600)
+        let pool = PostgresPool(configuration: api.database.as(TestDatabase.appRole), options: .init(size: 2), logger: TestDatabase.logger)
+        do {
+            try await body(ChangeFeed(pool: pool, listenConfiguration: api.database, options: options, logger: TestDatabase.logger))
+        } catch {
             try? await pool.close()
+            throw error
+        }
+        try? await pool.close()
+    }
+
+    /// The diaries a subscription's next wake names; nil if none comes within 30 s.
+    static func nextWake(_ subscription: ChangeSubscription) async -> Set<UUID>? {
+        try? await withTimeLimit("a wake-up", within: .seconds(30)) {
+            var wakes = subscription.wakes.makeAsyncIterator()
+            return await wakes.next()
         }
     }
 
