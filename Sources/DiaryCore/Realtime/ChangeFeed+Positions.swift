@@ -88,8 +88,8 @@ extension ChangeFeed {
 
     /// The poll, beside the rounds: every followed diary's position, and each that moved past
     /// what the feed knows noted as its NOTIFY would have been, which wakes a round. The read
-    /// asks every shard on Citus (21.6 ms a poll there, Benchmarks/results): made inside a
-    /// round, it held each NOTIFY that came meanwhile.
+    /// asks every shard on Citus, so no round waits for it: a NOTIFY that comes meanwhile is
+    /// served at once.
     func pollPositions() async {
         let known = state.withLockedValue { $0.following }
         var polled = Following(positions: known.positions)

@@ -133,8 +133,8 @@ package struct ChangeLogRepository: Sendable {
     /// is materialized, so that where the read begins bounds the log's index range: inlined,
     /// it became a filter, and each read walked the diary's whole log (PlanGuardTests).
     /// `subjects` says whose subjects it renders: the fan-out's batch, which a member's or
-    /// the diary's own change refuses, renders entries alone, and so is planned in about half
-    /// the time, which Citus spends on every read (Benchmarks/results, citus-render-function-probe).
+    /// the diary's own change refuses, renders entries alone, and so has the smaller plan,
+    /// which Citus makes anew for every read.
     static func changesStatement(inDiary diary: UUID, after: Int64?, limit: Int, subjects: Subjects = .all) -> PostgresQuery {
         let memberAndDiary: (columns: PostgresQuery, joins: PostgresQuery) = switch subjects {
         case .entries: ("", "")
