@@ -77,12 +77,6 @@ public struct PostgresRow: Sendable {
         return PostgresRow(rows: rows, index: index, firstColumn: column + 1)
     }
 
-    /// Whether the row has a column called `name` (after this section's marker): a statement
-    /// may leave a section out.
-    public func has(_ name: String) -> Bool {
-        rows.columnIndex(name, from: firstColumn) != nil
-    }
-
     public var columnCount: Int { rows.columnNames.count }
 
     /// Decodes the column at `column`; a mismatch names the column.

@@ -51,7 +51,7 @@ extension ChangeLogRepository {
         var batch = DiaryBatch(diary: diary, after: after, through: after, members: members, changes: [])
         var rows = 0
         for row in results[1] {
-            guard let change = try LoggedChange(row: row, diary: diary, links: scope.photoLinks, invites: scope.inviteLinks) else { continue }
+            guard let change = try LoggedChange(row: row, diary: diary, subjects: .entries, links: scope.photoLinks, invites: scope.inviteLinks) else { continue }
             rows += 1
             guard rows <= limit else { return .failure(.tooMany) }
             switch change.type {

@@ -99,7 +99,7 @@ package struct ChangeLogRepository: Sendable {
                 // A diary left: kept in the cursor until its departure has been told.
                 next[diary] = try head.decode("position", as: Int64?.self) == nil ? nil : after
             }
-            queues.append(try rows.compactMap { try LoggedChange(row: $0, diary: diary, links: scope.photoLinks, invites: scope.inviteLinks) })
+            queues.append(try rows.compactMap { try LoggedChange(row: $0, diary: diary, subjects: .all, links: scope.photoLinks, invites: scope.inviteLinks) })
         }
 
         var changes: [LoggedChange] = []
@@ -203,8 +203,9 @@ package struct ChangeLogRepository: Sendable {
         /// deleted, a member who left again): the change that removed it follows.
         var data: ChangeData?
 
-        /// Nil for the row that carries only the diary's position.
-        init?(row: PostgresRow, diary: UUID, links: PhotoLinks, invites: InviteLinks) throws {
+        /// Nil for the row that carries only the diary's position. `subjects` is what the
+        /// statement rendered (`changesStatement`): a subject it left out leaves `data` nil.
+        init?(row: PostgresRow, diary: UUID, subjects: Subjects, links: PhotoLinks, invites: InviteLinks) throws {
             guard let position = try row.decode("position", as: Int64?.self) else { return nil }
             guard let type = ChangeType(rawValue: try row.decode("kind")) else {
                 throw PostgresDecodingError(column: "kind", targetType: "ChangeType", failure: .malformed("unknown change"))
@@ -221,11 +222,11 @@ package struct ChangeLogRepository: Sendable {
                 let entry = try row.section(after: "entry_section")
                 if try entry.decode("id", as: UUID?.self) != nil { data = .entry(try EntryRepository.entry(from: entry, links: links)) }
             case .memberJoined:
-                guard row.has("member_section") else { break }
+                guard subjects == .all else { break }
                 let member = try row.section(after: "member_section")
                 if try member.decode("public_id", as: UUID?.self) != nil { data = .member(try DiaryRepository.member(from: member, links: links)) }
             case .diaryUpdated:
-                guard row.has("diary_section") else { break }
+                guard subjects == .all else { break }
                 let shown = try row.section(after: "diary_section")
                 if try shown.decode("id", as: UUID?.self) != nil { data = .diary(try DiaryRepository.diary(from: shown, invites: invites, links: links)) }
             case .entryDeleted:
