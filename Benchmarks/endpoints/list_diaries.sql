@@ -1,8 +1,9 @@
--- GET /v1/diaries (DiaryRepository.list). One round trip.
+-- GET /v1/diaries (DiaryRepository.list): each diary's last entry walks entries_timeline (EntryRepository.walkTheTimeline). One round trip.
 \set n random(1, 10000)
 \startpipeline
 BEGIN;
 select authenticate(md5('s' || :n)::uuid, md5(:n::text)::uuid);
+select set_config('enable_bitmapscan', 'off', true);
 select diaries.id, diaries.name, diaries.type, diaries.invite_code, me.role, diaries.created_at,
     cardinality(members.member_ids) as member_count,
     (select e.created_at from entries e where e.diary_id = diaries.id order by e.created_at desc limit 1) as last_entry_at,

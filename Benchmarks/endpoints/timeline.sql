@@ -16,7 +16,7 @@ select entries.id, entries.diary_id, entries.content, entries.question,
 from (select entries.id from entries
      where entries.diary_id = md5('d' || :d)::uuid and md5('d' || :d)::uuid = any ((select app_diary_ids())::uuid[])
      order by entries.created_at desc, entries.id desc limit 21) page
-    join entries on entries.diary_id = md5('d' || :d)::uuid and entries.id = page.id
+    cross join lateral (select * from entries where entries.diary_id = md5('d' || :d)::uuid and entries.id = page.id offset 0) entries
 left join profiles author on author.user_id = entries.user_id
 cross join lateral (
     select array_agg(reader.public_id order by entry_reads.read_at, reader.public_id) as reader_ids,

@@ -23,8 +23,12 @@ package struct DepartureRepository: Sendable {
 
     /// Newest departure first; only those whose window is open.
     package func list() async throws -> [Departure] {
-        let rows = try await scope.read("select * from my_departures(\(window))")
+        let rows = try await scope.read(Self.listStatement(window: window))
         return try rows.map(Self.departure)
+    }
+
+    static func listStatement(window: Duration) -> PostgresQuery {
+        "select * from my_departures(\(window))"
     }
 
     static func departure(from row: PostgresRow) throws -> Departure {

@@ -88,18 +88,22 @@ package struct DiaryRepository: Sendable {
     /// answer; on one PostgreSQL one statement.
     package func list() async throws -> [Diary] {
         guard scope.readsDiaryByDiary else {
-            return try await scope.read(Self.listStatement).map { try Self.diary(from: $0, invites: scope.inviteLinks, links: scope.photoLinks) }
+            return try await scope.read(Self.listStatements)[1].map { try Self.diary(from: $0, invites: scope.inviteLinks, links: scope.photoLinks) }
         }
         let diaries = try await scope.readEachDiary { "\(Self.diaryColumns(ofDiary: $0)) where diaries.id = \($0) and \(DiariesPolicy.select.using)" }
         return try diaries.compactMap { try $0.rows.first.map { try Self.diary(from: $0, invites: scope.inviteLinks, links: scope.photoLinks) } }.sorted(by: Self.latestWrittenFirst)
     }
 
-    /// The home list on one PostgreSQL (PlanGuardTests holds its cost to the diaries, not their histories).
-    static let listStatement: PostgresQuery = """
+    /// The home list on one PostgreSQL (PlanGuardTests holds its cost to the diaries, not their
+    /// histories): each diary's last entry walks the timeline's index.
+    static let listStatements: [PostgresQuery] = [
+        EntryRepository.walkTheTimeline,
+        """
         \(diaryColumns)
         where \(DiariesPolicy.select.using)
         order by last_entry_at desc nulls last, diaries.created_at desc
-        """
+        """,
+    ]
 
     /// `order by last_entry_at desc nulls last, created_at desc`.
     static func latestWrittenFirst(_ a: Diary, _ b: Diary) -> Bool {
@@ -114,6 +118,7 @@ package struct DiaryRepository: Sendable {
     static func findStatements(_ id: UUID) -> [PostgresQuery] {
         [
             ChangeLogRepository.positionStatement(ofDiary: id),
+            EntryRepository.walkTheTimeline,
             "\(Self.diaryColumns(ofDiary: id)) where diaries.id = \(id) and \(DiariesPolicy.select.using)",
         ]
     }
@@ -122,7 +127,7 @@ package struct DiaryRepository: Sendable {
     /// the changes from there misses nothing the diary does not show.
     package func find(_ id: UUID) async throws -> Diary {
         let results = try await scope.read(Self.findStatements(id))
-        guard let row = results[1].first else { throw DomainError.notFound("no such diary") }
+        guard let row = results[2].first else { throw DomainError.notFound("no such diary") }
         var diary = try Self.diary(from: row, invites: scope.inviteLinks, links: scope.photoLinks)
         diary.changesCursor = try ChangeLogRepository.position(ofDiary: id, from: results[0]).encoded
         return diary

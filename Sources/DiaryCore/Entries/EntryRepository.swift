@@ -183,14 +183,16 @@ package struct EntryRepository: Sendable {
             and entries.created_at < (select (\(day.text)::date + 1)::timestamp at time zone u.time_zone from users u where u.id = (select app_user_id()))
             """
         } ?? ""
-        // The page's ids first, then their authors, readers and photos: joined before the
-        // LIMIT, those were read for every entry the planner sorted, which with statistics
-        // that predate a diary's growth was the whole diary (PlanGuardTests).
+        // The page's ids first, by the index alone, then each of those rows, with its author,
+        // readers and photos. The row is a lateral subquery of the page, kept apart by
+        // `offset 0`, so no plan can turn the join inside out: flattened, a generic plan
+        // (whose estimate for `diary_id = $n` is a diary of a few rows) walked the whole
+        // diary and ran the page once for each of its entries (PlanGuardTests).
         let ids: PostgresQuery = """
             (select entries.id from entries
              where \(EntriesPolicy.select(inDiary: diary)) \(keyset) \(onDay)
              order by entries.created_at desc, entries.id desc limit \(limit + 1)) page
-            join entries on entries.diary_id = \(diary) and entries.id = page.id
+            cross join lateral (select * from entries where entries.diary_id = \(diary) and entries.id = page.id offset 0) entries
             """
         let page: PostgresQuery = """
             \(Self.entryColumns(inDiary: diary, from: ids))
@@ -200,10 +202,11 @@ package struct EntryRepository: Sendable {
         return [ChangeLogRepository.positionStatement(ofDiary: diary), Self.walkTheTimeline, page]
     }
 
-    /// The page's ids come from `entries_timeline` in its order, never from a bitmap of the
-    /// diary's key sorted after: with statistics taken before a diary grew, the planner
-    /// expects a few rows where there are thousands, and the bitmap reads every one of them
-    /// (PlanGuardTests). Local to the read's transaction.
+    /// A diary's newest entries (a page's ids, the home list's last entry) come from
+    /// `entries_timeline` in its order, never from a bitmap of the diary's key sorted after:
+    /// a generic plan, or statistics taken before a diary grew, expect a few rows where
+    /// there are thousands, and the bitmap reads every one of them (PlanGuardTests). Local to
+    /// the read's transaction.
     static let walkTheTimeline: PostgresQuery = "select set_config('enable_bitmapscan', 'off', true)"
 
     static func findStatement(_ id: UUID, in diary: UUID) -> PostgresQuery {

@@ -12,17 +12,20 @@ package struct DataSafetyRepository: Sendable {
         self.scope = scope
     }
 
+    /// The newest backup and the caller's diaries' entries: counters, never a count of entries.
+    static let summaryStatement: PostgresQuery = """
+        with newest as (select finished_at, verified from backup_runs order by finished_at desc limit 1)
+        select (select finished_at from newest) as last_backup_at,
+            (select max(verified_at) from backup_runs where verified) as last_verified_at,
+            coalesce((select verified from newest), false) as backup_verified,
+            (select coalesce(sum(diaries.entry_count), 0) from diaries where \(DiariesPolicy.select.using))::bigint as entries_protected
+        """
+
     /// `backupsEnabled`: this deployment takes backups (`BACKUP_DIR`); without them the
     /// times are null, whatever an old record says.
     package func status(backupsEnabled: Bool, departureWindowDays: Int) async throws -> DataSafety {
         let departures = try await DepartureRepository(scope: scope, window: DepartureRepository.window(days: departureWindowDays)).list()
-        let rows = try await scope.read("""
-            with newest as (select finished_at, verified from backup_runs order by finished_at desc limit 1)
-            select (select finished_at from newest) as last_backup_at,
-                (select max(verified_at) from backup_runs where verified) as last_verified_at,
-                coalesce((select verified from newest), false) as backup_verified,
-                (select coalesce(sum(diaries.entry_count), 0) from diaries where \(DiariesPolicy.select.using))::bigint as entries_protected
-            """)
+        let rows = try await scope.read(Self.summaryStatement)
         guard let row = rows.first else { throw DomainError(.inconsistent, "the data safety read returned no row") }
         let entries: Int = try row.decode("entries_protected")
         guard backupsEnabled else {

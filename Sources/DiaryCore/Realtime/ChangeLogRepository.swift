@@ -57,9 +57,7 @@ package struct ChangeLogRepository: Sendable {
     /// joined since, takes a second.
     package func changes(after cursor: ChangeCursor, inDiary diary: UUID? = nil, limit: Int) async throws -> Outcome {
         let named = cursor.positions.keys.filter { diary == nil || $0 == diary }.sorted { $0.uuidString < $1.uuidString }
-        let first = try await scope.read(
-            ["select diary_id, position_at_join from my_positions_at_join()"]
-                + named.map { Self.changesStatement(inDiary: $0, after: cursor[$0], limit: limit) })
+        let first = try await scope.read(Self.deltaStatements(named: named, after: cursor, limit: limit))
         var joined: [UUID: Int64] = [:]
         for row in first[0] {
             let member: UUID = try row.decode("diary_id")
@@ -72,6 +70,13 @@ package struct ChangeLogRepository: Sendable {
             reads += zip(unnamed, try await scope.read(unnamed.map { Self.changesStatement(inDiary: $0, after: joined[$0], limit: limit) }))
         }
         return try page(of: reads, continuing: diary == nil ? ChangeCursor() : cursor, limit: limit)
+    }
+
+    /// Delta sync's first round trip: where the caller joined each of their diaries, and the
+    /// changes after `cursor` in each diary it names.
+    static func deltaStatements(named: [UUID], after cursor: ChangeCursor, limit: Int) -> [PostgresQuery] {
+        ["select diary_id, position_at_join from my_positions_at_join()"]
+            + named.map { Self.changesStatement(inDiary: $0, after: cursor[$0], limit: limit) }
     }
 
     /// The changes after `cursor` in `diaries` alone, one statement each, in one round trip:
