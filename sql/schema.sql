@@ -519,6 +519,7 @@ CREATE TABLE public.diaries (
     pruned_position bigint DEFAULT 0 NOT NULL,
     closed_at timestamp with time zone,
     purge_at timestamp with time zone,
+    shared_position bigint DEFAULT 0 NOT NULL,
     CONSTRAINT diaries_invite_code_check CHECK ((invite_code ~ '^[0-9A-HJKMNP-TV-Z]{10}$'::text)),
     CONSTRAINT diaries_name_check CHECK (((char_length(name) >= 1) AND (char_length(name) <= 500))),
     CONSTRAINT diaries_settings_check CHECK ((jsonb_typeof(settings) = 'object'::text)),
@@ -1291,7 +1292,8 @@ CREATE TABLE public.former_members (
     user_id uuid NOT NULL,
     left_at timestamp with time zone DEFAULT now() NOT NULL,
     diary_name text NOT NULL,
-    removed boolean DEFAULT false NOT NULL
+    removed boolean DEFAULT false NOT NULL,
+    left_position bigint
 );
 
 ALTER TABLE ONLY public.former_members FORCE ROW LEVEL SECURITY;
@@ -3280,6 +3282,16 @@ CREATE FUNCTION public.departure_kept_until(left_at timestamp with time zone, cl
 $$;
 
 --
+-- Name: departure_restorable(boolean, bigint, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.departure_restorable(removed boolean, left_position bigint, shared_position bigint) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    select not removed and left_position is not null and shared_position < left_position
+$$;
+
+--
 -- Name: diaries_of_users(uuid[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3383,6 +3395,7 @@ CREATE FUNCTION public.drop_diary_member(diary uuid, member uuid) RETURNS text
 declare
     alias uuid;
     dropped_role text;
+    departed_at bigint;
 begin
     perform 1 from diaries d where d.id = diary for no key update;
     perform set_app_setting('app.writer', 'drop_diary_member');
@@ -3393,16 +3406,18 @@ begin
     if dropped_role is null then
         return null;
     end if;
+    departed_at := log_change(diary, 'member.left', null, member, alias);
     -- What they wrote stays theirs to export for the window, and the diary theirs to
-    -- restore should it close; an account being deleted (forget_user) keeps no such right.
-    -- A member removed by someone else (the owner, through remove_diary_member) keeps their
-    -- own entries, never the right to open the diary again.
+    -- restore should it close with nothing changed after they left (restore_diary); an
+    -- account being deleted (forget_user) keeps no such right. A member removed by someone
+    -- else (the owner, through remove_diary_member) keeps their own entries, never the right
+    -- to open the diary again.
     if member::text is distinct from current_setting('app.forgetting_user', true) then
-        insert into former_members as f (diary_id, user_id, left_at, diary_name, removed)
-        select d.id, member, now(), d.name, coalesce(app_user_id() <> member, false) from diaries d where d.id = diary
-        on conflict (diary_id, user_id) do update set left_at = excluded.left_at, diary_name = excluded.diary_name, removed = excluded.removed;
+        insert into former_members as f (diary_id, user_id, left_at, diary_name, removed, left_position)
+        select d.id, member, now(), d.name, coalesce(app_user_id() <> member, false), departed_at from diaries d where d.id = diary
+        on conflict (diary_id, user_id) do update
+            set left_at = excluded.left_at, diary_name = excluded.diary_name, removed = excluded.removed, left_position = excluded.left_position;
     end if;
-    perform log_change(diary, 'member.left', null, member, alias);
     if dropped_role = 'owner' then
         perform hand_on_or_close(diary);
     end if;
@@ -4010,7 +4025,11 @@ CREATE FUNCTION public.log_change(diary uuid, kind text, entry uuid DEFAULT NULL
 declare
     logged bigint;
 begin
-    update diaries d set change_position = d.change_position + 1 where d.id = diary returning d.change_position into logged;
+    -- A departure and a deletion show nobody anything new: a former member's restore may come
+    -- after them, never after any other change (departure_restorable).
+    update diaries d set change_position = d.change_position + 1,
+        shared_position = case when log_change.kind in ('member.left', 'entry.deleted') then d.shared_position else d.change_position + 1 end
+    where d.id = diary returning d.change_position into logged;
     if logged is not null then
         perform log_change_at(diary, logged, kind, entry, member, alias);
     end if;
@@ -4224,7 +4243,7 @@ begin
     return query
         select f.diary_id, f.diary_name, d.type, f.left_at, d.closed_at, departure_kept_until(f.left_at, d.closed_at, d.purge_at, kept),
             (select count(*) from entries e where e.diary_id = f.diary_id and e.user_id = app_user_id()),
-            d.closed_at is not null and not f.removed
+            d.closed_at is not null and departure_restorable(f.removed, f.left_position, d.shared_position)
         from former_members f
         join diaries d on d.id = f.diary_id
         where f.user_id = app_user_id() and now() < departure_kept_until(f.left_at, d.closed_at, d.purge_at, kept)
@@ -4434,8 +4453,9 @@ begin
     if posted_at is null then
         return false;
     end if;
-    -- One update of the diary's row: the count, and the change's position.
-    update diaries d set entry_count = d.entry_count + 1, change_position = d.change_position + 1
+    -- One update of the diary's row: the count, and the change's position, which is also its
+    -- newest shared one (restore_diary).
+    update diaries d set entry_count = d.entry_count + 1, change_position = d.change_position + 1, shared_position = d.change_position + 1
     where d.id = post_entry_as.diary_id
     returning d.change_position into logged;
     update diary_members m set unread_count = m.unread_count + 1
@@ -4976,10 +4996,10 @@ end
 $$;
 
 --
--- Name: restore_diary(uuid, interval); Type: FUNCTION; Schema: public; Owner: -
+-- Name: restore_diary(uuid, interval, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.restore_diary(diary uuid, kept interval) RETURNS text
+CREATE FUNCTION public.restore_diary(diary uuid, kept interval, free_limit integer) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
@@ -4987,6 +5007,9 @@ declare
     caller constant uuid := (select app_user_id());
     found_diary diaries%rowtype;
     departed former_members%rowtype;
+    -- Drawn first and bound as a value: Citus refuses a volatile function in an UPDATE of a
+    -- distributed table.
+    code constant text := generate_invite_code();
 begin
     if caller is null then
         return 'not_found';
@@ -5002,9 +5025,23 @@ begin
     if found_diary.closed_at is null then
         return 'open';
     end if;
+    if not departure_restorable(departed.removed, departed.left_position, found_diary.shared_position) then
+        return 'forbidden';
+    end if;
+    -- A restore makes the caller an owner as a creation does, so it counts as one, under
+    -- their row's lock (create_diary's count, after the diary's lock as every membership).
+    perform 1 from users u where u.id = caller for no key update;
+    if user_plan(caller) = 'free'
+       and (select count(*) from user_diaries u where u.user_id = caller and u.role = 'owner') >= free_limit then
+        raise exception 'a restore makes you its owner, and the free plan owns % diaries: upgrade, or leave a diary you own, then restore it', free_limit
+            using errcode = 'ZN006';
+    end if;
+    -- A new invite code: whoever held the old one, a member the owner removed among them,
+    -- joins no more.
     perform set_app_setting('app.writer', 'restore_diary');
-    update diaries d set closed_at = null, purge_at = null where d.id = diary;
+    update diaries d set closed_at = null, purge_at = null, invite_code = code where d.id = diary;
     perform set_app_setting('app.writer', '');
+    perform register_invite_code(diary);
     perform add_diary_member(diary, caller, 'owner');
     perform check_one_owner(diary);
     return 'restored';
@@ -5186,22 +5223,29 @@ begin
         perform set_app_setting('app.writer', 'schedule_closed_diaries');
         update diaries d set purge_at = deletes_at where d.id = closed.id;
         perform set_app_setting('app.writer', '');
+        -- Only to those who may act on it: a former member who left it themself, inside their
+        -- window, told what they may do (restore, or export their own entries), under the
+        -- name they knew. A member its owner removed is told nothing of it.
         insert into push_outbox (user_id, device_token, kind, diary_id, payload)
         select f.user_id, dv.token, 'diary_closed', closed.id,
             jsonb_build_object(
                 'aps', jsonb_build_object(
                     'alert', jsonb_build_object(
-                        'title', '「' || d.name || '」が閉じられました',
+                        'title', '「' || f.diary_name || '」が閉じられました',
                         'body', to_char(deletes_at at time zone u.time_zone, 'FMYYYY"年"FMMM"月"FMDD"日"')
-                            || 'に削除されます。それまでは元のメンバーが復元でき、自分の日記を書き出せます。'),
+                            || case when departure_restorable(f.removed, f.left_position, d.shared_position)
+                                then 'に削除されます。それまでは復元でき、自分の日記を書き出せます。'
+                                else 'に削除されます。それまでは自分の日記を書き出せます。' end),
                     'sound', 'default'),
                 'diaryId', closed.id::text,
-                'deletesAt', to_char(deletes_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))
+                'deletesAt', to_char(deletes_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+                'restorable', departure_restorable(f.removed, f.left_position, d.shared_position))
         from former_members f
         join diaries d on d.id = f.diary_id
         join users u on u.id = f.user_id
         join devices dv on dv.user_id = f.user_id
-        where f.diary_id = closed.id
+        where f.diary_id = closed.id and not f.removed
+          and now() < departure_kept_until(f.left_at, d.closed_at, deletes_at, kept)
         order by f.user_id, dv.token;
         get diagnostics queued = row_count;
         if queued > 0 then
@@ -5728,6 +5772,19 @@ REVOKE ALL ON FUNCTION public.departure_kept_until(left_at timestamp with time z
 GRANT ALL ON FUNCTION public.departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval) TO diary_app;
 
 --
+-- Name: FUNCTION departure_restorable(removed boolean, left_position bigint, shared_position bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.departure_restorable(removed boolean, left_position bigint, shared_position bigint) IS 'Whether a former member may restore the diary once it closes: they left it themself (its owner did not remove them), and nobody changed it after they left (its newest change that is neither a departure nor a deletion, shared_position, comes before theirs). So a restore shows nobody an entry, photo, receipt, name or member they could not read as a member.';
+
+--
+-- Name: FUNCTION departure_restorable(removed boolean, left_position bigint, shared_position bigint); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.departure_restorable(removed boolean, left_position bigint, shared_position bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.departure_restorable(removed boolean, left_position bigint, shared_position bigint) TO diary_app;
+
+--
 -- Name: FUNCTION diaries_of_users(users uuid[]); Type: COMMENT; Schema: public; Owner: -
 --
 
@@ -6136,7 +6193,7 @@ GRANT ALL ON FUNCTION public.my_departed_entry_photos(diaries uuid[]) TO diary_a
 -- Name: FUNCTION my_departures(kept interval); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.my_departures(kept interval) IS 'For the Data Safety Center: the diaries the caller left whose window is open, with the name it had when they left, whether each is closed and theirs to restore (not when its owner removed them), until when it is kept, and how many of their own entries it holds.';
+COMMENT ON FUNCTION public.my_departures(kept interval) IS 'For the Data Safety Center: the diaries the caller left whose window is open, with the name it had when they left, whether each is closed and theirs to restore (departure_restorable), until when it is kept, and how many of their own entries it holds.';
 
 --
 -- Name: FUNCTION my_departures(kept interval); Type: ACL; Schema: public; Owner: -
@@ -6464,17 +6521,17 @@ COMMENT ON FUNCTION public.reschedule_reminder(account uuid, old_settings jsonb,
 REVOKE ALL ON FUNCTION public.reschedule_reminder(account uuid, old_settings jsonb, old_zone text) FROM PUBLIC;
 
 --
--- Name: FUNCTION restore_diary(diary uuid, kept interval); Type: COMMENT; Schema: public; Owner: -
+-- Name: FUNCTION restore_diary(diary uuid, kept interval, free_limit integer); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.restore_diary(diary uuid, kept interval) IS 'POST restore: a former member of a closed diary who left it (not one its owner removed), inside their window, opens it again as its owner, with every entry it held. Answers restored, open (the diary has members: join it with its invite code) or not_found (not theirs to restore, or its window has passed).';
+COMMENT ON FUNCTION public.restore_diary(diary uuid, kept interval, free_limit integer) IS 'POST restore: a former member of a closed diary who may restore it (departure_restorable: they left it themself, and nobody changed it after), inside their window, opens it again as its owner, with every entry it held and a new invite code. It counts as a creation on the free plan (ZN006 past free_limit). Answers restored, open (the diary has members: join it with its invite code), forbidden (it changed after they left: they may export their own entries) or not_found (not theirs to restore, or its window has passed).';
 
 --
--- Name: FUNCTION restore_diary(diary uuid, kept interval); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION restore_diary(diary uuid, kept interval, free_limit integer); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.restore_diary(diary uuid, kept interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.restore_diary(diary uuid, kept interval) TO diary_app;
+REVOKE ALL ON FUNCTION public.restore_diary(diary uuid, kept interval, free_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.restore_diary(diary uuid, kept interval, free_limit integer) TO diary_app;
 
 --
 -- Name: FUNCTION rotate_invite_code(diary uuid); Type: COMMENT; Schema: public; Owner: -
@@ -6519,7 +6576,7 @@ GRANT ALL ON FUNCTION public.run_reminders(now_at timestamp with time zone, max_
 -- Name: FUNCTION schedule_closed_diaries(kept interval, batch integer); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.schedule_closed_diaries(kept interval, batch integer) IS 'The closed-diary worker, first: for up to batch closed diaries whose deletion date is not set, sets it (their close plus the window) and queues a push to each former member''s devices saying when it will be deleted and that they may restore it or export until then.';
+COMMENT ON FUNCTION public.schedule_closed_diaries(kept interval, batch integer) IS 'The closed-diary worker, first: for up to batch closed diaries whose deletion date is not set, sets it (their close plus the window) and queues a push to the devices of each former member who may act on it (who left it themself, inside their window), under the name they knew, saying when it will be deleted and what they may do until then: restore it (departure_restorable) and export their own entries, or export alone.';
 
 --
 -- Name: FUNCTION schedule_closed_diaries(kept interval, batch integer); Type: ACL; Schema: public; Owner: -

@@ -133,6 +133,7 @@ CREATE OR REPLACE FUNCTION public.drop_diary_member(diary uuid, member uuid) RET
 declare
     alias uuid;
     dropped_role text;
+    departed_at bigint;
 begin
     perform 1 from diaries d where d.id = diary for no key update;
     perform set_app_setting('app.writer', 'drop_diary_member');
@@ -143,16 +144,18 @@ begin
     if dropped_role is null then
         return null;
     end if;
+    departed_at := log_change(diary, 'member.left', null, member, alias);
     -- What they wrote stays theirs to export for the window, and the diary theirs to
-    -- restore should it close; an account being deleted (forget_user) keeps no such right.
-    -- A member removed by someone else (the owner, through remove_diary_member) keeps their
-    -- own entries, never the right to open the diary again.
+    -- restore should it close with nothing changed after they left (restore_diary); an
+    -- account being deleted (forget_user) keeps no such right. A member removed by someone
+    -- else (the owner, through remove_diary_member) keeps their own entries, never the right
+    -- to open the diary again.
     if member::text is distinct from current_setting('app.forgetting_user', true) then
-        insert into former_members as f (diary_id, user_id, left_at, diary_name, removed)
-        select d.id, member, now(), d.name, coalesce(app_user_id() <> member, false) from diaries d where d.id = diary
-        on conflict (diary_id, user_id) do update set left_at = excluded.left_at, diary_name = excluded.diary_name, removed = excluded.removed;
+        insert into former_members as f (diary_id, user_id, left_at, diary_name, removed, left_position)
+        select d.id, member, now(), d.name, coalesce(app_user_id() <> member, false), departed_at from diaries d where d.id = diary
+        on conflict (diary_id, user_id) do update
+            set left_at = excluded.left_at, diary_name = excluded.diary_name, removed = excluded.removed, left_position = excluded.left_position;
     end if;
-    perform log_change(diary, 'member.left', null, member, alias);
     if dropped_role = 'owner' then
         perform hand_on_or_close(diary);
     end if;

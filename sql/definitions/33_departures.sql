@@ -17,6 +17,17 @@ COMMENT ON FUNCTION public.departure_kept_until(left_at timestamp with time zone
 REVOKE ALL ON FUNCTION public.departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.departure_kept_until(left_at timestamp with time zone, closed_at timestamp with time zone, purge_at timestamp with time zone, kept interval) TO diary_app;
 
+CREATE OR REPLACE FUNCTION public.departure_restorable(removed boolean, left_position bigint, shared_position bigint) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    select not removed and left_position is not null and shared_position < left_position
+$$;
+
+COMMENT ON FUNCTION public.departure_restorable(removed boolean, left_position bigint, shared_position bigint) IS 'Whether a former member may restore the diary once it closes: they left it themself (its owner did not remove them), and nobody changed it after they left (its newest change that is neither a departure nor a deletion, shared_position, comes before theirs). So a restore shows nobody an entry, photo, receipt, name or member they could not read as a member.';
+
+REVOKE ALL ON FUNCTION public.departure_restorable(removed boolean, left_position bigint, shared_position bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.departure_restorable(removed boolean, left_position bigint, shared_position bigint) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.departed_diary_ids(kept interval) RETURNS uuid[]
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -47,7 +58,7 @@ begin
     return query
         select f.diary_id, f.diary_name, d.type, f.left_at, d.closed_at, departure_kept_until(f.left_at, d.closed_at, d.purge_at, kept),
             (select count(*) from entries e where e.diary_id = f.diary_id and e.user_id = app_user_id()),
-            d.closed_at is not null and not f.removed
+            d.closed_at is not null and departure_restorable(f.removed, f.left_position, d.shared_position)
         from former_members f
         join diaries d on d.id = f.diary_id
         where f.user_id = app_user_id() and now() < departure_kept_until(f.left_at, d.closed_at, d.purge_at, kept)
@@ -55,7 +66,7 @@ begin
 end
 $$;
 
-COMMENT ON FUNCTION public.my_departures(kept interval) IS 'For the Data Safety Center: the diaries the caller left whose window is open, with the name it had when they left, whether each is closed and theirs to restore (not when its owner removed them), until when it is kept, and how many of their own entries it holds.';
+COMMENT ON FUNCTION public.my_departures(kept interval) IS 'For the Data Safety Center: the diaries the caller left whose window is open, with the name it had when they left, whether each is closed and theirs to restore (departure_restorable), until when it is kept, and how many of their own entries it holds.';
 
 REVOKE ALL ON FUNCTION public.my_departures(kept interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.my_departures(kept interval) TO diary_app;
@@ -104,7 +115,10 @@ COMMENT ON FUNCTION public.my_departed_entry_photos(diaries uuid[]) IS 'For the 
 REVOKE ALL ON FUNCTION public.my_departed_entry_photos(diaries uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.my_departed_entry_photos(diaries uuid[]) TO diary_app;
 
-CREATE OR REPLACE FUNCTION public.restore_diary(diary uuid, kept interval) RETURNS text
+-- It gained the free plan's limit; no serving release calls it (released-signatures.txt).
+DROP FUNCTION IF EXISTS public.restore_diary(diary uuid, kept interval);
+
+CREATE OR REPLACE FUNCTION public.restore_diary(diary uuid, kept interval, free_limit integer) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
@@ -112,6 +126,9 @@ declare
     caller constant uuid := (select app_user_id());
     found_diary diaries%rowtype;
     departed former_members%rowtype;
+    -- Drawn first and bound as a value: Citus refuses a volatile function in an UPDATE of a
+    -- distributed table.
+    code constant text := generate_invite_code();
 begin
     if caller is null then
         return 'not_found';
@@ -127,19 +144,33 @@ begin
     if found_diary.closed_at is null then
         return 'open';
     end if;
+    if not departure_restorable(departed.removed, departed.left_position, found_diary.shared_position) then
+        return 'forbidden';
+    end if;
+    -- A restore makes the caller an owner as a creation does, so it counts as one, under
+    -- their row's lock (create_diary's count, after the diary's lock as every membership).
+    perform 1 from users u where u.id = caller for no key update;
+    if user_plan(caller) = 'free'
+       and (select count(*) from user_diaries u where u.user_id = caller and u.role = 'owner') >= free_limit then
+        raise exception 'a restore makes you its owner, and the free plan owns % diaries: upgrade, or leave a diary you own, then restore it', free_limit
+            using errcode = 'ZN006';
+    end if;
+    -- A new invite code: whoever held the old one, a member the owner removed among them,
+    -- joins no more.
     perform set_app_setting('app.writer', 'restore_diary');
-    update diaries d set closed_at = null, purge_at = null where d.id = diary;
+    update diaries d set closed_at = null, purge_at = null, invite_code = code where d.id = diary;
     perform set_app_setting('app.writer', '');
+    perform register_invite_code(diary);
     perform add_diary_member(diary, caller, 'owner');
     perform check_one_owner(diary);
     return 'restored';
 end
 $$;
 
-COMMENT ON FUNCTION public.restore_diary(diary uuid, kept interval) IS 'POST restore: a former member of a closed diary who left it (not one its owner removed), inside their window, opens it again as its owner, with every entry it held. Answers restored, open (the diary has members: join it with its invite code) or not_found (not theirs to restore, or its window has passed).';
+COMMENT ON FUNCTION public.restore_diary(diary uuid, kept interval, free_limit integer) IS 'POST restore: a former member of a closed diary who may restore it (departure_restorable: they left it themself, and nobody changed it after), inside their window, opens it again as its owner, with every entry it held and a new invite code. It counts as a creation on the free plan (ZN006 past free_limit). Answers restored, open (the diary has members: join it with its invite code), forbidden (it changed after they left: they may export their own entries) or not_found (not theirs to restore, or its window has passed).';
 
-REVOKE ALL ON FUNCTION public.restore_diary(diary uuid, kept interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.restore_diary(diary uuid, kept interval) TO diary_app;
+REVOKE ALL ON FUNCTION public.restore_diary(diary uuid, kept interval, free_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.restore_diary(diary uuid, kept interval, free_limit integer) TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.schedule_closed_diaries(kept interval, batch integer) RETURNS TABLE(diary_id uuid, purge_at timestamp with time zone, notified integer)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -159,22 +190,29 @@ begin
         perform set_app_setting('app.writer', 'schedule_closed_diaries');
         update diaries d set purge_at = deletes_at where d.id = closed.id;
         perform set_app_setting('app.writer', '');
+        -- Only to those who may act on it: a former member who left it themself, inside their
+        -- window, told what they may do (restore, or export their own entries), under the
+        -- name they knew. A member its owner removed is told nothing of it.
         insert into push_outbox (user_id, device_token, kind, diary_id, payload)
         select f.user_id, dv.token, 'diary_closed', closed.id,
             jsonb_build_object(
                 'aps', jsonb_build_object(
                     'alert', jsonb_build_object(
-                        'title', '「' || d.name || '」が閉じられました',
+                        'title', '「' || f.diary_name || '」が閉じられました',
                         'body', to_char(deletes_at at time zone u.time_zone, 'FMYYYY"年"FMMM"月"FMDD"日"')
-                            || 'に削除されます。それまでは元のメンバーが復元でき、自分の日記を書き出せます。'),
+                            || case when departure_restorable(f.removed, f.left_position, d.shared_position)
+                                then 'に削除されます。それまでは復元でき、自分の日記を書き出せます。'
+                                else 'に削除されます。それまでは自分の日記を書き出せます。' end),
                     'sound', 'default'),
                 'diaryId', closed.id::text,
-                'deletesAt', to_char(deletes_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))
+                'deletesAt', to_char(deletes_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+                'restorable', departure_restorable(f.removed, f.left_position, d.shared_position))
         from former_members f
         join diaries d on d.id = f.diary_id
         join users u on u.id = f.user_id
         join devices dv on dv.user_id = f.user_id
-        where f.diary_id = closed.id
+        where f.diary_id = closed.id and not f.removed
+          and now() < departure_kept_until(f.left_at, d.closed_at, deletes_at, kept)
         order by f.user_id, dv.token;
         get diagnostics queued = row_count;
         if queued > 0 then
@@ -188,7 +226,7 @@ begin
 end
 $$;
 
-COMMENT ON FUNCTION public.schedule_closed_diaries(kept interval, batch integer) IS 'The closed-diary worker, first: for up to batch closed diaries whose deletion date is not set, sets it (their close plus the window) and queues a push to each former member''s devices saying when it will be deleted and that they may restore it or export until then.';
+COMMENT ON FUNCTION public.schedule_closed_diaries(kept interval, batch integer) IS 'The closed-diary worker, first: for up to batch closed diaries whose deletion date is not set, sets it (their close plus the window) and queues a push to the devices of each former member who may act on it (who left it themself, inside their window), under the name they knew, saying when it will be deleted and what they may do until then: restore it (departure_restorable) and export their own entries, or export alone.';
 
 REVOKE ALL ON FUNCTION public.schedule_closed_diaries(kept interval, batch integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.schedule_closed_diaries(kept interval, batch integer) TO diary_app;

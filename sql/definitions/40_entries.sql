@@ -203,8 +203,9 @@ begin
     if posted_at is null then
         return false;
     end if;
-    -- One update of the diary's row: the count, and the change's position.
-    update diaries d set entry_count = d.entry_count + 1, change_position = d.change_position + 1
+    -- One update of the diary's row: the count, and the change's position, which is also its
+    -- newest shared one (restore_diary).
+    update diaries d set entry_count = d.entry_count + 1, change_position = d.change_position + 1, shared_position = d.change_position + 1
     where d.id = post_entry_as.diary_id
     returning d.change_position into logged;
     update diary_members m set unread_count = m.unread_count + 1

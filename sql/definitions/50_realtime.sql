@@ -99,7 +99,11 @@ CREATE OR REPLACE FUNCTION public.log_change(diary uuid, kind text, entry uuid D
 declare
     logged bigint;
 begin
-    update diaries d set change_position = d.change_position + 1 where d.id = diary returning d.change_position into logged;
+    -- A departure and a deletion show nobody anything new: a former member's restore may come
+    -- after them, never after any other change (departure_restorable).
+    update diaries d set change_position = d.change_position + 1,
+        shared_position = case when log_change.kind in ('member.left', 'entry.deleted') then d.shared_position else d.change_position + 1 end
+    where d.id = diary returning d.change_position into logged;
     if logged is not null then
         perform log_change_at(diary, logged, kind, entry, member, alias);
     end if;

@@ -39,17 +39,21 @@ package struct DepartureRepository: Sendable {
             restorable: try row.decode("restorable"))
     }
 
-    /// Opens a closed diary again with the caller as its owner, answered as any diary is,
-    /// in the restore's own transaction.
-    package func restore(_ diary: UUID) async throws -> Diary {
+    /// Opens a closed diary again with the caller as its owner and a new invite code, answered
+    /// as any diary is, in the restore's own transaction. Only a former member after whose
+    /// departure nobody changed the diary may (`departure_restorable`); on the free plan it
+    /// counts as a creation (`premium_required` past `freePlanDiaries`).
+    package func restore(_ diary: UUID, freePlanDiaries: Int) async throws -> Diary {
         let results = try await scope.run(
-            ["select restore_diary(\(diary), \(window)) as outcome"],
+            ["select restore_diary(\(diary), \(window), \(freePlanDiaries)::integer) as outcome"],
             thenRead: [DiaryRepository.readBack("\(diary)")]
         )
         if try results[0].first?.decode("outcome", as: String?.self) == "open" {
             throw DomainError(.diaryOpen, "the diary still has members: join it with its invite code")
         }
-        try PolicyTwin.requireDone(results[0], missing: "no closed diary of yours to restore", forbidden: "")
+        try PolicyTwin.requireDone(
+            results[0], missing: "no closed diary of yours to restore",
+            forbidden: "the diary changed after you left, so restoring it would show you what you never saw as a member; you may still export your own entries (GET /v1/me/export)")
         guard let row = results[1].first else { throw DomainError.inconsistent("the restored diary cannot be read back") }
         return try DiaryRepository.diary(from: row, invites: scope.inviteLinks, links: scope.photoLinks)
     }

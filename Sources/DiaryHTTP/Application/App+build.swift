@@ -226,6 +226,6 @@ func buildRouter(
     ChangeRoutes().register(on: authenticated)
     DeviceRoutes().register(on: authenticated)
     ExportRoutes(store: photos.store, configuration: export).register(on: authenticated)
-    DepartureRoutes(window: export.departureWindow).register(on: authenticated)
+    DepartureRoutes(window: export.departureWindow, freePlanDiaries: billing.freePlanDiaries).register(on: authenticated)
     return router
 }

@@ -9,10 +9,12 @@ import Hummingbird
 struct DepartureRoutes {
     /// `CLOSED_DIARY_RETENTION_DAYS`.
     let window: Duration
+    /// A restore counts as a creation on the free plan.
+    let freePlanDiaries: Int
 
     func register(on router: RouterGroup<AuthenticatedContext>) {
         router.post("diaries/:diaryId/restore") { _, context -> Diary in
-            try await DepartureRepository(scope: context.scope, window: window).restore(try Validation.id(context, "diaryId"))
+            try await DepartureRepository(scope: context.scope, window: window).restore(try Validation.id(context, "diaryId"), freePlanDiaries: freePlanDiaries)
         }
     }
 }

@@ -91,26 +91,6 @@ struct ClosedDiaryTests {
         }
     }
 
-    @Test("on the free plan a restore is not a creation: a user whose one free diary is taken restores a closed one they left, and still may create no other")
-    func restoreOnTheFreePlan() async throws {
-        try await APIHarness.run(billing: APIHarness.freePlan) { api in
-            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
-            let shared = try await api.createDiary("二人", type: .couple, token: bob.accessToken)
-            #expect(try await api.join(shared.inviteCode, token: alice.accessToken).status == .ok)
-            #expect(try await api.post("アリスより", in: shared.id, token: alice.accessToken).status == .created)
-            try await Self.leave(api, shared.id, alice)
-            try await Self.leave(api, shared.id, bob)
-            #expect(try await Self.closedState(api, shared.id).closed)
-            _ = try await api.createDiary("わたしの", type: .friends, token: alice.accessToken)
-
-            let restored = try await api.call(.post, "/v1/diaries/\(shared.id)/restore", token: alice.accessToken)
-            #expect(restored.status == .ok, "\(restored.text)")
-            #expect(try restored.decode(Diary.self).role == .owner)
-            let another = try await api.call(.post, "/v1/diaries", token: alice.accessToken, body: CreateDiaryRequest(name: "もう一つ", type: .friends))
-            #expect(another.status == .forbidden && another.code == "premium_required")
-        }
-    }
-
     @Test("a member the owner removed keeps their own entries for the window but may not restore; a departure keeps the name it had")
     func removedMemberMayNotRestore() async throws {
         try await APIHarness.run { api in
