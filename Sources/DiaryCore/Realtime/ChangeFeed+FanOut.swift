@@ -9,6 +9,7 @@ import NIOConcurrencyHelpers
 /// did, each socket reading under its own policies (`ChangeLogRepository.BatchRefusal`): an
 /// anonymous diary, a join, a departure or the diary's own change, more than a page, a
 /// socket whose cursor is behind the batch, and a follower who is no member when it is read.
+/// A socket whose session was not live when the batch was read gets none of it and ends.
 extension ChangeFeed {
     /// Wakes are folded per diary: a wake for a diary a delivery covers is dropped.
     func fanOut(_ woken: inout [UUID: Set<UUID>], moved: Set<UUID>, before known: Following, after next: inout Following) async {
@@ -18,13 +19,18 @@ extension ChangeFeed {
             let followers = next.diariesOfUser.filter { $0.value.contains(diary) }.map(\.key)
             let reader = subscriptions.first { followers.contains($0.userID) && $0.ending == nil && $0.reader != nil }
             guard let reader, let read = reader.reader else { continue }
+            let sessions = Set(subscriptions.filter { followers.contains($0.userID) }.map(\.sessionID))
             let outcome: String
             do {
-                switch try await read(reader.identity).batch(of: diary, after: after, limit: options.fanOutPage, among: followers) {
+                switch try await read(reader.identity).batch(of: diary, after: after, limit: options.fanOutPage, among: followers, sessions: Array(sessions)) {
                 case .success(let batch):
                     let delivery = Delivery(batch)
                     for subscription in subscriptions where batch.members.contains(subscription.userID) {
-                        subscription.deliver(delivery)
+                        if batch.liveSessions.contains(subscription.sessionID) {
+                            subscription.deliver(delivery)
+                        } else {
+                            subscription.end(.sessionEnded)
+                        }
                     }
                     for member in batch.members { woken[member]?.remove(diary) }
                     next.positions[diary] = max(next.positions[diary] ?? batch.through, batch.through)
@@ -42,17 +48,20 @@ extension ChangeFeed {
     }
 }
 
-/// One diary's changes after `after` through `through`, for every member's socket alike.
+/// One diary's changes after `after` through `through`, for every member's socket alike,
+/// read (with its sessions confirmed live) at `readAt`.
 package struct Delivery: Sendable {
     package var diary: UUID
     package var after: Int64
     package var through: Int64
+    package var readAt: ContinuousClock.Instant
     package var changes: [SharedChange]
 
-    init(_ batch: ChangeLogRepository.DiaryBatch) {
+    init(_ batch: ChangeLogRepository.DiaryBatch, readAt: ContinuousClock.Instant = .now) {
         diary = batch.diary
         after = batch.after
         through = batch.through
+        self.readAt = readAt
         changes = batch.changes.map { SharedChange(position: $0.position, event: $0.event) }
     }
 }

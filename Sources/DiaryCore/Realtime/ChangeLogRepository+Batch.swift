@@ -8,12 +8,14 @@ import PostgresClient
 /// that member's view is every member's but for `isMine`, which each viewer's frame sets.
 extension ChangeLogRepository {
     /// The changes after `after` through `through` (every change in that range, or passed
-    /// over because its subject is gone since), and who was a member throughout.
+    /// over because its subject is gone since), who was a member throughout, and which of the
+    /// followers' sessions were live when the changes had been read.
     package struct DiaryBatch: Sendable {
         package var diary: UUID
         package var after: Int64
         package var through: Int64
         package var members: Set<UUID>
+        package var liveSessions: Set<UUID>
         package var changes: [Change]
 
         package struct Change: Sendable {
@@ -37,18 +39,22 @@ extension ChangeLogRepository {
 
     /// The diary's changes after `after`, up to `limit`, as the caller sees them, with the
     /// members among `users` (read first: a membership change committed between the two
-    /// reads is in the changes, which refuses the batch), in one round trip.
-    package func batch(of diary: UUID, after: Int64, limit: Int, among users: [UUID]) async throws -> Result<DiaryBatch, BatchRefusal> {
+    /// reads is in the changes, which refuses the batch), and which of `sessions` are live,
+    /// read last: a revocation committed before any change the batch holds is seen, so no
+    /// revoked session is handed a change written after it ended. In one round trip.
+    package func batch(of diary: UUID, after: Int64, limit: Int, among users: [UUID], sessions: [UUID]) async throws -> Result<DiaryBatch, BatchRefusal> {
         let results = try await scope.read([
             "select user_ids from members_of_diaries(\([diary]), \(users))",
             Self.changesStatement(inDiary: diary, after: after, limit: limit, subjects: .entries),
+            "select live_sessions(\(sessions)) as id",
         ])
         guard let head = results[1].first, let type = try head.decode("diary_type", as: String?.self) else { return .failure(.notFromHere) }
         guard type != DiaryType.anonymous.rawValue else { return .failure(.anonymous) }
         guard try head.decode("read_after", as: Int64.self) == after, try head.decode("pruned_position", as: Int64.self) <= after
         else { return .failure(.notFromHere) }
         let members = Set(try results[0].first?.decodeAggregate("user_ids", as: UUID.self) ?? [])
-        var batch = DiaryBatch(diary: diary, after: after, through: after, members: members, changes: [])
+        let live = Set(try results[2].map { try $0.decode("id", as: UUID.self) })
+        var batch = DiaryBatch(diary: diary, after: after, through: after, members: members, liveSessions: live, changes: [])
         var rows = 0
         for row in results[1] {
             guard let change = try LoggedChange(row: row, diary: diary, subjects: .entries, links: scope.photoLinks, invites: scope.inviteLinks) else { continue }

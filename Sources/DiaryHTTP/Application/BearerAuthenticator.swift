@@ -24,19 +24,24 @@ struct BearerAuthenticator: RouterMiddleware {
         guard let token = Self.token(fromAuthorization: header) else {
             throw Problem.unauthorized("the access token is not valid")
         }
-        let identity: TokenService.Identity
-        do {
-            identity = try await tokens.verifyAccessToken(token)
-        } catch TokenService.Failure.expired {
-            throw Problem.tokenExpired()
-        } catch {
-            throw Problem.unauthorized("the access token is not valid", invalidToken: true)
-        }
+        let identity = try await Self.identity(fromToken: token, tokens: tokens)
         var context = context
         context.scope = RequestScope(
             identity: identity, pool: pool, photoLinks: photoLinks, inviteLinks: inviteLinks, readPlacement: readPlacement, database: database)
         context.logger[metadataKey: "user"] = "\(identity.userID)"
         return try await next(request, context)
+    }
+
+    /// The identity a token carries, or the problem HTTP and the realtime socket alike answer:
+    /// `token_expired` for a genuine token past its expiry, `unauthorized` for anything else.
+    static func identity(fromToken token: String, tokens: TokenService) async throws(Problem) -> TokenService.Identity {
+        do {
+            return try await tokens.verifyAccessToken(token)
+        } catch TokenService.Failure.expired {
+            throw Problem.tokenExpired()
+        } catch {
+            throw Problem.unauthorized("the access token is not valid", invalidToken: true)
+        }
     }
 
     /// The token of an `Authorization: Bearer …` header (the scheme in any case), or nil.

@@ -38,8 +38,15 @@ struct RealtimeGateway: Sendable {
         guard let token else {
             return try await refuse(Problem.unauthorized("an access token is required"), channel: channel)
         }
-        guard let identity = try? await tokens.verifyAccessToken(token), try await isLive(identity) else {
-            return try await refuse(Problem.unauthorized("the access token is not valid"), channel: channel)
+        let identity: TokenService.Identity
+        do {
+            identity = try await BearerAuthenticator.identity(fromToken: token, tokens: tokens)
+        } catch {
+            return try await refuse(error, channel: channel)
+        }
+        // As a request's transaction answers a session that ended (AppSQLState.sessionInvalid).
+        guard try await isLive(identity) else {
+            return try await refuse(Problem.unauthorized("the session has ended; sign in again"), channel: channel)
         }
         let reader: ChangeSubscription.Reader = { [pool, photoLinks, inviteLinks, readPlacement, database] identity in
             ChangeLogRepository(scope: RequestScope(

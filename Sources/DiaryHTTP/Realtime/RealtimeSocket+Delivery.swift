@@ -156,9 +156,11 @@ extension RealtimeSocket {
 
     /// Writes the changes of `delivery` after the socket's own position in its diary, each
     /// with the socket's cursor as its id; false, writing nothing, when the socket has not
-    /// reached where the delivery begins (or never read the diary), and must read it itself.
+    /// reached where the delivery begins (or never read the diary), or the delivery is older
+    /// than `Options.sharedFreshness`, and the socket must read it itself.
     private func write(_ delivery: Delivery, after cursor: inout ChangeCursor, to outbound: WebSocketOutboundWriter) async throws -> Bool {
-        guard let position = cursor[delivery.diary], position >= delivery.after else { return false }
+        guard let position = cursor[delivery.diary], position >= delivery.after,
+              ContinuousClock.now - delivery.readAt <= options.sharedFreshness else { return false }
         var written = 0
         for change in delivery.changes where change.position > position {
             cursor[delivery.diary] = change.position

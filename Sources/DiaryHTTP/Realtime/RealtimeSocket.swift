@@ -34,6 +34,11 @@ struct RealtimeSocket: Sendable {
         /// closed, within two periods.
         var pingPeriod: Duration = .seconds(25)
         var pageSize = 100
+        /// How long after its read a shared delivery may still be written: its session was
+        /// confirmed live, and its subjects there, when it was read. Older (the socket paused
+        /// reading meanwhile), the socket reads the diary itself, as its caller, so that a
+        /// session ended or a subject deleted since reaches nothing.
+        var sharedFreshness: Duration = .seconds(1)
         static let maxMessageBytes = 16 * 1024
         static let kernelSendBuffer = 64 * 1024
     }

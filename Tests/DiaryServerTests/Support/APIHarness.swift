@@ -63,6 +63,7 @@ struct APIHarness: Sendable {
         export: ExportConfiguration = ExportConfiguration(), apple: AppleConfiguration = AppleConfiguration(), jwksURL: URL? = nil,
         photoStore: PhotoStoreKind = .folder, deletedPhotosKept: Duration = .zero,
         invitePage: InvitePageConfiguration = InvitePageConfiguration(), trustedProxies: TrustedProxies = TrustedProxies(),
+        realtime: ChangeFeed.Options = ChangeFeed.Options(),
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         try await MigratedTemplate.withDatabase { database in
@@ -71,7 +72,7 @@ struct APIHarness: Sendable {
                 maxConcurrentRequests: maxConcurrentRequests, sharedReads: sharedReads, testing: testing, route: route,
                 slowConsumerGrace: slowConsumerGrace, pingPeriod: pingPeriod, push: push, pushDelivery: pushDelivery, billing: billing,
                 serviceStatus: serviceStatus, export: export, apple: apple, jwksURL: jwksURL, photoStore: photoStore,
-                deletedPhotosKept: deletedPhotosKept, invitePage: invitePage, trustedProxies: trustedProxies, body
+                deletedPhotosKept: deletedPhotosKept, invitePage: invitePage, trustedProxies: trustedProxies, realtime: realtime, body
             )
         }
     }
@@ -86,6 +87,7 @@ struct APIHarness: Sendable {
         export: ExportConfiguration = ExportConfiguration(), apple: AppleConfiguration = AppleConfiguration(), jwksURL: URL? = nil,
         photoStore: PhotoStoreKind = .folder, deletedPhotosKept: Duration = .zero, sharing other: APIHarness? = nil, citus: Bool = false,
         invitePage: InvitePageConfiguration = InvitePageConfiguration(), trustedProxies: TrustedProxies = TrustedProxies(),
+        realtime: ChangeFeed.Options = ChangeFeed.Options(),
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         // The server's own role: no ownership, no BYPASSRLS, so every policy applies.
@@ -119,6 +121,7 @@ struct APIHarness: Sendable {
         configuration.photos.sweeper.deletedFilesKept = deletedPhotosKept
         configuration.invitePage = invitePage
         configuration.trustedProxies = trustedProxies
+        configuration.realtime = realtime
         let store: any PhotoStore
         switch photoStore {
         case .folder:

@@ -1,0 +1,56 @@
+import DiaryModels
+import Foundation
+import Testing
+
+@testable import DiaryCore
+@testable import DiaryHTTP
+
+/// A revoked session's socket is written no change made after the revocation committed, and
+/// the socket and HTTP answer a token alike (issue 63, part 2).
+@Suite("Revoked sessions on sockets")
+struct RevocationTests {
+    /// No session sweep within a test: what stops delivery must be the delivery's own check.
+    static var withoutSweep: ChangeFeed.Options {
+        var options = ChangeFeed.Options()
+        options.sessionCheckInterval = .seconds(3600)
+        return options
+    }
+
+    @Test("a session signed out: the next change its diary shares is not written to its socket, which closes with 4401; the others' sockets get it", arguments: ["logout", "account deletion"])
+    func revokedSessionGetsNothing(_ revocation: String) async throws {
+        try await APIHarness.run(testing: .live, realtime: Self.withoutSweep) { api in
+            let port = try #require(api.client.port)
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob"), carol = try await api.signIn("carol")
+            let diary = try await api.createDiary("家族", type: .family, token: alice.accessToken)
+            for member in [bob, carol] { #expect(try await api.join(diary.inviteCode, token: member.accessToken).status == .ok) }
+            let bobs = TestSocket(port: port, token: bob.accessToken), carols = TestSocket(port: port, token: carol.accessToken)
+            defer { bobs.close(); carols.close() }
+            #expect(try await bobs.nextType() == "ready")
+            #expect(try await carols.nextType() == "ready")
+
+            switch revocation {
+            case "logout": #expect(try await api.call(.post, "/v1/auth/logout", token: bob.accessToken).status == .noContent)
+            default: #expect(try await api.call(.delete, "/v1/me", token: bob.accessToken).status == .noContent)
+            }
+            let posted = try await api.post("ボブには見せない", in: diary.id, token: alice.accessToken).decode(Entry.self)
+            #expect(try RealtimeTests.entry(try await carols.event(.entryCreated)).id == posted.id)
+            #expect(try await bobs.closeCode() == .unknown(4401))
+            let bobSaw = bobs.frames.withLockedValue { $0 }
+            #expect(!bobSaw.contains { $0.contains(posted.id.canonicalText) || $0.contains("ボブには見せない") }, "\(bobSaw)")
+        }
+    }
+
+    @Test("an expired access token: the socket's upgrade and an HTTP request answer the same problem, token_expired")
+    func expiredTokenAnsweredAlike() async throws {
+        try await RealtimeTests.live { api, port in
+            let alice = try await api.signIn("alice")
+            let tokens = TokenService(key: try TokenService.loadKey(path: nil, dataDirectory: api.dataDirectory, production: false))
+            let identity = try await tokens.verifyAccessToken(alice.accessToken)
+            let expired = try await tokens.accessToken(for: identity, issuedAt: Date().addingTimeInterval(-TokenService.accessLifetime.totalSeconds - 60))
+            let http = try await api.call(.get, "/v1/me", token: expired)
+            #expect(http.status == .unauthorized && http.code == "token_expired")
+            let upgrade = try await RealtimeTests.rawUpgrade(port: port, token: expired)
+            #expect(upgrade.hasPrefix("HTTP/1.1 401") && upgrade.contains(#""code":"token_expired""#), "\(upgrade)")
+        }
+    }
+}
