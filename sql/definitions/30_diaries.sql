@@ -195,6 +195,8 @@ begin
     delete from diary_members m where m.diary_id = diary;
     delete from user_diaries u where u.diary_id = diary;
     delete from former_members f where f.diary_id = diary;
+    -- A deleted diary leaves nothing behind, its history included.
+    delete from change_log c where c.diary_id = diary;
     delete from diaries d where d.id = diary;
     perform set_app_setting('app.writer', '');
 end
@@ -459,7 +461,7 @@ COMMENT ON FUNCTION public.drop_diary_member(diary uuid, member uuid) IS 'Remove
 
 REVOKE ALL ON FUNCTION public.drop_diary_member(diary uuid, member uuid) FROM PUBLIC;
 
-COMMENT ON FUNCTION public.forget_diary(diary uuid) IS 'Deletes a diary nobody is left in, with its entries, receipts, photos (queued as garbage), members and former members. Nothing is logged: nobody is left to tell. hand_on_or_close calls it for a diary nobody could restore; the closed-diary worker (purge_closed_diaries) once its window has passed.';
+COMMENT ON FUNCTION public.forget_diary(diary uuid) IS 'Deletes a diary nobody is left in, with its entries, receipts, photos (queued as garbage), members, former members and change log. Nothing is logged: nobody is left to tell. hand_on_or_close calls it for a diary nobody could restore; the closed-diary worker (purge_closed_diaries) once its window has passed.';
 
 REVOKE ALL ON FUNCTION public.forget_diary(diary uuid) FROM PUBLIC;
 

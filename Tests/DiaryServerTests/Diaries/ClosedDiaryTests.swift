@@ -198,6 +198,8 @@ struct ClosedDiaryTests {
                 #expect(try garbage.first?.decode("n", as: Int.self) == 1)
                 let former = try await api.asSuperuser("select count(*)::int as n from former_members where diary_id = \(couple.diary.id)")
                 #expect(try former.first?.decode("n", as: Int.self) == 0)
+                let history = try await api.asSuperuser("select count(*)::int as n from change_log where diary_id = \(couple.diary.id)")
+                #expect(try history.first?.decode("n", as: Int.self) == 0, "a purged diary leaves no change behind")
                 #expect(try await api.call(.get, "/v1/data-safety", token: couple.alice.accessToken).decode(DataSafety.self).departures.isEmpty)
             }
         }
