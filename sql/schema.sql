@@ -2929,6 +2929,9 @@ begin
         raise exception 'session is not valid' using errcode = 'ZN401';
     end if;
     perform set_app_setting('app.user_id', caller::text);
+    -- The session too, so that what the release still serving registers without naming it
+    -- (register_device's two arguments) is bound to it.
+    perform set_app_setting('app.session_id', session::text);
     perform refresh_app_diary_ids();
 end
 $$;
@@ -3062,6 +3065,7 @@ declare
     live_entries uuid[];
     members text[];
     ended text[];
+    ended_sessions uuid[];
     wanted bigint[];
     claimed_until constant timestamptz := now() + lease;
 begin
@@ -3084,13 +3088,14 @@ begin
     select coalesce(array_agg(m.diary_id::text || ' ' || m.user_id::text), '{}') into members from diary_members m
     where m.diary_id = any (due_diaries) and m.user_id = any (due_users);
     -- Devices whose session has ended (signed out, revoked, its refresh token expired) get
-    -- nothing more, and are forgotten.
-    select coalesce(array_agg(v.token), '{}') into ended from devices v
+    -- nothing more, and are forgotten: each only while still bound to the session found
+    -- ended, so a device a new session registered again meanwhile stays.
+    select coalesce(array_agg(v.token), '{}'), coalesce(array_agg(v.session_id), '{}') into ended, ended_sessions from devices v
     where v.token = any (due_tokens) and v.session_id is not null and not exists (
         select 1 from sessions s where s.id = v.session_id and s.revoked_at is null
         and exists (select 1 from refresh_tokens t where t.session_id = s.id and t.expires_at > now()));
     if cardinality(ended) > 0 then
-        delete from devices v where v.token = any (ended);
+        delete from devices v where v.token = any (ended) and v.session_id = any (ended_sessions);
     end if;
     select coalesce(array_agg(d.id), '{}') into wanted
     from unnest(due_ids, due_users, due_tokens, due_kinds, due_diaries, due_entries) d(id, user_id, token, kind, diary_id, entry_id)
@@ -4795,7 +4800,7 @@ CREATE FUNCTION public.register_device(device_token text, device_environment tex
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 begin
-    perform register_device(device_token, device_environment, null);
+    perform register_device(device_token, device_environment, nullif(current_setting('app.session_id', true), '')::uuid);
 end
 $$;
 
@@ -5605,7 +5610,7 @@ REVOKE ALL ON FUNCTION public.apply_billing_event(id text) FROM PUBLIC;
 -- Name: FUNCTION authenticate(session uuid, caller uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.authenticate(session uuid, caller uuid) IS 'Sets the caller''s identity for the current transaction only, after checking that the session is live and belongs to that user (ZN401 otherwise), then loads their diaries and visible users. The server calls it at the start of every authenticated request.';
+COMMENT ON FUNCTION public.authenticate(session uuid, caller uuid) IS 'Sets the caller''s identity for the current transaction only, after checking that the session is live and belongs to that user (ZN401 otherwise), records the session (app.session_id), then loads their diaries and visible users. The server calls it at the start of every authenticated request.';
 
 --
 -- Name: FUNCTION authenticate(session uuid, caller uuid); Type: ACL; Schema: public; Owner: -
@@ -6437,7 +6442,7 @@ GRANT ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media
 -- Name: FUNCTION register_device(device_token text, device_environment text); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.register_device(device_token text, device_environment text) IS 'The release before sessions'' devices: register_device unbound to a session. Registers the caller''s device for push: a token registered by someone else moves to the caller with its unsent notifications dropped, and at most 20 devices are kept (the one registered longest ago goes). The user''s row is locked, so the cap holds under concurrency.';
+COMMENT ON FUNCTION public.register_device(device_token text, device_environment text) IS 'The release before sessions'' devices: register_device bound to the session authenticate() recorded for the transaction (unbound without one). Registers the caller''s device for push: a token registered by someone else moves to the caller with its unsent notifications dropped, and at most 20 devices are kept (the one registered longest ago goes). The user''s row is locked, so the cap holds under concurrency.';
 
 --
 -- Name: FUNCTION register_device(device_token text, device_environment text); Type: ACL; Schema: public; Owner: -

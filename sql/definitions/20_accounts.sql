@@ -31,6 +31,9 @@ begin
         raise exception 'session is not valid' using errcode = 'ZN401';
     end if;
     perform set_app_setting('app.user_id', caller::text);
+    -- The session too, so that what the release still serving registers without naming it
+    -- (register_device's two arguments) is bound to it.
+    perform set_app_setting('app.session_id', session::text);
     perform refresh_app_diary_ids();
 end
 $$;
@@ -252,7 +255,7 @@ COMMENT ON FUNCTION public.add_user(id uuid, display_name text) IS 'An account w
 
 REVOKE ALL ON FUNCTION public.add_user(id uuid, display_name text) FROM PUBLIC;
 
-COMMENT ON FUNCTION public.authenticate(session uuid, caller uuid) IS 'Sets the caller''s identity for the current transaction only, after checking that the session is live and belongs to that user (ZN401 otherwise), then loads their diaries and visible users. The server calls it at the start of every authenticated request.';
+COMMENT ON FUNCTION public.authenticate(session uuid, caller uuid) IS 'Sets the caller''s identity for the current transaction only, after checking that the session is live and belongs to that user (ZN401 otherwise), records the session (app.session_id), then loads their diaries and visible users. The server calls it at the start of every authenticated request.';
 
 REVOKE ALL ON FUNCTION public.authenticate(session uuid, caller uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.authenticate(session uuid, caller uuid) TO diary_app;

@@ -50,10 +50,13 @@ package struct UserRepository: Sendable {
 
     /// Revokes the session the request came with.
     package func logout() async throws {
-        // The devices it registered go with it: a signed-out phone gets no more pushes.
+        // The devices it registered go with it: a signed-out phone gets no more pushes. So do
+        // the user's devices bound to no session (registered before devices were bound, or
+        // through a release that did not bind them): which session they belong to cannot be
+        // known, and the app registers its device again at every launch.
         _ = try await scope.run([
             "update sessions set revoked_at = now() where id = \(scope.identity.sessionID) and user_id = (select app_user_id())",
-            "delete from devices where devices.session_id = \(scope.identity.sessionID) and \(DevicesPolicy.delete.using)",
+            "delete from devices where (devices.session_id = \(scope.identity.sessionID) or devices.session_id is null) and \(DevicesPolicy.delete.using)",
         ])
     }
 

@@ -108,4 +108,73 @@ struct DeviceTests {
             #expect(try left.map { try $0.decode("token", as: String.self) } == [tokens["live"]!])
         }
     }
+
+    @Test("a device bound to no session (before binding, or from the release still serving) goes at its user's next sign-out")
+    func unboundDeviceGoesAtSignOut() async throws {
+        try await APIHarness.run { api in
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
+            let unbound = PushFixture.deviceToken(), bobs = PushFixture.deviceToken()
+            try await api.asSuperuser("insert into devices (token, user_id, environment) values (\(unbound), \(alice.user.id), 'sandbox')")
+            try await api.asSuperuser("insert into devices (token, user_id, environment) values (\(bobs), \(bob.user.id), 'sandbox')")
+            #expect(try await api.call(.post, "/v1/auth/logout", token: alice.accessToken).status == .noContent)
+            let left = try await api.asSuperuser("select token from devices order by token").map { try $0.decode("token", as: String.self) }
+            #expect(left == [bobs], "Alice's unbound device went with her sign-out; Bob's stays")
+        }
+    }
+
+    @Test("the release still serving registers through register_device's two arguments: the device is bound to the session authenticate() recorded")
+    func twoArgumentRegistrationIsBound() async throws {
+        try await APIHarness.run { api in
+            let alice = try await api.signIn("alice")
+            let session = try #require(try await api.asSuperuser("select id from sessions where user_id = \(alice.user.id)").first?.decode("id", as: UUID.self))
+            let token = PushFixture.deviceToken()
+            try await TestDatabase.withPool(api.database.as(TestDatabase.appRole), size: 1) { app in
+                _ = try await app.transaction([
+                    "select authenticate(\(session), \(alice.user.id))",
+                    "select register_device(\(token), 'sandbox')",
+                ])
+            }
+            let bound = try await api.asSuperuser("select session_id from devices where token = \(token)")
+            #expect(try bound.first?.decode("session_id", as: UUID?.self) == session)
+            #expect(try await api.call(.post, "/v1/auth/logout", token: alice.accessToken).status == .noContent)
+            #expect(try await api.asSuperuser("select 1 from devices where token = \(token)").isEmpty)
+        }
+    }
+
+    @Test("the push claim forgets a device of an ended session only while it is still bound to it: one a new session registers meanwhile stays, and gets its push")
+    func claimKeepsADeviceRegisteredAgain() async throws {
+        try await APIHarness.run { api in
+            let ended = try await api.signIn("alice"), live = try await api.signIn("alice")
+            let token = PushFixture.deviceToken()
+            #expect(try await api.call(.put, "/v1/me/devices/\(token)", token: ended.accessToken, json: #"{"environment":"sandbox"}"#).status == .noContent)
+            try await api.asSuperuser("""
+                insert into push_outbox (user_id, device_token, kind, payload) values (\(ended.user.id), \(token), 'reminder', '{"aps": {}}')
+                """)
+            let sessions = try await api.asSuperuser("select id from sessions where user_id = \(ended.user.id) order by created_at, id").map { try $0.decode("id", as: UUID.self) }
+            try #require(sessions.count == 2)
+            try await api.asSuperuser("update sessions set revoked_at = now() where id = \(sessions[0])")
+
+            try await TestDatabase.withPool(api.database.as(TestDatabase.appRole), size: 1) { app in
+                try await TestDatabase.withPool(api.database, size: 2) { admin in
+                    // The new session registers the device again, and holds its row until the claim waits on it.
+                    try await app.withConnection { registering in
+                        try await registering.query("begin")
+                        try await registering.query("select authenticate(\(sessions[1]), \(live.user.id))")
+                        try await registering.query("select register_device(\(token), 'sandbox', \(sessions[1]))")
+                        let claim = Task { try await admin.query("select device_token from claim_push_batch(100, interval '1 minute')") }
+                        try await waitUntil("the claim waits on the device's row") {
+                            !(try await admin.query("""
+                                select 1 from pg_stat_activity where query like '%claim_push_batch%' and wait_event_type = 'Lock' and pid <> pg_backend_pid()
+                                """)).isEmpty
+                        }
+                        try await registering.query("commit")
+                        let claimed = try await claim.value.map { try $0.decode("device_token", as: String.self) }
+                        #expect(claimed == [token], "the push goes to the device its live session registered")
+                    }
+                }
+            }
+            let device = try await api.asSuperuser("select session_id from devices where token = \(token)")
+            #expect(try device.first?.decode("session_id", as: UUID?.self) == sessions[1])
+        }
+    }
 }
