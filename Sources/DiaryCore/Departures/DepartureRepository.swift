@@ -16,11 +16,6 @@ package struct DepartureRepository: Sendable {
         self.window = window
     }
 
-    /// The window `CLOSED_DIARY_RETENTION_DAYS` states, in whole days as the Data Safety Center shows it.
-    package static func window(days: Int) -> Duration {
-        .seconds(days * 86_400)
-    }
-
     /// Newest departure first; only those whose window is open.
     package func list() async throws -> [Departure] {
         let rows = try await scope.read(Self.listStatement(window: window))

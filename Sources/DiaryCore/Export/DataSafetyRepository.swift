@@ -23,8 +23,8 @@ package struct DataSafetyRepository: Sendable {
 
     /// `backupsEnabled`: this deployment takes backups (`BACKUP_DIR`); without them the
     /// times are null, whatever an old record says.
-    package func status(backupsEnabled: Bool, departureWindowDays: Int) async throws -> DataSafety {
-        let departures = try await DepartureRepository(scope: scope, window: DepartureRepository.window(days: departureWindowDays)).list()
+    package func status(backupsEnabled: Bool, departureWindow: Duration, departureWindowDays: Int) async throws -> DataSafety {
+        let departures = try await DepartureRepository(scope: scope, window: departureWindow).list()
         let rows = try await scope.read(Self.summaryStatement)
         guard let row = rows.first else { throw DomainError(.inconsistent, "the data safety read returned no row") }
         let entries: Int = try row.decode("entries_protected")

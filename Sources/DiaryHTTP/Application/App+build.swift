@@ -39,6 +39,7 @@ package func buildApplication(
         billing: configuration.billing,
         serviceStatus: configuration.serviceStatus,
         export: configuration.export,
+        closedDiaries: configuration.closedDiaries,
         sharedReads: configuration.sharedReads,
         citus: configuration.citus,
         inviteLinks: configuration.inviteLinks,
@@ -97,7 +98,7 @@ func makePush(configuration: ServerConfiguration, http: OutboundHTTP, logger: Lo
 func makeClosedDiaryWorker(configuration: ServerConfiguration, photoSweeper: PhotoSweeper, logger: Logger) -> ClosedDiaryWorker {
     let (pool, listen) = backgroundConnections(configuration: configuration, applicationName: ClosedDiaryWorker.applicationName, logger: logger)
     return ClosedDiaryWorker(
-        pool: pool, listenConfiguration: listen, options: ClosedDiaryWorker.Options(window: configuration.export.departureWindow),
+        pool: pool, listenConfiguration: listen, options: configuration.closedDiaries.workerOptions,
         purged: { photoSweeper.collectSoon() }, logger: logger)
 }
 
@@ -165,7 +166,8 @@ private func backgroundConnections(
 func buildRouter(
     pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenService, apple: AppleAccounts, devSignIn: Bool, photos: Photos,
     billing: BillingConfiguration = BillingConfiguration(), serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
-    export: ExportConfiguration = ExportConfiguration(), sharedReads: Bool = false, citus: Bool = false,
+    export: ExportConfiguration = ExportConfiguration(), closedDiaries: ClosedDiaryConfiguration = ClosedDiaryConfiguration(),
+    sharedReads: Bool = false, citus: Bool = false,
     inviteLinks: InviteLinks = InviteLinks(publicURL: ServerConfiguration.developmentPublicURL),
     invitePage: InvitePageConfiguration = InvitePageConfiguration(), trustedProxies: TrustedProxies = TrustedProxies(), contract: String
 ) -> Router<AppRequestContext> {
@@ -225,7 +227,7 @@ func buildRouter(
     photoRoutes.register(authenticated: authenticated)
     ChangeRoutes().register(on: authenticated)
     DeviceRoutes().register(on: authenticated)
-    ExportRoutes(store: photos.store, configuration: export).register(on: authenticated)
-    DepartureRoutes(window: export.departureWindow, freePlanDiaries: billing.freePlanDiaries).register(on: authenticated)
+    ExportRoutes(store: photos.store, configuration: export, closedDiaries: closedDiaries).register(on: authenticated)
+    DepartureRoutes(window: closedDiaries.window, freePlanDiaries: billing.freePlanDiaries).register(on: authenticated)
     return router
 }

@@ -38,6 +38,8 @@ package struct ServerConfiguration: Sendable {
     package var serviceStatus = ServiceStatusConfiguration()
     /// Exports' limits, and whether backups run.
     package var export = ExportConfiguration()
+    /// The departures' window and the closed-diary worker's round.
+    package var closedDiaries = ClosedDiaryConfiguration()
     /// Sign in with Apple's REST API: code exchange and token revocation.
     package var apple = AppleConfiguration()
     /// `DIARY_OPENAPI_FILE`: the contract served at /openapi.yaml; nil looks in the working

@@ -1,7 +1,7 @@
 import DiaryCore
 
-/// Exports' limits, whether this deployment takes backups, and how long a departure keeps
-/// what a member wrote theirs (`CLOSED_DIARY_RETENTION_DAYS`).
+/// Exports' limits, and whether this deployment takes backups. How long a departure keeps what
+/// a member wrote theirs is `ClosedDiaryConfiguration`'s.
 package struct ExportConfiguration: Sendable {
     /// Exports one user may start per UTC day, diary and personal together.
     package var exportsPerDay = 10
@@ -10,16 +10,10 @@ package struct ExportConfiguration: Sendable {
     package var concurrentExports = 4
     /// `BACKUP_DIR` is set: the Data Safety Center reports the backups.
     package var backupsEnabled = false
-    /// How long a member who left may still export their own entries of that diary, and a
-    /// closed diary (its last member left) is kept for its former members to restore.
-    package var departureWindowDays = 30
 
-    package init(exportsPerDay: Int = 10, concurrentExports: Int = 4, backupsEnabled: Bool = false, departureWindowDays: Int = 30) {
+    package init(exportsPerDay: Int = 10, concurrentExports: Int = 4, backupsEnabled: Bool = false) {
         self.exportsPerDay = exportsPerDay
         self.concurrentExports = concurrentExports
         self.backupsEnabled = backupsEnabled
-        self.departureWindowDays = departureWindowDays
     }
-
-    package var departureWindow: Duration { DepartureRepository.window(days: departureWindowDays) }
 }

@@ -11,11 +11,15 @@ import PostgresClient
 struct ExportRoutes {
     let store: any PhotoStore
     let configuration: ExportConfiguration
+    /// The departures' window: what the personal export carries of diaries left, and what the
+    /// Data Safety Center states.
+    let closedDiaries: ClosedDiaryConfiguration
     let streaming: InFlightLimit
 
-    init(store: any PhotoStore, configuration: ExportConfiguration) {
+    init(store: any PhotoStore, configuration: ExportConfiguration, closedDiaries: ClosedDiaryConfiguration) {
         self.store = store
         self.configuration = configuration
+        self.closedDiaries = closedDiaries
         self.streaming = InFlightLimit(limit: configuration.concurrentExports)
     }
 
@@ -33,7 +37,7 @@ struct ExportRoutes {
         router.get("me/export") { _, context -> Response in
             let ticket = try enter(context)
             let days = try await PersonalExport.admit(scope: context.scope, exportsPerDay: configuration.exportsPerDay)
-            let export = PersonalExport(scope: context.scope, store: store, departureWindow: configuration.departureWindow, logger: context.logger)
+            let export = PersonalExport(scope: context.scope, store: store, departureWindow: closedDiaries.window, logger: context.logger)
             return stream(kind: "personal", name: "zutto-nikki-personal", days: days, ticket: ticket, context: context) { sink, now in
                 try await export.write(exportedAt: now, to: sink)
             }
@@ -41,7 +45,7 @@ struct ExportRoutes {
 
         router.get("data-safety") { _, context -> DataSafety in
             try await DataSafetyRepository(scope: context.scope).status(
-                backupsEnabled: configuration.backupsEnabled, departureWindowDays: configuration.departureWindowDays)
+                backupsEnabled: configuration.backupsEnabled, departureWindow: closedDiaries.window, departureWindowDays: closedDiaries.windowDays)
         }
     }
 

@@ -64,6 +64,10 @@ struct ServeCommand: AsyncParsableCommand {
               CLOSED_DIARY_RETENTION_DAYS  days a closed diary (its last member left) is kept for
                                   its former members to restore, and a member who left may
                                   export their own entries of it (default 30)
+              CLOSED_DIARY_RETENTION_SECONDS  the same window in seconds, for tests that watch a
+                                  purge; refused in production
+              CLOSED_DIARY_ROUND_SECONDS  how often the closed-diary worker looks for deletion
+                                  dates that arrived and closes no notification told (default 600)
               BACKUP_DIR          turns automatic backups on: one instance at a time backs up
                                   there and verifies (as MIGRATION_DATABASE_URL, else DATABASE_URL)
               RESTORE_POINT_DATABASE_URL  a superuser's connection: turns scheduled restore

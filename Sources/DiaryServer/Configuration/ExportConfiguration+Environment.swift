@@ -5,13 +5,11 @@ import Foundation
 extension ExportConfiguration {
     /// EXPORTS_PER_DAY (default 10), CONCURRENT_EXPORTS (default 4, or half the pool if that is less: each export holds a
     /// connection while it streams),
-    /// BACKUP_DIR or RESTORE_POINT_DATABASE_URL (backups on when either is set), and
-    /// CLOSED_DIARY_RETENTION_DAYS (default 30: how long a closed diary, and a departure, is kept).
+    /// and BACKUP_DIR or RESTORE_POINT_DATABASE_URL (backups on when either is set).
     static func fromEnvironment(poolSize: Int, _ environment: [String: String] = Setting.environment) throws -> ExportConfiguration {
         let perDay = try Setting.integer(flag: nil, environment: "EXPORTS_PER_DAY", default: 10, range: 1...1000, in: environment)
         let concurrent = try Setting.integer(flag: nil, environment: "CONCURRENT_EXPORTS", default: min(4, max(1, poolSize / 2)), range: 1...100, in: environment)
         let backups = ["BACKUP_DIR", WorkerService.restorePointURLSetting].contains { Setting.string(flag: nil, environment: $0, in: environment) != nil }
-        let retention = try Setting.integer(flag: nil, environment: "CLOSED_DIARY_RETENTION_DAYS", default: 30, range: 1...3650, in: environment)
-        return ExportConfiguration(exportsPerDay: perDay, concurrentExports: concurrent, backupsEnabled: backups, departureWindowDays: retention)
+        return ExportConfiguration(exportsPerDay: perDay, concurrentExports: concurrent, backupsEnabled: backups)
     }
 }

@@ -44,6 +44,7 @@ extension ServerConfiguration {
         configuration.billing = billing
         configuration.serviceStatus = try ServiceStatusConfiguration.fromEnvironment(environment)
         configuration.export = try ExportConfiguration.fromEnvironment(poolSize: configuration.poolOptions.size, environment)
+        configuration.closedDiaries = try ClosedDiaryConfiguration.fromEnvironment(production: auth.production, environment)
         configuration.photos = try PhotoConfiguration.fromEnvironment(production: auth.production, environment)
         configuration.openAPIFile = Setting.string(flag: nil, environment: "DIARY_OPENAPI_FILE", in: environment)
         if Setting.string(flag: nil, environment: "PUBLIC_URL", in: environment) != nil {

@@ -7,6 +7,7 @@ import Testing
 
 @testable import DiaryCore
 @testable import DiaryHTTP
+@testable import DiaryServer
 
 /// A diary whose last member leaves is closed, never deleted at once: its former members may
 /// restore it, or export their own entries, until its deletion date.
@@ -276,5 +277,40 @@ struct ClosedDiaryTests {
             #expect(restored.status == .ok)
             #expect(try restored.decode(Diary.self).memberCount == 1)
         }
+    }
+
+    @Test("with a window of seconds, a purge is seen from outside: the Data Safety Center lists the closed diary, then nothing, a restore is 404, and nothing of it is left")
+    func purgeSeenFromOutside() async throws {
+        let closedDiaries = ClosedDiaryConfiguration(window: .seconds(2), round: .milliseconds(200))
+        try await APIHarness.run(closedDiaries: closedDiaries) { api in
+            let couple = try await EntryPhotoTests.couple(api)
+            #expect(try await api.post("ボブの日記", in: couple.diary.id, token: couple.bob.accessToken).status == .created)
+            try await Self.leave(api, couple.diary.id, couple.bob)
+            try await Self.leave(api, couple.diary.id, couple.alice)
+            let listed = try await api.call(.get, "/v1/data-safety", token: couple.bob.accessToken).decode(DataSafety.self)
+            #expect(listed.departures.map(\.diaryId) == [couple.diary.id] && listed.departureWindowDays == 1)
+            try await waitUntil("the closed diary is purged", within: .seconds(30)) {
+                let listed = try await api.call(.get, "/v1/data-safety", token: couple.bob.accessToken).decode(DataSafety.self).departures
+                let exists = try await Self.closedState(api, couple.diary.id).exists
+                return listed.isEmpty && !exists
+            }
+            #expect(try await api.call(.post, "/v1/diaries/\(couple.diary.id)/restore", token: couple.bob.accessToken).status == .notFound)
+            let left = try await api.asSuperuser("""
+                select (select count(*) from entries where diary_id = \(couple.diary.id))::int + (select count(*) from change_log where diary_id = \(couple.diary.id))::int
+                    + (select count(*) from former_members where diary_id = \(couple.diary.id))::int as n
+                """)
+            #expect(try left.first?.decode("n", as: Int.self) == 0)
+        }
+    }
+
+    @Test("the window's settings: days by default, seconds outside production only, and the worker's round")
+    func windowSettings() throws {
+        let defaults = try ClosedDiaryConfiguration.fromEnvironment(production: false, [:])
+        #expect(defaults.window == .seconds(30 * 86_400) && defaults.round == .seconds(600) && defaults.windowDays == 30)
+        let short = try ClosedDiaryConfiguration.fromEnvironment(production: false, ["CLOSED_DIARY_RETENTION_SECONDS": "5", "CLOSED_DIARY_ROUND_SECONDS": "1"])
+        #expect(short.window == .seconds(5) && short.round == .seconds(1) && short.windowDays == 1)
+        #expect(try ClosedDiaryConfiguration.fromEnvironment(production: true, ["CLOSED_DIARY_RETENTION_DAYS": "7"]).window == .seconds(7 * 86_400))
+        #expect(throws: (any Error).self) { try ClosedDiaryConfiguration.fromEnvironment(production: true, ["CLOSED_DIARY_RETENTION_SECONDS": "5"]) }
+        #expect(throws: (any Error).self) { try ClosedDiaryConfiguration.fromEnvironment(production: false, ["CLOSED_DIARY_ROUND_SECONDS": "0"]) }
     }
 }

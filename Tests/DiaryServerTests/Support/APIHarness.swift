@@ -63,7 +63,7 @@ struct APIHarness: Sendable {
         export: ExportConfiguration = ExportConfiguration(), apple: AppleConfiguration = AppleConfiguration(), jwksURL: URL? = nil,
         photoStore: PhotoStoreKind = .folder, deletedPhotosKept: Duration = .zero,
         invitePage: InvitePageConfiguration = InvitePageConfiguration(), trustedProxies: TrustedProxies = TrustedProxies(),
-        realtime: ChangeFeed.Options = ChangeFeed.Options(),
+        realtime: ChangeFeed.Options = ChangeFeed.Options(), closedDiaries: ClosedDiaryConfiguration = ClosedDiaryConfiguration(),
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         try await MigratedTemplate.withDatabase { database in
@@ -72,7 +72,8 @@ struct APIHarness: Sendable {
                 maxConcurrentRequests: maxConcurrentRequests, sharedReads: sharedReads, testing: testing, route: route,
                 slowConsumerGrace: slowConsumerGrace, pingPeriod: pingPeriod, push: push, pushDelivery: pushDelivery, billing: billing,
                 serviceStatus: serviceStatus, export: export, apple: apple, jwksURL: jwksURL, photoStore: photoStore,
-                deletedPhotosKept: deletedPhotosKept, invitePage: invitePage, trustedProxies: trustedProxies, realtime: realtime, body
+                deletedPhotosKept: deletedPhotosKept, invitePage: invitePage, trustedProxies: trustedProxies, realtime: realtime,
+                closedDiaries: closedDiaries, body
             )
         }
     }
@@ -87,7 +88,7 @@ struct APIHarness: Sendable {
         export: ExportConfiguration = ExportConfiguration(), apple: AppleConfiguration = AppleConfiguration(), jwksURL: URL? = nil,
         photoStore: PhotoStoreKind = .folder, deletedPhotosKept: Duration = .zero, sharing other: APIHarness? = nil, citus: Bool = false,
         invitePage: InvitePageConfiguration = InvitePageConfiguration(), trustedProxies: TrustedProxies = TrustedProxies(),
-        realtime: ChangeFeed.Options = ChangeFeed.Options(),
+        realtime: ChangeFeed.Options = ChangeFeed.Options(), closedDiaries: ClosedDiaryConfiguration = ClosedDiaryConfiguration(),
         _ body: @Sendable (APIHarness) async throws -> Void
     ) async throws {
         // The server's own role: no ownership, no BYPASSRLS, so every policy applies.
@@ -122,6 +123,7 @@ struct APIHarness: Sendable {
         configuration.invitePage = invitePage
         configuration.trustedProxies = trustedProxies
         configuration.realtime = realtime
+        configuration.closedDiaries = closedDiaries
         let store: any PhotoStore
         switch photoStore {
         case .folder:
