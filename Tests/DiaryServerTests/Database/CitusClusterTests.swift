@@ -128,6 +128,23 @@ struct CitusClusterTests {
             #expect(try await ClosedDiaryTests.closedState(api, diary.id).purgeAt != nil)
             let restored = try await api.call(.post, "/v1/diaries/\(diary.id)/restore", token: bob.accessToken)
             #expect(restored.status == .ok, "Bob restores it on the cluster: \(restored.text)")
+            // Closed again by Bob's leave, and past its date: the worker purges it on the cluster, history and all.
+            #expect(try await api.call(.delete, "/v1/diaries/\(diary.id)/members/\(bob.user.id)", token: bob.accessToken).status.code < 300)
+            try await TestDatabase.withPool(api.database.as(TestDatabase.appRole), size: 1) { pool in
+                let worker = ClosedDiaryTests.worker(pool, api)
+                _ = try await worker.round()
+                try await waitUntil("the deletion date is set") { try await ClosedDiaryTests.closedState(api, diary.id).purgeAt != nil }
+                try await api.asSuperuser("update diaries set purge_at = now() - interval '1 second' where id = \(diary.id)")
+                let purged = try await worker.round().purged
+                let exists = try await ClosedDiaryTests.closedState(api, diary.id).exists
+                #expect(purged == [diary.id] || !exists, "purged by this round or the server's own")
+            }
+            #expect(try await ClosedDiaryTests.closedState(api, diary.id).exists == false)
+            let leftBehind = try await api.asSuperuser("""
+                select (select count(*) from change_log where diary_id = \(diary.id))::int8 + (select count(*) from former_members where diary_id = \(diary.id))::int8
+                    + (select count(*) from entries where diary_id = \(diary.id))::int8 as n
+                """)
+            #expect(try leftBehind.first?.decode("n", as: Int.self) == 0, "a purged diary leaves nothing on the cluster")
             let differences = try await TestDatabase.withPool(try Self.owner(), size: 1) { pool in
                 try await CounterReconciliation(pool: pool).differences()
             }
