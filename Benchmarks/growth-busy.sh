@@ -29,13 +29,7 @@ cleanup() {
 trap cleanup EXIT
 source Benchmarks/endpoints/server.sh
 
-if [ -n "${DIARY_SERVER_BIN:-}" ]; then
-    bin=$DIARY_SERVER_BIN
-else
-    echo "building the release server" >&2
-    swift build -c release --product diary-server >&2
-    bin="$(swift build -c release --show-bin-path)/diary-server"
-fi
+bin=$(release_server)
 [ -x "$bin" ] || { echo "no server binary at $bin" >&2; exit 1; }
 
 psql -X -q -v ON_ERROR_STOP=1 -U postgres -d postgres -c "drop database if exists $db with (force)" -c "create database $db owner diary_owner"

@@ -56,13 +56,7 @@ trap cleanup EXIT
 source Benchmarks/endpoints/server.sh
 ensure_wrk
 
-if [ -n "${DIARY_SERVER_BIN:-}" ]; then
-    bin=$DIARY_SERVER_BIN
-else
-    echo "building the release server" >&2
-    swift build -c release --product diary-server >&2
-    bin="$(swift build -c release --show-bin-path)/diary-server"
-fi
+bin=$(release_server)
 [ -x "$bin" ] || { echo "no server binary at $bin" >&2; exit 1; }
 ls "$migrations"/*.sql >/dev/null || { echo "no migrations in $migrations" >&2; exit 1; }
 # Which source the binary and the schema come from, for the header.

@@ -6,6 +6,17 @@ ensure_wrk() {
     command -v wrk >/dev/null || { local sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo; $sudo apt-get install -y -qq wrk >&2; }
 }
 
+# The server binary to measure: DIARY_SERVER_BIN, else this checkout's release build, built here.
+release_server() {
+    if [ -n "${DIARY_SERVER_BIN:-}" ]; then
+        echo "$DIARY_SERVER_BIN"
+        return
+    fi
+    echo "building the release server" >&2
+    swift build -c release --product diary-server >&2
+    echo "$(swift build -c release --show-bin-path)/diary-server"
+}
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # Database $1 seeded afresh; $2/jwt.key signs the tokens in $2/users.tsv, which wrk.lua reads.
