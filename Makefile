@@ -7,7 +7,7 @@ BOUNCER := scripts/pgbouncer.sh
 # `make run CONFIG=release` for an optimised server.
 CONFIG ?= debug
 
-.PHONY: run test test-services test-asan test-tsan test-citus test-previous-release diarykit-repo fuzz fuzz-merge build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
+.PHONY: run test test-services test-asan test-tsan test-citus test-fanout-property test-previous-release diarykit-repo fuzz fuzz-merge build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
 
 run: db
 	swift build -c $(CONFIG) --product diary-server
@@ -24,7 +24,7 @@ run: db
 # and drops a database, each DROP DATABASE waits for a checkpoint, and with fsync on those
 # checkpoints synced some 25,000 files for up to 40 s, while connections timed out behind them.
 TEST_CLUSTER := $(CURDIR)/.data/postgres-test
-TEST_TARGETS := test test-services test-asan test-tsan test-previous-release
+TEST_TARGETS := test test-services test-asan test-tsan test-previous-release test-fanout-property
 $(TEST_TARGETS): export DIARY_PG_CLUSTER = $(TEST_CLUSTER)
 $(TEST_TARGETS): export DIARY_PG_FSYNC = off
 # Every suite runs at once, each server with its own pools: more than 1,000 connections at peak.
@@ -117,6 +117,14 @@ fuzz-merge:
 DIARYKIT_REPO ?= .build/DiaryKit-repo
 diarykit-repo:
 	scripts/diarykit-repo.sh "$(DIARYKIT_REPO)"
+
+# The fan-out's property test with more seeds and steps than make test's one (FANOUT_SEEDS,
+# comma-separated, and FANOUT_STEPS).
+FANOUT_SEEDS ?= 1,2,3,4,5,6,7,8
+FANOUT_STEPS ?= 60
+test-fanout-property: test-services
+	$(TEST_SHELL); swift build --build-tests; \
+	FANOUT_SEEDS=$(FANOUT_SEEDS) FANOUT_STEPS=$(FANOUT_STEPS) swift test --skip-build --filter FanOutPropertyTests
 
 test-previous-release: test-services
 	$(TEST_SHELL); swift build --build-tests; scripts/test-previous-release.sh
