@@ -12,9 +12,10 @@ import TestSupport
 /// them paused until the end. Once the run quiesces, each socket's events are what delta sync
 /// gives its user from the socket's first cursor under their own policies, but for changes
 /// whose subject is gone since (delivered before it went, which delta sync leaves out). A
-/// user who departs gets delta sync as it stood before their departure, then their own
-/// `member.left`; one whose session ends (sign-out, account deletion) at most delta sync as it
-/// stood before: no frame after the revocation. `make test` runs a fixed seed;
+/// user who departs gets at most delta sync as it stood before their departure (what their
+/// socket had not read by then, they may no longer read), then their own `member.left`; one
+/// whose session ends (sign-out, account deletion) at most delta sync as it stood before: no
+/// frame after the revocation. `make test` runs a fixed seed;
 /// `make test-fanout-property` more seeds and steps (FANOUT_SEEDS, FANOUT_STEPS), and
 /// `FANOUT_DEBUG=1` prints each socket's frames.
 @Suite("Realtime fan-out under random interleavings", .serialized)
@@ -40,7 +41,7 @@ struct FanOutPropertyTests {
     enum Expected {
         /// Delta sync at the end, from the socket's first cursor.
         case live
-        /// Exactly these: delta sync before their departure, and their own departure.
+        /// A prefix of these, delta sync before their departure, then their own departure.
         case departed([ChangeEvent])
         /// At most a prefix of these: delta sync before their session ended.
         case ended([ChangeEvent])
@@ -102,7 +103,8 @@ struct FanOutPropertyTests {
     static func kept(_ events: [ChangeEvent], gone: Set<UUID>) -> [String] {
         events.filter { event in
             switch event.data {
-            case .entry(let entry): !gone.contains(entry.id) && !gone.contains(entry.author.id)
+            // An author who left since shows as departed in delta sync, by name in a frame written before.
+            case .entry(let entry): !gone.contains(entry.id) && !gone.contains(entry.author.id) && entry.author.id != EntryRepository.departedAuthorID
             case .entryRead(let read): !gone.contains(read.entryId) && !gone.contains(read.userId)
             case .member(let member): !gone.contains(member.userId)
             default: true
@@ -162,7 +164,6 @@ struct FanOutPropertyTests {
                 let choice = choices.randomElement(using: &random)!
                 let author = (writers.isEmpty ? members : writers).randomElement(using: &random)!
                 log.append("\(step): \(choice)")
-                defer { if let last = log.popLast() { log.append(last + " [" + (choice == "post" ? "" : author.name) + "]") } }
                 switch choice {
                 case "post":
                     let poster = members.randomElement(using: &random)!
@@ -195,6 +196,7 @@ struct FanOutPropertyTests {
                     joiner.member = true
                 default:
                     let target = departable.randomElement(using: &random)!
+                    log[log.count - 1] += " " + target.name
                     let before = try await Self.deltaSync(api, diary.id, target)
                     switch choice {
                     case "leave", "remove":
@@ -222,7 +224,7 @@ struct FanOutPropertyTests {
             for user in users {
                 let socket = try #require(user.socket)
                 if ProcessInfo.processInfo.environment["FANOUT_DEBUG"] != nil {
-                    print("DEBUG seed \(seed) \(user.name) \(user.session.user.id) expected \(user.expected)\n  frames: \(socket.frames.withLockedValue { $0 }.joined(separator: "\n    "))\n  steps: \(log)")
+                    print("DEBUG seed \(seed) \(user.name) \(user.session.user.id) expected \(user.expected), finished \(socket.isFinished) \(socket.isFinished ? "\(String(describing: try? await socket.closeCode()))" : "")\n  frames: \(socket.frames.withLockedValue { $0 }.joined(separator: "\n    "))\n  steps: \(log)")
                 }
                 switch user.expected {
                 case .live:
@@ -231,6 +233,14 @@ struct FanOutPropertyTests {
                         continue
                     }
                     let delta = try await Self.deltaSync(api, diary.id, user)
+                    if user.paused, socket.isFinished {
+                        // Paused past the slow consumer's grace: closed with 4408, having written a prefix.
+                        #expect(try await socket.closeCode() == .unknown(4408), "\(user.name)")
+                        let socketEvents = Self.events(socket), gone = Self.gone(delta + socketEvents)
+                        let shown = Self.kept(socketEvents, gone: gone), expected = Self.kept(delta, gone: gone)
+                        #expect(shown.count <= expected.count && shown.elementsEqual(expected.prefix(shown.count)), "seed \(seed), \(user.name): \(log)")
+                        continue
+                    }
                     let last = try #require(delta.last?.id, "\(user.name): delta sync has changes")
                     try await waitUntil("\(user.name)'s socket reaches delta sync's last change", within: .seconds(30)) {
                         Self.events(socket).contains { $0.id == last }
@@ -242,9 +252,10 @@ struct FanOutPropertyTests {
                         Self.events(socket).contains { $0.type == .memberLeft && $0.data == .memberLeft(DepartedMember(userId: user.session.user.id)) }
                     }
                     let socketEvents = Self.events(socket), gone = Self.gone(before + socketEvents).subtracting([user.session.user.id])
-                    let shown = Self.kept(socketEvents, gone: gone)
-                    #expect(shown.dropLast().elementsEqual(Self.kept(before, gone: gone)) && socketEvents.last?.type == .memberLeft,
-                            "seed \(seed), \(user.name): their own departure, then nothing: \(log)")
+                    // What the socket had not read when the departure committed, it may no longer read.
+                    let shown = Self.kept(socketEvents, gone: gone).dropLast(), expected = Self.kept(before, gone: gone)
+                    #expect(shown.count <= expected.count && shown.elementsEqual(expected.prefix(shown.count)) && socketEvents.last?.type == .memberLeft,
+                            "seed \(seed), \(user.name): what they could read, then their own departure, then nothing: \(log)")
                 case .ended(let before):
                     #expect(try await socket.closeCode(within: .seconds(30)) == .unknown(4401), "\(user.name)")
                     let socketEvents = Self.events(socket), gone = Self.gone(before + socketEvents)

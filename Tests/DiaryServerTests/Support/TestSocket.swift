@@ -112,6 +112,9 @@ final class TestSocket: Sendable {
         return (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["type"] as? String
     }
 
+    /// Whether the connection has ended.
+    var isFinished: Bool { finished.withLockedValue { $0 } }
+
     /// Waits for the server to close, and returns its close code.
     func closeCode(within limit: Duration = .seconds(15)) async throws -> WebSocketErrorCode? {
         try await withTimeLimit("the socket's close", within: limit) { try await self.closing.value?.closeCode }
