@@ -166,6 +166,10 @@ begin
             where m.diary_id = mark_as_read_as.diary_id and m.user_id = reader;
         end if;
         perform log_change(mark_as_read_as.diary_id, 'entry.read', mark_as_read_as.entry_id, reader, alias);
+    else
+        -- A read again moves the receipt's time, which logs nothing but is shown: a former
+        -- member may not restore past it (departure_restorable).
+        update diaries d set shared_position = d.change_position where d.id = mark_as_read_as.diary_id;
     end if;
     return marked_at;
 end

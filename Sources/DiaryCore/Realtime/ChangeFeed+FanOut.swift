@@ -17,16 +17,19 @@ extension ChangeFeed {
         for diary in moved.sorted(by: { $0.uuidString < $1.uuidString }) {
             guard let after = known.positions[diary] else { continue }
             let followers = next.diariesOfUser.filter { $0.value.contains(diary) }.map(\.key)
-            let reader = subscriptions.first { followers.contains($0.userID) && $0.ending == nil && $0.reader != nil }
-            guard let reader, let read = reader.reader else { continue }
-            let sessions = Set(subscriptions.filter { followers.contains($0.userID) }.map(\.sessionID))
+            // Each follower's session as it stands now: what the batch confirms live, a renewal
+            // during the read notwithstanding.
+            let queried = Dictionary(subscriptions.filter { followers.contains($0.userID) }.map { (ObjectIdentifier($0), $0.sessionID) }, uniquingKeysWith: { a, _ in a })
             let outcome: String
             do {
-                switch try await read(reader.identity).batch(of: diary, after: after, limit: options.fanOutPage, among: followers, sessions: Array(sessions)) {
+                switch try await readBatch(of: diary, after: after, among: followers, sessions: Array(Set(queried.values)), from: subscriptions) {
+                case nil:
+                    outcome = "no_reader"
                 case .success(let batch):
                     let delivery = Delivery(batch)
                     for subscription in subscriptions where batch.members.contains(subscription.userID) {
-                        if batch.liveSessions.contains(subscription.sessionID) {
+                        guard let session = queried[ObjectIdentifier(subscription)] else { continue }
+                        if batch.liveSessions.contains(session) {
                             subscription.deliver(delivery)
                         } else {
                             subscription.end(.sessionEnded)
@@ -45,6 +48,25 @@ extension ChangeFeed {
             }
             Counter(label: "realtime_fanout_reads_total", dimensions: [("outcome", outcome)]).increment()
         }
+    }
+}
+
+extension ChangeFeed {
+    /// The batch, read as the first follower able to: a follower whose session has ended is
+    /// told so and gives way to the next, so that one revoked socket does not send every
+    /// member to a read of its own. Nil when no follower could read it.
+    func readBatch(
+        of diary: UUID, after: Int64, among followers: [UUID], sessions: [UUID], from subscriptions: [ChangeSubscription]
+    ) async throws -> Result<ChangeLogRepository.DiaryBatch, ChangeLogRepository.BatchRefusal>? {
+        for reader in subscriptions where followers.contains(reader.userID) && reader.ending == nil {
+            guard let read = reader.reader else { continue }
+            do {
+                return try await read(reader.identity).batch(of: diary, after: after, limit: options.fanOutPage, among: followers, sessions: sessions)
+            } catch let error as DomainError where error.reason == .unauthenticated {
+                reader.end(.sessionEnded)
+            }
+        }
+        return nil
     }
 }
 

@@ -57,7 +57,7 @@ package struct ChangeLogRepository: Sendable {
     /// joined since, takes a second.
     package func changes(after cursor: ChangeCursor, inDiary diary: UUID? = nil, limit: Int) async throws -> Outcome {
         let named = cursor.positions.keys.filter { diary == nil || $0 == diary }.sorted { $0.uuidString < $1.uuidString }
-        let first = try await scope.read(Self.deltaStatements(named: named, after: cursor, limit: limit))
+        let first = try await readConfirmingSession(Self.deltaStatements(named: named, after: cursor, limit: limit))
         var joined: [UUID: Int64] = [:]
         for row in first[0] {
             let member: UUID = try row.decode("diary_id")
@@ -67,7 +67,7 @@ package struct ChangeLogRepository: Sendable {
         var reads = Array(zip(named, first.dropFirst()))
         let unnamed = joined.keys.filter { cursor[$0] == nil }.sorted { $0.uuidString < $1.uuidString }
         if !unnamed.isEmpty {
-            reads += zip(unnamed, try await scope.read(unnamed.map { Self.changesStatement(inDiary: $0, after: joined[$0], limit: limit) }))
+            reads += zip(unnamed, try await readConfirmingSession(unnamed.map { Self.changesStatement(inDiary: $0, after: joined[$0], limit: limit) }))
         }
         return try page(of: reads, continuing: diary == nil ? ChangeCursor() : cursor, limit: limit)
     }
@@ -84,8 +84,18 @@ package struct ChangeLogRepository: Sendable {
     /// cursor does not name starts where the caller joined it.
     package func changes(after cursor: ChangeCursor, inDiaries diaries: Set<UUID>, limit: Int) async throws -> Outcome {
         let sorted = diaries.sorted { $0.uuidString < $1.uuidString }
-        let results = try await scope.read(sorted.map { Self.changesStatement(inDiary: $0, after: cursor[$0], limit: limit) })
+        let results = try await readConfirmingSession(sorted.map { Self.changesStatement(inDiary: $0, after: cursor[$0], limit: limit) })
         return try page(of: Array(zip(sorted, results)), continuing: cursor, limit: limit)
+    }
+
+    /// `statements`, then whether the caller's session is still live, read after them: each
+    /// statement of a read has a snapshot of its own, so a revocation committed after
+    /// `authenticate()` and before a change the statements read is seen here, and what they
+    /// read is not handed on (the session's end, `unauthenticated`).
+    func readConfirmingSession(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
+        var results = try await scope.read(statements + ["select live_sessions(\([scope.identity.sessionID])) as id"])
+        guard !(results.removeLast()).isEmpty else { throw DomainError(.unauthenticated, "the session has ended; sign in again") }
+        return results
     }
 
     /// One page from each diary's rows (`changesStatement`): the oldest first across diaries,

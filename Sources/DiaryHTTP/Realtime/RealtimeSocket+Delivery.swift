@@ -159,10 +159,15 @@ extension RealtimeSocket {
     /// reached where the delivery begins (or never read the diary), or the delivery is older
     /// than `Options.sharedFreshness`, and the socket must read it itself.
     private func write(_ delivery: Delivery, after cursor: inout ChangeCursor, to outbound: WebSocketOutboundWriter) async throws -> Bool {
-        guard let position = cursor[delivery.diary], position >= delivery.after,
-              ContinuousClock.now - delivery.readAt <= options.sharedFreshness else { return false }
+        guard let position = cursor[delivery.diary], position >= delivery.after else { return false }
         var written = 0
         for change in delivery.changes where change.position > position {
+            // Each change, not only the first: a socket held back by its reader can be past
+            // the bound halfway; it reads the rest itself, from the last change written.
+            guard ContinuousClock.now - delivery.readAt <= options.sharedFreshness else {
+                AppMetrics.recordRealtimeEvents(written)
+                return false
+            }
             cursor[delivery.diary] = change.position
             let frame = try change.frame(for: subscription.userID) { try StreamingJSONEncoder().encode($0) }
             try await writeText(Self.withID(cursor.encoded, frame, orEncoding: change.event(for: subscription.userID)), to: outbound)

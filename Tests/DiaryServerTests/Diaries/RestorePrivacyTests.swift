@@ -17,7 +17,7 @@ import Testing
 struct RestorePrivacyTests {
     /// What the mother does after the child left, each a change the child never saw.
     enum ChangeAfterLeaving: String, CaseIterable, CustomStringConvertible {
-        case post, edit, read, rename, join, photo
+        case post, edit, read, reread, rename, join, photo
         var description: String { rawValue }
     }
 
@@ -51,8 +51,9 @@ struct RestorePrivacyTests {
         case .photo:
             let photo = try await EntryPhotoTests.upload(api, family.mother)
             status = try await api.call(.patch, entryPath, token: token, json: #"{"photoIds":["\#(photo.id.canonicalText)"]}"#).status
-        case .read:
-            // A receipt the child never saw: the mother reads the child's entry after they left.
+        case .read, .reread:
+            // A receipt the child never saw: the mother reads the child's entry after they left
+            // (again, for reread: a receipt's later time is news too).
             status = try await api.call(.post, "/v1/diaries/\(diary)/entries/\(family.childsEntry.id)/read", token: token).status
         case .join:
             let father = try await api.signIn("Father")
@@ -66,6 +67,9 @@ struct RestorePrivacyTests {
     func changedAfterLeaving(_ change: ChangeAfterLeaving) async throws {
         try await APIHarness.run { api in
             let family = try await Self.family(api)
+            if change == .reread {
+                #expect(try await api.call(.post, "/v1/diaries/\(family.diary.id)/entries/\(family.childsEntry.id)/read", token: family.mother.accessToken).status == .noContent)
+            }
             try await ClosedDiaryTests.leave(api, family.diary.id, family.child)
             try await Self.change(change, api, family)
             try await ClosedDiaryTests.leave(api, family.diary.id, family.mother)

@@ -294,7 +294,7 @@ struct ChangeLogTests {
                 try await repository.changes(after: start, inDiaries: [couple.id, friends.id], limit: 100)
             }
             let transactions = recorder.recorded
-            #expect(transactions.count == 1 && transactions.first?.count == 3, "\(transactions.map(\.count)) statements: authenticate, then one a diary")
+            #expect(transactions.count == 1 && transactions.first?.count == 4, "\(transactions.map(\.count)) statements: authenticate, one a diary, then the session confirmed live")
             let everything = try await repository.changes(after: start, limit: 100)
             guard case .page(let page) = woken, case .page(let all) = everything else { Issue.record("resync: \(woken), \(everything)"); return }
             #expect(page.events.map(\.type) == [.entryCreated, .entryRead, .entryUpdated, .memberJoined, .entryCreated])

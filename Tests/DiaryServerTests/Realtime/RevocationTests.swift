@@ -27,6 +27,15 @@ struct RevocationTests {
             defer { bobs.close(); carols.close() }
             #expect(try await bobs.nextType() == "ready")
             #expect(try await carols.nextType() == "ready")
+            // The feed shares the diary's changes once it knows where the diary stands.
+            var attempts = 0
+            while api.feed.fannedOutChanges == 0 {
+                attempts += 1
+                try #require(attempts <= 10, "the feed never shared a change")
+                let warmUp = try await api.post("はじめ \(attempts)", in: diary.id, token: alice.accessToken).decode(Entry.self)
+                for socket in [bobs, carols] { #expect(try RealtimeTests.entry(try await socket.event(.entryCreated)).id == warmUp.id) }
+            }
+            let shared = api.feed.fannedOutChanges
 
             switch revocation {
             case "logout": #expect(try await api.call(.post, "/v1/auth/logout", token: bob.accessToken).status == .noContent)
@@ -35,6 +44,10 @@ struct RevocationTests {
             let posted = try await api.post("ボブには見せない", in: diary.id, token: alice.accessToken).decode(Entry.self)
             #expect(try RealtimeTests.entry(try await carols.event(.entryCreated)).id == posted.id)
             #expect(try await bobs.closeCode() == .unknown(4401))
+            if revocation == "logout" {
+                // Read once for the members, whichever socket read it: Bob's own, refused, gives way.
+                #expect(api.feed.fannedOutChanges > shared, "the post was shared, so the shared path held Bob's socket back")
+            }
             let bobSaw = bobs.frames.withLockedValue { $0 }
             #expect(!bobSaw.contains { $0.contains(posted.id.canonicalText) || $0.contains("ボブには見せない") }, "\(bobSaw)")
         }
