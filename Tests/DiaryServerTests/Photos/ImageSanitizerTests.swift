@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import DiaryCore
 
 /// What the server stores of an uploaded photo: the declared format confirmed by its magic
@@ -416,18 +417,5 @@ struct ImageSanitizerTests {
         let once = try ImageSanitizer.sanitize(bytes, declaredAs: type)
         #expect(once.bytes != bytes || index >= 3)
         #expect(try ImageSanitizer.sanitize(once.bytes, declaredAs: type) == once)
-    }
-
-    /// A seeded generator, so a failing fuzz round is the same on every run.
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
     }
 }

@@ -20,17 +20,6 @@ import TestSupport
 /// `FANOUT_DEBUG=1` prints each socket's frames.
 @Suite("Realtime fan-out under random interleavings", .serialized)
 struct FanOutPropertyTests {
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static var seeds: [UInt64] {
         (ProcessInfo.processInfo.environment["FANOUT_SEEDS"] ?? "20261207").split(separator: ",").compactMap { UInt64($0) }
     }
@@ -128,7 +117,7 @@ struct FanOutPropertyTests {
     @Test("each socket's events are its user's delta sync, whatever the interleaving", arguments: FanOutPropertyTests.seeds)
     func socketsAreDeltaSync(_ seed: UInt64) async throws {
         try await RealtimeTests.live { api, port in
-            var random = SplitMix64(state: seed)
+            var random = SplitMix64(seed: seed)
             let names = ["owner", "paused", "member", "guest", "visitor", "late"]
             var users: [User] = []
             for (index, name) in names.enumerated() {
