@@ -120,8 +120,8 @@ diarykit-repo:
 
 # The fan-out's property test with more seeds and steps than make test's one (FANOUT_SEEDS,
 # comma-separated, and FANOUT_STEPS).
-FANOUT_SEEDS ?= 1,2,3,4,5,6,7,8
-FANOUT_STEPS ?= 60
+FANOUT_SEEDS ?= 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20
+FANOUT_STEPS ?= 100
 test-fanout-property: test-services
 	$(TEST_SHELL); swift build --build-tests; \
 	FANOUT_SEEDS=$(FANOUT_SEEDS) FANOUT_STEPS=$(FANOUT_STEPS) swift test --skip-build --filter FanOutPropertyTests

@@ -2353,6 +2353,18 @@ CREATE POLICY sessions_select ON public.sessions FOR SELECT USING ((user_id = ( 
 CREATE POLICY sessions_update ON public.sessions FOR UPDATE USING ((user_id = ( SELECT public.app_user_id() AS app_user_id))) WITH CHECK ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
 
 --
+-- Name: sessions sessions_deletion_announced; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sessions_deletion_announced AFTER DELETE ON public.sessions FOR EACH ROW WHEN ((old.revoked_at IS NULL)) EXECUTE FUNCTION public.announce_session_end();
+
+--
+-- Name: sessions sessions_end_announced; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sessions_end_announced AFTER UPDATE OF revoked_at ON public.sessions FOR EACH ROW WHEN (((old.revoked_at IS NULL) AND (new.revoked_at IS NOT NULL))) EXECUTE FUNCTION public.announce_session_end();
+
+--
 -- Name: TABLE sessions; Type: ACL; Schema: public; Owner: -
 --
 
@@ -2675,6 +2687,32 @@ COMMENT ON FUNCTION public.announce_pending() IS 'Run by the server after its CO
 --
 
 GRANT ALL ON FUNCTION public.announce_pending() TO diary_app;
+
+--
+-- Name: announce_session_end(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.announce_session_end() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+begin
+    perform announce_latest('sessions_ended', old.id::text, 'ended');
+    return null;
+end
+$$;
+
+--
+-- Name: FUNCTION announce_session_end(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.announce_session_end() IS 'Announces on sessions_ended, once the transaction commits, each session that a sign-out, an account''s deletion, Apple''s revoked consent or a reused refresh token ended: the realtime feed closes its sockets at once (ChangeFeed).';
+
+--
+-- Name: FUNCTION announce_session_end(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.announce_session_end() FROM PUBLIC;
 
 --
 -- Name: app_diary_ids(); Type: FUNCTION; Schema: public; Owner: -

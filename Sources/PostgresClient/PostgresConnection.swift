@@ -32,9 +32,11 @@ public struct PostgresConnection: Sendable {
     /// `afterCommit` runs in the same round trip once the transaction has committed, and
     /// only then: statements that cannot fail, such as a `pg_notify` that must not hold the
     /// transaction's commit behind the lock every notifying commit takes.
-    public func transaction(_ statements: [PostgresQuery], afterCommit: [PostgresQuery] = []) async throws -> [PostgresRows] {
+    public func transaction(
+        _ statements: [PostgresQuery], mode: TransactionMode = .readCommitted, afterCommit: [PostgresQuery] = []
+    ) async throws -> [PostgresRows] {
         do {
-            let results = try await driver.run(["BEGIN"] + statements + ["COMMIT"] + afterCommit, on: connection)
+            let results = try await driver.run([mode.begin] + statements + ["COMMIT"] + afterCommit, on: connection)
             return Array(results.dropFirst().prefix(statements.count))
         } catch {
             // The failed statement aborted the transaction, and the COMMIT after it did not run.
@@ -42,6 +44,24 @@ public struct PostgresConnection: Sendable {
                 _ = try? await driver.run(["ROLLBACK"], on: connection)
             }
             throw error
+        }
+    }
+
+    /// How a transaction sees the data.
+    public enum TransactionMode: Sendable {
+        /// Each statement sees what had committed when it began: PostgreSQL's default.
+        case readCommitted
+        /// Every statement sees one snapshot, taken at the first, and none may write. Such a
+        /// transaction never fails to serialize, and takes no lock beyond each statement's.
+        case snapshotReadOnly
+
+        /// The BEGIN that opens it: the mode goes with the BEGIN, where a separate SET
+        /// TRANSACTION would come after the statement timeout a connection sends (25001).
+        public var begin: PostgresQuery {
+            switch self {
+            case .readCommitted: "BEGIN"
+            case .snapshotReadOnly: "begin isolation level repeatable read, read only"
+            }
         }
     }
 

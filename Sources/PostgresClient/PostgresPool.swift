@@ -151,11 +151,14 @@ public final class PostgresPool: Service, Sendable {
     /// Statements in one transaction and one round trip, on a free connection or, if
     /// `placement` allows, behind others on a busy one; `afterCommit` as
     /// `PostgresConnection.transaction` runs it, on a connection of its own.
+    /// A mode other than READ COMMITTED takes a connection of its own: a shared pipeline has
+    /// no BEGIN to carry it.
     public func transaction(
-        _ statements: [PostgresQuery], placement: Placement = .ownConnection, afterCommit: [PostgresQuery] = []
+        _ statements: [PostgresQuery], placement: Placement = .ownConnection, mode: PostgresConnection.TransactionMode = .readCommitted,
+        afterCommit: [PostgresQuery] = []
     ) async throws -> [PostgresRows] {
-        guard placement == .sharedConnection, afterCommit.isEmpty, !statements.contains(where: \.controlsTransaction) else {
-            return try await withConnection { try await $0.transaction(statements, afterCommit: afterCommit) }
+        guard placement == .sharedConnection, mode == .readCommitted, afterCommit.isEmpty, !statements.contains(where: \.controlsTransaction) else {
+            return try await withConnection { try await $0.transaction(statements, mode: mode, afterCommit: afterCommit) }
         }
         // No BEGIN and COMMIT: the statements before a sync are one implicit transaction,
         // which the server rolls back itself on an error, so nothing is left for the

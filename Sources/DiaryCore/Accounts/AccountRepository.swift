@@ -55,7 +55,7 @@ package struct AccountRepository: Sendable {
             """,
             // A successful exchange made the session's user the caller; otherwise there is none.
             UserRepository.callersAccount,
-        ]) }
+        ], afterCommit: [Announcement.pending]) }
         guard let outcome = results[0].first else { return nil }
         switch try outcome.decode("outcome", as: String.self) {
         case "rotated", "replayed":

@@ -92,6 +92,14 @@ package struct RequestScope: Sendable {
         try await read([statement])[0]
     }
 
+    /// Reads as `read` does, but every statement, `authenticate()` included, sees one
+    /// snapshot, on a connection of its own: for reads whose statements must agree with each
+    /// other, such as the members a read names and the changes it reads, or a session found
+    /// live and the changes read with it.
+    package func readInOneSnapshot(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
+        try await transaction(statements, placement: .ownConnection, mode: .snapshotReadOnly)
+    }
+
     /// Each of the caller's diaries with the rows of `statement` for it: their ids first,
     /// then one statement a diary in one round trip, each of which routes to the diary's
     /// shard on Citus, where one statement over all the caller's diaries would ask every
@@ -113,9 +121,7 @@ package struct RequestScope: Sendable {
     package func snapshot<Result: Sendable>(_ body: (_ reader: SnapshotReader) async throws -> Result) async throws -> Result {
         try await AppSQLState.translating {
             try await pool.withConnection { connection in
-                // One BEGIN with its mode: the statement timeout the connection sends goes just
-                // after it, where a separate SET TRANSACTION would come too late (25001).
-                try await connection.query("begin isolation level repeatable read, read only")
+                try await connection.query(PostgresConnection.TransactionMode.snapshotReadOnly.begin)
                 let result: Result
                 do {
                     try await connection.query("select authenticate(\(identity.sessionID), \(identity.userID))")
@@ -157,7 +163,8 @@ package struct RequestScope: Sendable {
     }
 
     private func transaction(
-        _ statements: [PostgresQuery], placement: PostgresPool.Placement, afterCommit: [PostgresQuery] = []
+        _ statements: [PostgresQuery], placement: PostgresPool.Placement, mode: PostgresConnection.TransactionMode = .readCommitted,
+        afterCommit: [PostgresQuery] = []
     ) async throws -> [PostgresRows] {
         let spelled = database == .citus ? statements.map(CitusSpelling.respelled) : statements
         let transaction = ["select authenticate(\(identity.sessionID), \(identity.userID))"] + spelled
@@ -167,7 +174,7 @@ package struct RequestScope: Sendable {
         var conflicts = Backoff.Attempts(Self.conflictRetry)
         while true {
             do {
-                let results = try await AppSQLState.translating { try await pool.transaction(transaction, placement: placement, afterCommit: afterCommit) }
+                let results = try await AppSQLState.translating { try await pool.transaction(transaction, placement: placement, mode: mode, afterCommit: afterCommit) }
                 return Array(results.dropFirst())
             } catch let error as PostgresError where Self.isConflict(error) && conflicts.failures + 1 < Self.conflictAttempts {
                 Counter(label: "db_conflict_retries_total", dimensions: [("kind", "\(error.kind)")]).increment()

@@ -180,7 +180,7 @@ package struct BackupRunner: Sendable {
         var dumpConnection = pool.configuration
         dumpConnection.applicationName = "diary-server backup"
         return try await pool.withConnection { connection in
-            try await connection.query("begin isolation level repeatable read, read only")
+            try await connection.query(PostgresConnection.TransactionMode.snapshotReadOnly.begin)
             do {
                 let results = try await connection.pipeline([
                     "set local timezone = 'UTC'",

@@ -109,12 +109,22 @@ extension ChangeFeed {
 
     /// Every NOTIFY on diary_changes wakes a round, with the diary it names noted; the
     /// listener reconnects by itself, and each time it may have missed one (it listens
-    /// anew, or fell behind), the next round reads everything.
+    /// anew, or fell behind), the next round reads everything. A NOTIFY on sessions_ended
+    /// ends the sockets of the session it names, or, naming none, has every session checked.
+    /// What the listener misses of those, the session check finds (`sessionCheckInterval`).
     func listenForChanges() async {
         for await notification in PostgresListener.notifications(
-            configuration: listenConfiguration, channels: [Announcement.diaryChanges.channel], logger: logger,
-            onMissed: { [weak self] in self?.askForEverything() }
+            configuration: listenConfiguration, channels: [Announcement.diaryChanges.channel, Announcement.sessionsEnded.channel],
+            logger: logger, onMissed: { [weak self] in self?.askForEverything() }
         ) {
+            if notification.channel == Announcement.sessionsEnded.channel {
+                if let session = notification.payload.split(separator: " ").first.flatMap({ UUID(uuidString: String($0)) }) {
+                    endSockets(ofSession: session)
+                } else {
+                    await closeEndedSessions()
+                }
+                continue
+            }
             state.withLockedValue { state in
                 if !state.named.note(notification.payload) { state.everythingDue = true }
             }

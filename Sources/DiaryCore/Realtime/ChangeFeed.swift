@@ -21,7 +21,8 @@ package final class ChangeFeed: Sendable {
         /// Who follows which diaries is read anew this often besides when the listener may
         /// have missed a notification: a backstop, each being a read of every shard on Citus.
         package var membershipInterval: Duration = .seconds(60)
-        /// Sockets close within this (plus one query) after their session ends.
+        /// A session's end reaches its sockets by NOTIFY (sessions_ended); should that be lost,
+        /// they close within this (plus one query).
         package var sessionCheckInterval: Duration = .seconds(2)
         package var pruneInterval: Duration = .seconds(3600)
         package var retention: Duration = .seconds(30 * 24 * 3600)
@@ -141,7 +142,14 @@ package final class ChangeFeed: Sendable {
     }
 
 
-    private func closeEndedSessions() async {
+    /// Ends the subscriptions of a session that ended.
+    func endSockets(ofSession session: UUID) {
+        let ended = state.withLockedValue { $0.subscriptions.values.filter { $0.sessionID == session } }
+        for subscription in ended { subscription.end(.sessionEnded) }
+        if !ended.isEmpty { logger.debug("realtime: a session ended", metadata: ["session": "\(session)", "sockets": "\(ended.count)"]) }
+    }
+
+    func closeEndedSessions() async {
         let subscriptions = state.withLockedValue { Array($0.subscriptions.values) }
         guard !subscriptions.isEmpty else { return }
         let sessions = Array(Set(subscriptions.map(\.sessionID)))

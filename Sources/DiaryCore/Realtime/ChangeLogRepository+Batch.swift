@@ -38,18 +38,19 @@ extension ChangeLogRepository {
     }
 
     /// The diary's changes after `after`, up to `limit`, as the caller sees them, with the
-    /// members among `users` (read first: a membership change committed between the two
-    /// reads is in the changes, which refuses the batch), and which of `sessions` are live,
-    /// read last: a revocation committed before any change the batch holds is seen, so no
-    /// revoked session is handed a change written after it ended. In one round trip.
+    /// members among `users` and which of `sessions` are live, in one snapshot and one round
+    /// trip: a revocation committed before any change the batch holds is seen, so no revoked
+    /// session is handed a change written after it ended.
     package func batch(of diary: UUID, after: Int64, limit: Int, among users: [UUID], sessions: [UUID]) async throws -> Result<DiaryBatch, BatchRefusal> {
-        let results = try await scope.read([
+        let results = try await scope.readInOneSnapshot([
             "select user_ids from members_of_diaries(\([diary]), \(users))",
             Self.changesStatement(inDiary: diary, after: after, limit: limit, subjects: .entries),
             "select live_sessions(\(sessions)) as id",
         ])
         guard let head = results[1].first, let type = try head.decode("diary_type", as: String?.self) else { return .failure(.notFromHere) }
         guard type != DiaryType.anonymous.rawValue else { return .failure(.anonymous) }
+        // Read before a join reached every node (`isBehindItsMembers`): each reads it itself.
+        guard try !Self.isBehindItsMembers(results[1]) else { return .failure(.membershipOrDiaryChanged) }
         guard try head.decode("read_after", as: Int64.self) == after, try head.decode("pruned_position", as: Int64.self) <= after
         else { return .failure(.notFromHere) }
         let members = Set(try results[0].first?.decodeAggregate("user_ids", as: UUID.self) ?? [])

@@ -88,14 +88,35 @@ package struct ChangeLogRepository: Sendable {
         return try page(of: Array(zip(sorted, results)), continuing: cursor, limit: limit)
     }
 
-    /// `statements`, then whether the caller's session is still live, read after them: each
-    /// statement of a read has a snapshot of its own, so a revocation committed after
-    /// `authenticate()` and before a change the statements read is seen here, and what they
-    /// read is not handed on (the session's end, `unauthenticated`).
+    /// `statements`, then whether the caller's session is still live, all in one snapshot: a
+    /// revocation committed before any change the statements read is seen, and what they
+    /// read is not handed on (the session's end, `unauthenticated`). One snapshot, too, for
+    /// `authenticate()`, whose diaries and visible members the statements read through: a
+    /// member who joins meanwhile is in both or in neither.
+    ///
+    /// On Citus one snapshot cannot span the nodes: a member who joined after
+    /// `authenticate()` read the caller's diaries may be in a diary's shard but not among the
+    /// users the caller may see, whose names would then read as NULL. The read is then
+    /// behind its members (`changesStatement`'s `members_ahead`) and runs again, up to
+    /// `behindAttempts` times in all.
     func readConfirmingSession(_ statements: [PostgresQuery]) async throws -> [PostgresRows] {
-        var results = try await scope.read(statements + ["select live_sessions(\([scope.identity.sessionID])) as id"])
-        guard !(results.removeLast()).isEmpty else { throw DomainError(.unauthenticated, "the session has ended; sign in again") }
-        return results
+        var attempts = Backoff.Attempts(Self.behindRetry)
+        while true {
+            var results = try await scope.readInOneSnapshot(statements + ["select live_sessions(\([scope.identity.sessionID])) as id"])
+            guard !(results.removeLast()).isEmpty else { throw DomainError(.unauthenticated, "the session has ended; sign in again") }
+            guard try results.contains(where: Self.isBehindItsMembers), attempts.failures + 1 < Self.behindAttempts else { return results }
+            try await Task.sleep(for: attempts.failed())
+        }
+    }
+
+    static let behindAttempts = 5
+    static let behindRetry = Backoff(base: .milliseconds(10), cap: .milliseconds(200), jitter: 0.5...1.0)
+
+    /// Whether `rows`, a diary's changes (`changesStatement`), were read with fewer visible
+    /// users than the diary has members.
+    static func isBehindItsMembers(_ rows: PostgresRows) throws -> Bool {
+        guard rows.columnNames.contains("members_ahead"), let head = rows.first else { return false }
+        return try head.decode("members_ahead", as: Bool?.self) == true
     }
 
     /// One page from each diary's rows (`changesStatement`): the oldest first across diaries,
@@ -166,13 +187,17 @@ package struct ChangeLogRepository: Sendable {
         }
         return """
         with d as (
-            select diaries.change_position, diaries.pruned_position, diaries.type from diaries
+            select diaries.change_position, diaries.pruned_position, diaries.type,
+                diaries.type <> 'anonymous' and exists (
+                    select 1 from diary_members dm
+                    where dm.diary_id = \(diary) and not (dm.user_id = any (app_visible_user_ids()))) as members_ahead
+            from diaries
             where diaries.id = \(diary) and \(DiariesPolicy.select.using)),
         start as materialized (
             select coalesce(greatest(\(after)::bigint, (
                 select max(j.position) - 1 from change_log j
                 where j.diary_id = \(diary) and j.kind = 'member.joined' and j.user_id = app_user_id())), -1) as read_after)
-        select d.change_position, d.pruned_position, d.type as diary_type, start.read_after,
+        select d.change_position, d.pruned_position, d.type as diary_type, d.members_ahead, start.read_after,
             c.position, c.kind, c.entry_id, c.user_id, c.at,
             case when c.user_id = app_user_id() then c.user_id
                  when d.type <> 'anonymous' then c.user_id

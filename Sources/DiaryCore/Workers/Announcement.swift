@@ -15,6 +15,8 @@ package enum Announcement: String, Sendable, CaseIterable {
     case diaryChanges = "diary_changes"
     /// The push outbox has rows: `PushDelivery` claims them.
     case pushOutbox = "push_outbox"
+    /// Sessions ended, each named `<session> ended`: `ChangeFeed` closes their sockets.
+    case sessionsEnded = "sessions_ended"
 
     package var channel: String { rawValue }
 

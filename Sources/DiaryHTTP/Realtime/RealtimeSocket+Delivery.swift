@@ -110,10 +110,19 @@ extension RealtimeSocket {
                         unread = []
                         continue
                     case .page(let page):
+                        let readAt = ContinuousClock.now
+                        var written = 0
+                        defer { AppMetrics.recordRealtimeEvents(written) }
                         for event in page.events {
+                            guard mayWrite(readAt: readAt) else { break }
                             try await outbound.writeTextMessage(String(decoding: try StreamingJSONEncoder().encode(event), as: UTF8.self))
+                            written += 1
                         }
-                        AppMetrics.recordRealtimeEvents(page.events.count)
+                        guard written == page.events.count else {
+                            // Stale, or the session ended: on from the last change written.
+                            if written > 0, let reached = ChangeCursor(page.events[written - 1].id) { cursor = reached }
+                            continue
+                        }
                         cursor = page.next
                         if page.hasMore { continue }
                         unread = []
@@ -154,17 +163,23 @@ extension RealtimeSocket {
         return (cursor, unread, .idle)
     }
 
+    /// Whether a change read at `readAt` may be written now: within `Options.freshness` of its
+    /// read, and the session not ended since (a revocation's NOTIFY ends it at once).
+    private func mayWrite(readAt: ContinuousClock.Instant) -> Bool {
+        subscription.ending == nil && ContinuousClock.now - readAt <= options.freshness
+    }
+
     /// Writes the changes of `delivery` after the socket's own position in its diary, each
-    /// with the socket's cursor as its id; false, writing nothing, when the socket has not
-    /// reached where the delivery begins (or never read the diary), or the delivery is older
-    /// than `Options.sharedFreshness`, and the socket must read it itself.
+    /// with the socket's cursor as its id; false, once it writes no more, when the socket has
+    /// not reached where the delivery begins (or never read the diary), or `mayWrite` says no,
+    /// and the socket must read the rest itself (or close).
     private func write(_ delivery: Delivery, after cursor: inout ChangeCursor, to outbound: WebSocketOutboundWriter) async throws -> Bool {
         guard let position = cursor[delivery.diary], position >= delivery.after else { return false }
         var written = 0
         for change in delivery.changes where change.position > position {
             // Each change, not only the first: a socket held back by its reader can be past
             // the bound halfway; it reads the rest itself, from the last change written.
-            guard ContinuousClock.now - delivery.readAt <= options.sharedFreshness else {
+            guard mayWrite(readAt: delivery.readAt) else {
                 AppMetrics.recordRealtimeEvents(written)
                 return false
             }

@@ -34,11 +34,13 @@ struct RealtimeSocket: Sendable {
         /// closed, within two periods.
         var pingPeriod: Duration = .seconds(25)
         var pageSize = 100
-        /// How long after its read a shared delivery may still be written: its session was
-        /// confirmed live, and its subjects there, when it was read. Older (the socket paused
-        /// reading meanwhile), the socket reads the diary itself, as its caller, so that a
-        /// session ended or a subject deleted since reaches nothing.
-        var sharedFreshness: Duration = .seconds(1)
+        /// How long after the read that returned it a change may still be written, whether the
+        /// feed read it for every member (`Delivery`) or the socket read it itself: that read
+        /// confirmed the session live, and the change's subject there. Later (the client paused
+        /// reading meanwhile, or the database cannot be reached to confirm again), the socket
+        /// reads on from the last change it wrote, as its caller, so that a session ended or a
+        /// subject deleted since reaches nothing: the check fails closed.
+        var freshness: Duration = .seconds(1)
         static let maxMessageBytes = 16 * 1024
         static let kernelSendBuffer = 64 * 1024
     }

@@ -22,7 +22,7 @@ struct AppleFixture: Sendable {
     /// On a fresh database, or on `database` (migrated already; `citus` for a coordinator).
     static func run(
         testing: TestingSetup = .router, on database: PostgresConfiguration? = nil, citus: Bool = false,
-        _ body: @Sendable (AppleFixture) async throws -> Void
+        realtime: ChangeFeed.Options = ChangeFeed.Options(), _ body: @Sendable (AppleFixture) async throws -> Void
     ) async throws {
         let key = P256.Signing.PrivateKey()
         let jwks = try Data(contentsOf: URL(fileURLWithPath: AppleTestKeys.shared.jwksPath))
@@ -38,7 +38,8 @@ struct AppleFixture: Sendable {
             // Apple's keys come from the stand-in too, through the shared HTTP client.
             func serve(_ database: PostgresConfiguration) async throws {
                 try await APIHarness.run(
-                    on: database, testing: testing, apple: apple, jwksURL: standIn.endpoint.appendingPathComponent("auth/keys"), citus: citus
+                    on: database, testing: testing, apple: apple, jwksURL: standIn.endpoint.appendingPathComponent("auth/keys"), citus: citus,
+                    realtime: realtime
                 ) { api in try await body(AppleFixture(standIn: standIn, api: api)) }
             }
             if let database { try await serve(database) } else { try await MigratedTemplate.withDatabase(serve) }

@@ -249,6 +249,13 @@ struct CitusClusterTests {
         }
     }
 
+    @Test("the fan-out's property on the cluster: each socket's events are its user's delta sync, whatever the interleaving (make test's seeds)", arguments: FanOutPropertyTests.seeds)
+    func fanOutPropertyOnTheCluster(_ seed: UInt64) async throws {
+        try await APIHarness.run(on: try Self.owner(), testing: .live, citus: true) { api in
+            try await FanOutPropertyTests.check(seed: seed, api, port: try #require(api.client.port), tag: "-citus-\(UUID().uuidString.prefix(8))")
+        }
+    }
+
     @Test("200 simultaneous joins to a couple diary keep the cap on the cluster, and check-counters finds no difference")
     func joinsKeepTheCap() async throws {
         let (members, outcomes) = try await JoinDiaryTests.raceJoins(function: "join_diary", type: "couple", joiners: 200, configuration: try Self.owner())

@@ -29,7 +29,7 @@ struct AnnouncementTests {
             let diary = try await api.createDiary("日記", type: .family, token: alice.accessToken)
             #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
             try await api.asSuperuser("insert into devices (token, user_id, environment) values (\(String(repeating: "b", count: 64)), \(bob.user.id), 'sandbox')")
-            let channels = Announcement.allCases.map(\.channel)
+            let channels = [Announcement.diaryChanges, .pushOutbox].map(\.channel)
             let notifications = PostgresListener.notifications(configuration: api.database, channels: channels, logger: TestDatabase.logger)
             // LISTEN runs on the listener's own thread: post until an announcement arrives.
             let poster = Task {

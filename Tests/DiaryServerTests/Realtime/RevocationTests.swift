@@ -1,6 +1,7 @@
 import DiaryModels
 import Foundation
 import Testing
+import TestSupport
 
 @testable import DiaryCore
 @testable import DiaryHTTP
@@ -50,6 +51,63 @@ struct RevocationTests {
             }
             let bobSaw = bobs.frames.withLockedValue { $0 }
             #expect(!bobSaw.contains { $0.contains(posted.id.canonicalText) || $0.contains("ボブには見せない") }, "\(bobSaw)")
+        }
+    }
+
+    @Test("a session's end reaches its socket by notice: it closes with 4401 with no change after it and no session check", arguments: ["logout", "account deletion", "refresh token reused"])
+    func revocationNoticeClosesSocket(_ revocation: String) async throws {
+        try await APIHarness.run(testing: .live, realtime: Self.withoutSweep) { api in
+            let port = try #require(api.client.port)
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
+            let socket = TestSocket(port: port, token: alice.accessToken), bobs = TestSocket(port: port, token: bob.accessToken)
+            defer { socket.close(); bobs.close() }
+            #expect(try await socket.nextType() == "ready")
+            #expect(try await bobs.nextType() == "ready")
+            switch revocation {
+            case "logout":
+                #expect(try await api.call(.post, "/v1/auth/logout", token: alice.accessToken).status == .noContent)
+            case "account deletion":
+                #expect(try await api.call(.delete, "/v1/me", token: alice.accessToken).status == .noContent)
+            default:
+                // The first token, used again after its successor was: a theft, which ends the session.
+                let second = try await api.call(.post, "/v1/auth/refresh", body: RefreshRequest(refreshToken: alice.refreshToken)).decode(Session.self)
+                #expect(try await api.call(.post, "/v1/auth/refresh", body: RefreshRequest(refreshToken: second.refreshToken)).status == .ok)
+                #expect(try await api.call(.post, "/v1/auth/refresh", body: RefreshRequest(refreshToken: alice.refreshToken)).status == .unauthorized)
+            }
+            #expect(try await socket.closeCode() == .unknown(4401))
+            #expect(!bobs.isFinished, "another user's socket stays")
+        }
+    }
+
+    @Test("a page read before its session was revoked, with no notice of it: once older than the freshness bound, no more of it is written, and the socket's next read closes it with 4401")
+    func stalePageIsNotWritten() async throws {
+        try await APIHarness.run(testing: .live, realtime: Self.withoutSweep) { api in
+            let port = try #require(api.client.port)
+            let alice = try await api.signIn("alice"), bob = try await api.signIn("bob")
+            let diary = try await api.createDiary("二人", type: .couple, token: alice.accessToken)
+            #expect(try await api.join(diary.inviteCode, token: bob.accessToken).status == .ok)
+            let before = TestSocket(port: port, token: bob.accessToken)
+            let ready = try #require(try await before.next())
+            before.close()
+            let cursor = try #require((try JSONSerialization.jsonObject(with: Data(ready.utf8)) as? [String: Any])?["cursor"] as? String)
+            // A page larger than every buffer between the server and a client that stopped reading.
+            let count = RealtimeSocket.Options().pageSize
+            for index in 0..<count {
+                #expect(try await api.post("\(index) " + String(repeating: "あ", count: 5000), in: diary.id, token: alice.accessToken).status == .created)
+            }
+            // Bob's socket reads the page, and stops reading after its first change.
+            let socket = TestSocket(port: port, query: "?since=\(cursor)", token: bob.accessToken, pausingAfter: 2)
+            defer { socket.close() }
+            try await waitUntil("the first change of the page") { socket.frames.withLockedValue { $0.count } >= 2 }
+            let readBy = ContinuousClock.now
+            // Revoked as an operator would, in SQL, with no notice to the feed, whose session check is off.
+            _ = try await api.asSuperuser("update sessions set revoked_at = now() where user_id = \(bob.user.id)")
+            // Past the bound, which counts from before the first change reached the client.
+            try await waitUntil("the page is older than the bound") { ContinuousClock.now - readBy > RealtimeSocket.Options().freshness }
+            socket.resume()
+            #expect(try await socket.closeCode() == .unknown(4401))
+            let written = socket.frames.withLockedValue { $0.count } - 1
+            #expect(written < count, "\(written) of the page's \(count) changes were written after the bound")
         }
     }
 

@@ -10,7 +10,8 @@ import PostgresClient
 import TestSupport
 
 /// A real WebSocket client on `/v1/realtime`, reading every text frame into a queue the test
-/// awaits. `paused` holds reading back (a slow consumer) until `resume()`.
+/// awaits. `paused` holds reading back (a slow consumer) until `resume()`; `pausingAfter`
+/// does so once that many text frames have come.
 final class TestSocket: Sendable {
     enum Outgoing: Sendable {
         case text(String)
@@ -27,7 +28,7 @@ final class TestSocket: Sendable {
     /// Every text frame, in order, as it came.
     let frames = NIOLockedValueBox<[String]>([])
 
-    init(port: Int, query: String = "", token: String?, paused: Bool = false) {
+    init(port: Int, query: String = "", token: String?, paused: Bool = false, pausingAfter pauseAt: Int? = nil) {
         let (outgoingStream, outgoing) = AsyncStream.makeStream(of: Outgoing.self)
         let (gateStream, gate) = AsyncStream.makeStream(of: Void.self)
         if !paused { gate.yield() }
@@ -51,7 +52,8 @@ final class TestSocket: Sendable {
                         for await _ in gateStream { break }
                         for try await message in inbound.messages(maxSize: 1 << 22) {
                             if case .text(let text) = message {
-                                frames.withLockedValue { $0.append(text) }
+                                let count = frames.withLockedValue { $0.append(text); return $0.count }
+                                if count == pauseAt { for await _ in gateStream { break } }
                             }
                         }
                     }
