@@ -7,7 +7,7 @@ BOUNCER := scripts/pgbouncer.sh
 # `make run CONFIG=release` for an optimised server.
 CONFIG ?= debug
 
-.PHONY: run test test-services test-asan test-tsan test-citus test-fanout-property test-previous-release diarykit-repo fuzz fuzz-merge build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
+.PHONY: run test refusals test-services test-asan test-tsan test-citus test-fanout-property test-previous-release diarykit-repo fuzz fuzz-merge build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
 
 run: db
 	swift build -c $(CONFIG) --product diary-server
@@ -117,6 +117,11 @@ fuzz-merge:
 DIARYKIT_REPO ?= .build/DiaryKit-repo
 diarykit-repo:
 	scripts/diarykit-repo.sh "$(DIARYKIT_REPO)"
+
+# What is made from refusals.tsv, the one table of refusals (scripts/refusals.py):
+# RefusalTableTests fails when it is stale.
+refusals:
+	scripts/refusals.py
 
 # The fan-out's property test with more seeds and steps than make test's one (FANOUT_SEEDS,
 # comma-separated, and FANOUT_STEPS).

@@ -2543,7 +2543,7 @@ begin
     -- member's posts, whose foreign keys share the row, pass.
     perform 1 from users u where u.id = member for no key update;
     if (select count(*) from user_diaries u where u.user_id = member) >= diaries_per_user_cap() then
-        raise exception 'a user belongs to at most % diaries', diaries_per_user_cap() using errcode = 'ZN007';
+        raise exception 'a user belongs to at most % diaries: leave one before joining or creating another', diaries_per_user_cap() using errcode = 'ZN007';
     end if;
     unread := coalesce(entries_in_diary, 0)
         - (select count(*) from entries e where e.diary_id = diary and e.user_id = member)
@@ -2964,7 +2964,7 @@ begin
         select 1 from sessions s
         where s.id = authenticate.session and s.user_id = authenticate.caller and s.revoked_at is null
     ) then
-        raise exception 'session is not valid' using errcode = 'ZN401';
+        raise exception 'the session has ended; sign in again' using errcode = 'ZN401';
     end if;
     perform set_app_setting('app.user_id', caller::text);
     -- The session too, so that what the release still serving registers without naming it
@@ -3182,9 +3182,6 @@ CREATE FUNCTION public.count_photo_upload(caller uuid, hash text, daily_limit in
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 begin
-    if caller is null then
-        raise exception 'not signed in' using errcode = 'ZN401';
-    end if;
     perform photo_hash_lock(hash);
     insert into photo_upload_days as d (user_id, day, uploads)
     values (caller, (now() at time zone 'UTC')::date, 1)
@@ -3206,11 +3203,8 @@ CREATE FUNCTION public.create_diary(diary uuid, name text, type text, free_limit
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 declare
-    caller constant uuid := (select app_user_id());
+    caller constant uuid := require_caller();
 begin
-    if caller is null then
-        raise exception 'no caller' using errcode = 'ZN401';
-    end if;
     -- The id is the client's: a retry of a create that succeeded finds its diary, and the
     -- server answers it (or a conflict, if it is not what the retry asks for) before the
     -- plan's and the caps' checks, which the first create has already passed.
@@ -3220,7 +3214,7 @@ begin
     perform 1 from users u where u.id = caller for update;
     if user_plan(caller) = 'free'
        and (select count(*) from user_diaries u where u.user_id = caller and u.role = 'owner') >= free_limit then
-        raise exception 'the free plan owns % diaries', free_limit using errcode = 'ZN006';
+        raise exception 'this needs premium: the free plan owns % diaries; upgrade, or leave a diary you own', free_limit using errcode = 'ZN006';
     end if;
     perform create_diary_as(caller, diary, create_diary.name, create_diary.type);
 end
@@ -3274,11 +3268,8 @@ CREATE FUNCTION public.delete_my_account() RETURNS void
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 declare
-    caller constant uuid := (select app_user_id());
+    caller constant uuid := require_caller();
 begin
-    if caller is null then
-        raise exception 'no caller' using errcode = 'ZN401';
-    end if;
     perform forget_user(caller);
 end
 $$;
@@ -4016,7 +4007,7 @@ begin
     where d.id = target and d.invite_code = normalize_invite_code(join_diary.invite_code) and d.closed_at is null
     for update;
     if not found then
-        raise exception 'invite code is not valid' using errcode = 'ZN001';
+        raise exception 'no diary has this invite code' using errcode = 'ZN001';
     end if;
 
     if exists (select 1 from diary_members m where m.diary_id = found_diary.id and m.user_id = joining_user) then
@@ -4027,7 +4018,7 @@ begin
 
     select count(*) into member_count from diary_members m where m.diary_id = found_diary.id;
     if member_count >= diary_member_cap(found_diary.type) then
-        raise exception 'diary is full' using errcode = 'ZN002';
+        raise exception 'this diary has no room for another member' using errcode = 'ZN002';
     end if;
 
     perform add_diary_member(found_diary.id, joining_user, 'member');
@@ -4145,7 +4136,7 @@ CREATE FUNCTION public.mark_as_read(diary_id uuid, entry_id uuid, user_id uuid) 
 begin
     -- What entry_reads_insert checked: the caller reads as themselves, in one of their diaries.
     if mark_as_read.user_id is distinct from app_user_id() or not (mark_as_read.diary_id = any (app_diary_ids())) then
-        raise exception 'entry not found among the diaries of this user' using errcode = 'ZN003';
+        raise exception 'no such entry' using errcode = 'ZN003';
     end if;
     return mark_as_read_as(mark_as_read.user_id, mark_as_read.diary_id, mark_as_read.entry_id);
 end
@@ -4173,7 +4164,7 @@ begin
     where e.diary_id = mark_as_read_as.diary_id and e.id = mark_as_read_as.entry_id
     for key share of e;
     if not found then
-        raise exception 'entry not found among the diaries of this user' using errcode = 'ZN003';
+        raise exception 'no such entry' using errcode = 'ZN003';
     end if;
     perform set_app_setting('app.writer', 'mark_as_read');
     insert into entry_reads as r (diary_id, entry_id, user_id, read_at)
@@ -4722,11 +4713,8 @@ CREATE FUNCTION public.record_export(daily_limit integer) RETURNS boolean
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 declare
-    caller constant uuid := app_user_id();
+    caller constant uuid := require_caller();
 begin
-    if caller is null then
-        raise exception 'not signed in' using errcode = 'ZN401';
-    end if;
     delete from export_days d where d.user_id = caller and d.day < (now() at time zone 'UTC')::date - 2;
     insert into export_days as d (user_id, day, exports)
     values (caller, (now() at time zone 'UTC')::date, 1)
@@ -4964,12 +4952,9 @@ CREATE FUNCTION public.remove_profile_photo() RETURNS boolean
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 declare
-    caller constant uuid := app_user_id();
+    caller constant uuid := require_caller();
     old_hash text;
 begin
-    if caller is null then
-        raise exception 'not signed in' using errcode = 'ZN401';
-    end if;
     perform set_app_setting('app.writer', 'remove_profile_photo');
     delete from profile_photos f where f.user_id = caller returning f.content_hash into old_hash;
     perform set_app_setting('app.writer', '');
@@ -5017,6 +5002,37 @@ begin
     return 'renamed';
 end
 $$;
+
+--
+-- Name: require_caller(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.require_caller() RETURNS uuid
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    caller constant uuid := app_user_id();
+begin
+    if caller is null then
+        raise exception 'the session has ended; sign in again' using errcode = 'ZN401';
+    end if;
+    return caller;
+end
+$$;
+
+--
+-- Name: FUNCTION require_caller(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.require_caller() IS 'The caller (app_user_id()), or the refusal unauthorized (ZN401) when there is none: the one caller check of every function that acts for the caller.';
+
+--
+-- Name: FUNCTION require_caller(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.require_caller() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.require_caller() TO diary_app;
 
 --
 -- Name: reschedule_reminder(uuid, jsonb, text); Type: FUNCTION; Schema: public; Owner: -
@@ -5082,7 +5098,7 @@ begin
     perform 1 from users u where u.id = caller for no key update;
     if user_plan(caller) = 'free'
        and (select count(*) from user_diaries u where u.user_id = caller and u.role = 'owner') >= free_limit then
-        raise exception 'a restore makes you its owner, and the free plan owns % diaries: upgrade, or leave a diary you own, then restore it', free_limit
+        raise exception 'this needs premium: a restore makes you its owner, and the free plan owns % diaries; upgrade, or leave a diary you own, then restore it', free_limit
             using errcode = 'ZN006';
     end if;
     -- A new invite code: whoever held the old one, a member the owner removed among them,
@@ -5338,14 +5354,11 @@ CREATE FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) R
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 declare
-    caller constant uuid := app_user_id();
+    caller constant uuid := require_caller();
     current_photos uuid[];
     allowed integer;
     photo uuid;
 begin
-    if caller is null then
-        raise exception 'not signed in' using errcode = 'ZN401';
-    end if;
     -- The diary's row before the entry's, in the order every writer of the diary takes them.
     perform 1 from diaries d where d.id = diary for no key update;
     perform 1 from entries e
@@ -5361,13 +5374,13 @@ begin
     end if;
     allowed := photos_per_entry(caller);
     if cardinality(photos) > allowed then
-        raise exception 'the plan allows % photos an entry', allowed using errcode = 'ZN006';
+        raise exception 'this needs premium: the free plan allows % photos an entry', allowed using errcode = 'ZN006';
     end if;
     foreach photo in array photos loop
         continue when photo = any (current_photos);
         continue when exists (select 1 from photo_uploads u where u.id = photo and u.uploader_id = caller);
         if exists (select 1 from entry_photos p where p.id = photo and p.uploader_id = caller) then
-            raise exception 'photo % is attached to another entry', photo using errcode = 'ZN005';
+            raise exception 'photo % is already attached to another entry', photo using errcode = 'ZN005';
         end if;
         raise exception 'no such photo' using errcode = 'ZN004';
     end loop;
@@ -5464,13 +5477,10 @@ CREATE FUNCTION public.store_apple_token(token uuid, client text, sealed_token b
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 declare
-    caller constant uuid := app_user_id();
+    caller constant uuid := require_caller();
     -- Bound as a value: Citus refuses a function that is not IMMUTABLE in DO UPDATE SET.
     stored constant timestamptz := now();
 begin
-    if caller is null then
-        raise exception 'not signed in' using errcode = 'ZN401';
-    end if;
     insert into apple_tokens as t (user_id, token_id, client_id, sealed, stored_at)
     values (caller, token, client, sealed_token, stored)
     on conflict (user_id) do update
@@ -5506,13 +5516,10 @@ CREATE FUNCTION public.update_me(display_name text, profile_image_url text, time
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 declare
-    caller constant uuid := app_user_id();
+    caller constant uuid := require_caller();
     old_settings jsonb;
     old_zone text;
 begin
-    if caller is null then
-        raise exception 'not signed in' using errcode = 'ZN401';
-    end if;
     select u.settings, u.time_zone into old_settings, old_zone from users u where u.id = caller for update;
     perform set_app_setting('app.writer', 'update_me');
     update users u set

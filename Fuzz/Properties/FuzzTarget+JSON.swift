@@ -1,3 +1,4 @@
+import DiaryCore
 import DiaryModels
 import Foundation
 import Hummingbird

@@ -25,6 +25,25 @@ COMMENT ON FUNCTION public.app_user_id() IS 'The caller, as set for this transac
 REVOKE ALL ON FUNCTION public.app_user_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.app_user_id() TO diary_app;
 
+CREATE OR REPLACE FUNCTION public.require_caller() RETURNS uuid
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public'
+    AS $$
+declare
+    caller constant uuid := app_user_id();
+begin
+    if caller is null then
+        raise exception 'the session has ended; sign in again' using errcode = 'ZN401';
+    end if;
+    return caller;
+end
+$$;
+
+COMMENT ON FUNCTION public.require_caller() IS 'The caller (app_user_id()), or the refusal unauthorized (ZN401) when there is none: the one caller check of every function that acts for the caller.';
+
+REVOKE ALL ON FUNCTION public.require_caller() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.require_caller() TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.app_visible_user_ids() RETURNS uuid[]
     LANGUAGE sql STABLE
     AS $$

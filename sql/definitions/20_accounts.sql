@@ -28,7 +28,7 @@ begin
         select 1 from sessions s
         where s.id = authenticate.session and s.user_id = authenticate.caller and s.revoked_at is null
     ) then
-        raise exception 'session is not valid' using errcode = 'ZN401';
+        raise exception 'the session has ended; sign in again' using errcode = 'ZN401';
     end if;
     perform set_app_setting('app.user_id', caller::text);
     -- The session too, so that what the release still serving registers without naming it
@@ -43,11 +43,8 @@ CREATE OR REPLACE FUNCTION public.delete_my_account() RETURNS void
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 declare
-    caller constant uuid := (select app_user_id());
+    caller constant uuid := require_caller();
 begin
-    if caller is null then
-        raise exception 'no caller' using errcode = 'ZN401';
-    end if;
     perform forget_user(caller);
 end
 $$;
@@ -210,13 +207,10 @@ CREATE OR REPLACE FUNCTION public.update_me(display_name text, profile_image_url
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 declare
-    caller constant uuid := app_user_id();
+    caller constant uuid := require_caller();
     old_settings jsonb;
     old_zone text;
 begin
-    if caller is null then
-        raise exception 'not signed in' using errcode = 'ZN401';
-    end if;
     select u.settings, u.time_zone into old_settings, old_zone from users u where u.id = caller for update;
     perform set_app_setting('app.writer', 'update_me');
     update users u set

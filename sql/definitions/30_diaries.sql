@@ -21,7 +21,7 @@ begin
     -- member's posts, whose foreign keys share the row, pass.
     perform 1 from users u where u.id = member for no key update;
     if (select count(*) from user_diaries u where u.user_id = member) >= diaries_per_user_cap() then
-        raise exception 'a user belongs to at most % diaries', diaries_per_user_cap() using errcode = 'ZN007';
+        raise exception 'a user belongs to at most % diaries: leave one before joining or creating another', diaries_per_user_cap() using errcode = 'ZN007';
     end if;
     unread := coalesce(entries_in_diary, 0)
         - (select count(*) from entries e where e.diary_id = diary and e.user_id = member)
@@ -63,11 +63,8 @@ CREATE OR REPLACE FUNCTION public.create_diary(diary uuid, name text, type text,
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 declare
-    caller constant uuid := (select app_user_id());
+    caller constant uuid := require_caller();
 begin
-    if caller is null then
-        raise exception 'no caller' using errcode = 'ZN401';
-    end if;
     -- The id is the client's: a retry of a create that succeeded finds its diary, and the
     -- server answers it (or a conflict, if it is not what the retry asks for) before the
     -- plan's and the caps' checks, which the first create has already passed.
@@ -77,7 +74,7 @@ begin
     perform 1 from users u where u.id = caller for update;
     if user_plan(caller) = 'free'
        and (select count(*) from user_diaries u where u.user_id = caller and u.role = 'owner') >= free_limit then
-        raise exception 'the free plan owns % diaries', free_limit using errcode = 'ZN006';
+        raise exception 'this needs premium: the free plan owns % diaries; upgrade, or leave a diary you own', free_limit using errcode = 'ZN006';
     end if;
     perform create_diary_as(caller, diary, create_diary.name, create_diary.type);
 end
@@ -313,7 +310,7 @@ begin
     where d.id = target and d.invite_code = normalize_invite_code(join_diary.invite_code) and d.closed_at is null
     for update;
     if not found then
-        raise exception 'invite code is not valid' using errcode = 'ZN001';
+        raise exception 'no diary has this invite code' using errcode = 'ZN001';
     end if;
 
     if exists (select 1 from diary_members m where m.diary_id = found_diary.id and m.user_id = joining_user) then
@@ -324,7 +321,7 @@ begin
 
     select count(*) into member_count from diary_members m where m.diary_id = found_diary.id;
     if member_count >= diary_member_cap(found_diary.type) then
-        raise exception 'diary is full' using errcode = 'ZN002';
+        raise exception 'this diary has no room for another member' using errcode = 'ZN002';
     end if;
 
     perform add_diary_member(found_diary.id, joining_user, 'member');

@@ -152,7 +152,7 @@ begin
     perform 1 from users u where u.id = caller for no key update;
     if user_plan(caller) = 'free'
        and (select count(*) from user_diaries u where u.user_id = caller and u.role = 'owner') >= free_limit then
-        raise exception 'a restore makes you its owner, and the free plan owns % diaries: upgrade, or leave a diary you own, then restore it', free_limit
+        raise exception 'this needs premium: a restore makes you its owner, and the free plan owns % diaries; upgrade, or leave a diary you own, then restore it', free_limit
             using errcode = 'ZN006';
     end if;
     -- A new invite code: whoever held the old one, a member the owner removed among them,

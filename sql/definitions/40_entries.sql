@@ -128,7 +128,7 @@ CREATE OR REPLACE FUNCTION public.mark_as_read(diary_id uuid, entry_id uuid, use
 begin
     -- What entry_reads_insert checked: the caller reads as themselves, in one of their diaries.
     if mark_as_read.user_id is distinct from app_user_id() or not (mark_as_read.diary_id = any (app_diary_ids())) then
-        raise exception 'entry not found among the diaries of this user' using errcode = 'ZN003';
+        raise exception 'no such entry' using errcode = 'ZN003';
     end if;
     return mark_as_read_as(mark_as_read.user_id, mark_as_read.diary_id, mark_as_read.entry_id);
 end
@@ -152,7 +152,7 @@ begin
     where e.diary_id = mark_as_read_as.diary_id and e.id = mark_as_read_as.entry_id
     for key share of e;
     if not found then
-        raise exception 'entry not found among the diaries of this user' using errcode = 'ZN003';
+        raise exception 'no such entry' using errcode = 'ZN003';
     end if;
     perform set_app_setting('app.writer', 'mark_as_read');
     insert into entry_reads as r (diary_id, entry_id, user_id, read_at)

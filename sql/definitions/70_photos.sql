@@ -43,9 +43,6 @@ CREATE OR REPLACE FUNCTION public.count_photo_upload(caller uuid, hash text, dai
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 begin
-    if caller is null then
-        raise exception 'not signed in' using errcode = 'ZN401';
-    end if;
     perform photo_hash_lock(hash);
     insert into photo_upload_days as d (user_id, day, uploads)
     values (caller, (now() at time zone 'UTC')::date, 1)
@@ -128,12 +125,9 @@ CREATE OR REPLACE FUNCTION public.remove_profile_photo() RETURNS boolean
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 declare
-    caller constant uuid := app_user_id();
+    caller constant uuid := require_caller();
     old_hash text;
 begin
-    if caller is null then
-        raise exception 'not signed in' using errcode = 'ZN401';
-    end if;
     perform set_app_setting('app.writer', 'remove_profile_photo');
     delete from profile_photos f where f.user_id = caller returning f.content_hash into old_hash;
     perform set_app_setting('app.writer', '');
@@ -198,14 +192,11 @@ CREATE OR REPLACE FUNCTION public.set_entry_photos(diary uuid, entry uuid, photo
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 declare
-    caller constant uuid := app_user_id();
+    caller constant uuid := require_caller();
     current_photos uuid[];
     allowed integer;
     photo uuid;
 begin
-    if caller is null then
-        raise exception 'not signed in' using errcode = 'ZN401';
-    end if;
     -- The diary's row before the entry's, in the order every writer of the diary takes them.
     perform 1 from diaries d where d.id = diary for no key update;
     perform 1 from entries e
@@ -221,13 +212,13 @@ begin
     end if;
     allowed := photos_per_entry(caller);
     if cardinality(photos) > allowed then
-        raise exception 'the plan allows % photos an entry', allowed using errcode = 'ZN006';
+        raise exception 'this needs premium: the free plan allows % photos an entry', allowed using errcode = 'ZN006';
     end if;
     foreach photo in array photos loop
         continue when photo = any (current_photos);
         continue when exists (select 1 from photo_uploads u where u.id = photo and u.uploader_id = caller);
         if exists (select 1 from entry_photos p where p.id = photo and p.uploader_id = caller) then
-            raise exception 'photo % is attached to another entry', photo using errcode = 'ZN005';
+            raise exception 'photo % is already attached to another entry', photo using errcode = 'ZN005';
         end if;
         raise exception 'no such photo' using errcode = 'ZN004';
     end loop;

@@ -113,13 +113,10 @@ CREATE OR REPLACE FUNCTION public.store_apple_token(token uuid, client text, sea
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 declare
-    caller constant uuid := app_user_id();
+    caller constant uuid := require_caller();
     -- Bound as a value: Citus refuses a function that is not IMMUTABLE in DO UPDATE SET.
     stored constant timestamptz := now();
 begin
-    if caller is null then
-        raise exception 'not signed in' using errcode = 'ZN401';
-    end if;
     insert into apple_tokens as t (user_id, token_id, client_id, sealed, stored_at)
     values (caller, token, client, sealed_token, stored)
     on conflict (user_id) do update

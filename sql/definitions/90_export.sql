@@ -8,11 +8,8 @@ CREATE OR REPLACE FUNCTION public.record_export(daily_limit integer) RETURNS boo
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 declare
-    caller constant uuid := app_user_id();
+    caller constant uuid := require_caller();
 begin
-    if caller is null then
-        raise exception 'not signed in' using errcode = 'ZN401';
-    end if;
     delete from export_days d where d.user_id = caller and d.day < (now() at time zone 'UTC')::date - 2;
     insert into export_days as d (user_id, day, exports)
     values (caller, (now() at time zone 'UTC')::date, 1)

@@ -44,7 +44,7 @@ package struct DepartureRepository: Sendable {
             thenRead: [DiaryRepository.readBack("\(diary)")]
         )
         if try results[0].first?.decode("outcome", as: String?.self) == "open" {
-            throw DomainError(.diaryOpen, "the diary still has members: join it with its invite code")
+            throw DomainError(.conflict, "the diary still has members: join it with its invite code")
         }
         try PolicyTwin.requireDone(
             results[0], missing: "no closed diary of yours to restore",

@@ -169,7 +169,7 @@ package struct DiaryRepository: Sendable {
         }
     }
 
-    static let idConflict = DomainError(.idConflict, "a diary with this id already exists")
+    static let idConflict = DomainError(.conflict, "a diary with this id already exists")
 
     /// Renames the diary through `rename_diary`, which logs it: members see it (else 404),
     /// only the owner may change it (else 403).

@@ -26,7 +26,7 @@ package struct DataSafetyRepository: Sendable {
     package func status(backupsEnabled: Bool, departureWindow: Duration, departureWindowDays: Int) async throws -> DataSafety {
         let departures = try await DepartureRepository(scope: scope, window: departureWindow).list()
         let rows = try await scope.read(Self.summaryStatement)
-        guard let row = rows.first else { throw DomainError(.inconsistent, "the data safety read returned no row") }
+        guard let row = rows.first else { throw DomainError(.internal, "the data safety read returned no row") }
         let entries: Int = try row.decode("entries_protected")
         guard backupsEnabled else {
             return DataSafety(

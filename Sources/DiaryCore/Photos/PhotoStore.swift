@@ -72,7 +72,7 @@ extension PhotoStoreError {
         do {
             return try await body()
         } catch PhotoStoreError.unavailable {
-            throw DomainError(.storeUnavailable, "the photo store is unavailable; try again shortly")
+            throw DomainError(.serviceUnavailable, "the photo store is unavailable; try again shortly", retryAfterSeconds: 5)
         }
     }
 }

@@ -62,7 +62,7 @@ extension ChangeFeed {
             guard let read = reader.reader else { continue }
             do {
                 return try await read(reader.identity).batch(of: diary, after: after, limit: options.fanOutPage, among: followers, sessions: sessions)
-            } catch let error as DomainError where error.reason == .unauthenticated {
+            } catch let error as DomainError where error.reason == .unauthorized {
                 reader.end(.sessionEnded)
             }
         }

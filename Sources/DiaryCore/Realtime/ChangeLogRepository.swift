@@ -103,7 +103,7 @@ package struct ChangeLogRepository: Sendable {
         var attempts = Backoff.Attempts(Self.behindRetry)
         while true {
             var results = try await scope.readInOneSnapshot(statements + ["select live_sessions(\([scope.identity.sessionID])) as id"])
-            guard !(results.removeLast()).isEmpty else { throw DomainError(.unauthenticated, "the session has ended; sign in again") }
+            guard !(results.removeLast()).isEmpty else { throw DomainError.unauthenticated("the session has ended; sign in again") }
             guard try results.contains(where: Self.isBehindItsMembers), attempts.failures + 1 < Self.behindAttempts else { return results }
             try await Task.sleep(for: attempts.failed())
         }

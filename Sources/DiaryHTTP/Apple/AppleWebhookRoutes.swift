@@ -35,7 +35,7 @@ struct AppleWebhookRoutes {
             } catch let failure as AppleIdentityVerifier.Failure {
                 context.logger.warning("apple notification refused", metadata: ["reason": "\(failure)"])
                 Counter(label: "apple_notifications_total", dimensions: [("type", "unknown"), ("outcome", "refused")]).increment()
-                throw Problem(status: .badRequest, code: .badRequest, detail: "the notification is not signed by Apple for this app")
+                throw Problem(.badRequest, detail: "the notification is not signed by Apple for this app")
             }
             let outcome = try await notifications.apply(notification)
             if outcome == "account_deleted" {

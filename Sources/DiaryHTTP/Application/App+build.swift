@@ -198,7 +198,7 @@ func buildRouter(
             throw Problem.validation(field: "since", "is not a cursor: at most \(ChangeCursor.maximumLength) base64url characters")
         }
         if (query.get("access_token")?.utf8.count ?? 0) > 4096 { throw Problem.validation(field: "access_token", "is at most 4096 characters") }
-        throw Problem(status: .upgradeRequired, code: .badRequest, detail: "this is a WebSocket endpoint; send an upgrade request", headers: [.upgrade: "websocket"])
+        throw Problem.webSocketEndpoint()
     }
 
     let auth = AuthRoutes(accounts: AccountRepository(pool: pool, tokens: tokens, photoLinks: photos.links), apple: apple.verifier, appleTokens: apple.exchanger, devSignInEnabled: devSignIn)

@@ -38,7 +38,7 @@ struct DiaryRoutes {
             }
             if let wait = joinLimiter.retryAfter(for: context.userID) {
                 AppMetrics.recordRateLimitRejection("join_attempts")
-                throw Problem(status: .tooManyRequests, code: .rateLimited, detail: "too many wrong invite codes; try again later", headers: [.retryAfter: String(wait)])
+                throw Problem(.rateLimited, detail: "too many wrong invite codes; try again later", headers: [.retryAfter: String(wait)])
             }
             do {
                 return try await DiaryRepository(scope: context.scope).join(inviteCode: code)
@@ -55,7 +55,7 @@ struct DiaryRoutes {
             }
             if let wait = previewLimiter.admit(context.clientAddress ?? "unknown") {
                 AppMetrics.recordRateLimitRejection("invite_previews")
-                throw Problem(status: .tooManyRequests, code: .rateLimited, detail: "too many invite previews from this address; try again later", headers: [.retryAfter: String(wait)])
+                throw Problem(.rateLimited, detail: "too many invite previews from this address; try again later", headers: [.retryAfter: String(wait)])
             }
             return try await DiaryRepository(scope: context.scope).preview(inviteCode: typed)
         }

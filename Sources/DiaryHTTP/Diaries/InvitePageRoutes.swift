@@ -16,7 +16,7 @@ struct InvitePageRoutes {
         router.get("i/:code") { _, context -> Response in
             if let wait = limiter.admit(context.clientAddress ?? "unknown") {
                 AppMetrics.recordRateLimitRejection("invite_pages")
-                throw Problem(status: .tooManyRequests, code: .rateLimited, detail: "too many invite pages from this address; try again later", headers: [.retryAfter: String(wait)])
+                throw Problem(.rateLimited, detail: "too many invite pages from this address; try again later", headers: [.retryAfter: String(wait)])
             }
             let current = try await lookup.currentCode(typed: context.parameters.get("code") ?? "")
             return Response(status: current == nil ? .notFound : .ok, headers: Self.pageHeaders, body: .init(byteBuffer: ByteBuffer(string: page.html(code: current))))
@@ -31,7 +31,7 @@ struct InvitePageRoutes {
         // Apple's CDN fetches it over https with no redirect, as application/json.
         router.get(".well-known/apple-app-site-association") { _, _ -> Response in
             guard let appID = page.configuration.appleAppID else {
-                throw Problem(status: .notFound, code: .notFound, detail: "APPLE_APP_ID is not set, so no app is associated with this server")
+                throw Problem(.notFound, detail: "APPLE_APP_ID is not set, so no app is associated with this server")
             }
             return Response(
                 status: .ok, headers: [.contentType: "application/json", .cacheControl: "public, max-age=3600"],

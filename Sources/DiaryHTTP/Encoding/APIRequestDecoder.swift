@@ -1,3 +1,4 @@
+import DiaryCore
 import DiaryModels
 import Foundation
 import Hummingbird
@@ -26,7 +27,7 @@ struct APIRequestDecoder: RequestDecoder {
 
     func decode<T: Decodable>(_ type: T.Type, from request: Request, context: some RequestContext) async throws -> T {
         guard Self.isJSON(request.headers[.contentType]) else {
-            throw Problem(status: .unsupportedMediaType, code: .unsupportedMediaType, detail: "send the body as application/json")
+            throw Problem(.unsupportedMediaType, detail: "send the body as application/json")
         }
         return try Self.decode(type, from: Data(buffer: try await request.collectBody(upTo: context.maxUploadSize)))
     }
@@ -38,23 +39,23 @@ struct APIRequestDecoder: RequestDecoder {
     /// A body's bytes as `T`, or the `Problem` (400) that says why not.
     static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         guard JSONDuplicateKeys.nesting(of: data) <= maximumNesting else {
-            throw Problem(status: .badRequest, code: .validationFailed, detail: "the body nests arrays and objects more than \(maximumNesting) deep")
+            throw Problem(.validationFailed, detail: "the body nests arrays and objects more than \(maximumNesting) deep")
         }
         let object: Any
         do {
             object = try JSONSerialization.jsonObject(with: data)
         } catch {
-            throw Problem(status: .badRequest, code: .validationFailed, detail: "the body is not valid JSON: \((error as NSError).userInfo[NSDebugDescriptionErrorKey] ?? "malformed")")
+            throw Problem(.validationFailed, detail: "the body is not valid JSON: \((error as NSError).userInfo[NSDebugDescriptionErrorKey] ?? "malformed")")
         }
         guard let fields = object as? [String: Any] else {
-            throw Problem(status: .badRequest, code: .validationFailed, detail: "the body must be a JSON object")
+            throw Problem(.validationFailed, detail: "the body must be a JSON object")
         }
         if let repeated = JSONDuplicateKeys.first(in: data) {
             throw Problem.validation(field: repeated, "appears more than once in one object")
         }
         let allowed = (T.self as? AllowsServerFields.Type)?.allowedServerFields ?? []
         if let field = fields.keys.sorted().first(where: { Self.readOnlyFields.contains($0) && !allowed.contains($0) }) {
-            throw Problem(status: .badRequest, code: .readOnlyField, detail: "\(field) is set by the server and cannot be sent")
+            throw Problem(.readOnlyField, detail: "\(field) is set by the server and cannot be sent")
         }
         do {
             return try Self.jsonDecoder.decode(T.self, from: data)

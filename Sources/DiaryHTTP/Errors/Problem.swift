@@ -1,12 +1,37 @@
+import DiaryCore
 import Foundation
 import Hummingbird
 
-/// An RFC 9457 problem: every error the API returns has this shape and a stable `code`.
+/// An RFC 9457 problem: every error the API returns has this shape and a stable `code`, one of
+/// the refusals of the one table (`Refusal`, made from refusals.tsv), which gives its status
+/// and title.
 struct Problem: HTTPResponseError, Sendable {
     var status: HTTPResponse.Status
-    var code: ProblemCode
+    var code: Refusal
     var detail: String
     var headers: HTTPFields = [:]
+
+    init(_ code: Refusal, detail: String, headers: HTTPFields = [:]) {
+        self.init(status: HTTPResponse.Status(code: code.status), code: code, detail: detail, headers: headers)
+    }
+
+    /// A status the table does not give: Hummingbird's own errors (`ProblemMapping`), and the
+    /// realtime endpoint asked without an upgrade (`webSocketEndpoint`).
+    private init(status: HTTPResponse.Status, code: Refusal, detail: String, headers: HTTPFields = [:]) {
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.headers = headers
+    }
+
+    static func passingOn(_ status: HTTPResponse.Status, detail: String) -> Problem {
+        Problem(status: status, code: status.code >= 500 ? .internal : .badRequest, detail: detail)
+    }
+
+    /// The realtime endpoint, asked without an upgrade.
+    static func webSocketEndpoint() -> Problem {
+        Problem(status: .upgradeRequired, code: .badRequest, detail: "this is a WebSocket endpoint; send an upgrade request", headers: [.upgrade: "websocket"])
+    }
 
     private struct Body: Encodable {
         var type: String
@@ -26,7 +51,7 @@ struct Problem: HTTPResponseError, Sendable {
     func body(requestID: String?) throws -> Data {
         let body = Body(
             type: "https://zutto-nikki.app/problems/\(code.rawValue)",
-            title: status.reasonPhrase,
+            title: code.title,
             status: status.code,
             detail: detail,
             code: code.rawValue,
@@ -49,40 +74,40 @@ struct Problem: HTTPResponseError, Sendable {
         return buffer
     }
 
-    static func serviceUnavailable(_ detail: String, code: ProblemCode = .serviceUnavailable, retryAfterSeconds: Int = 1) -> Problem {
-        Problem(status: .serviceUnavailable, code: code, detail: detail, headers: [.retryAfter: String(retryAfterSeconds)])
+    static func serviceUnavailable(_ detail: String, code: Refusal = .serviceUnavailable, retryAfterSeconds: Int = 1) -> Problem {
+        Problem(code, detail: detail, headers: [.retryAfter: String(retryAfterSeconds)])
     }
 
     /// `invalidToken`: a token was presented and refused, which RFC 6750 names `invalid_token`.
     static func unauthorized(_ detail: String, invalidToken: Bool = false) -> Problem {
         let challenge = invalidToken ? #"Bearer realm="zutto-nikki", error="invalid_token""# : #"Bearer realm="zutto-nikki""#
-        return Problem(status: .unauthorized, code: .unauthorized, detail: detail, headers: [.wwwAuthenticate: challenge])
+        return Problem(.unauthorized, detail: detail, headers: [.wwwAuthenticate: challenge])
     }
 
     /// A genuine access token past its expiry: refresh, rather than sign in again.
     static func tokenExpired() -> Problem {
         Problem(
-            status: .unauthorized, code: .tokenExpired, detail: "the access token has expired; refresh it",
+            .tokenExpired, detail: "the access token has expired; refresh it",
             headers: [.wwwAuthenticate: #"Bearer realm="zutto-nikki", error="invalid_token", error_description="the access token expired""#])
     }
 
     static func notFound(_ detail: String = "no such resource") -> Problem {
-        Problem(status: .notFound, code: .notFound, detail: detail)
+        Problem(.notFound, detail: detail)
     }
 
     static func forbidden(_ detail: String) -> Problem {
-        Problem(status: .forbidden, code: .forbidden, detail: detail)
+        Problem(.forbidden, detail: detail)
     }
 
     static func validation(field: String, _ problem: String) -> Problem {
-        Problem(status: .badRequest, code: .validationFailed, detail: field.isEmpty ? problem : "\(field) \(problem)")
+        Problem(.validationFailed, detail: field.isEmpty ? problem : "\(field) \(problem)")
     }
 
     static func payloadTooLarge(limit: Int = APIRequestDecoder.maximumBytes) -> Problem {
-        Problem(status: .contentTooLarge, code: .payloadTooLarge, detail: "the body is larger than \(limit) bytes")
+        Problem(.payloadTooLarge, detail: "the body is larger than \(limit) bytes")
     }
 
     static func internalError() -> Problem {
-        Problem(status: .internalServerError, code: .internal, detail: "an unexpected error occurred; quote the request id when reporting it")
+        Problem(.internal, detail: "an unexpected error occurred; quote the request id when reporting it")
     }
 }

@@ -30,7 +30,7 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as HTTPError {
             if error.status == .notFound, let allowed = AllowedMethods.methods(for: request.uri.path), !allowed.contains(request.method) {
                 let problem = Problem(
-                    status: .methodNotAllowed, code: .methodNotAllowed, detail: "this route does not accept \(request.method)",
+                    .methodNotAllowed, detail: "this route does not accept \(request.method)",
                     headers: [.allow: allowed.map(\.rawValue).joined(separator: ", ")]
                 )
                 return try problem.response(from: request, context: context)

@@ -1,3 +1,4 @@
+import DiaryCore
 import Hummingbird
 import Logging
 

@@ -1,3 +1,4 @@
+import DiaryCore
 import Foundation
 import Metrics
 import PostgresClient
@@ -69,7 +70,7 @@ enum AppMetrics {
 
     /// A refusal the database gives by design (a wrong invite code, a full diary: the app's
     /// own ZN SQLSTATEs), by problem code: expected answers, not errors.
-    static func recordDatabaseRefusal(_ code: ProblemCode) {
+    static func recordDatabaseRefusal(_ code: Refusal) {
         Counter(label: "db_refusals_total", dimensions: [("code", code.rawValue)]).increment()
     }
 

@@ -44,7 +44,7 @@ struct RealtimeGateway: Sendable {
         } catch {
             return try await refuse(error, channel: channel)
         }
-        // As a request's transaction answers a session that ended (AppSQLState.sessionInvalid).
+        // As a request's transaction answers a session that ended (ZN401, `Refusal.unauthorized`).
         guard try await isLive(identity) else {
             return try await refuse(Problem.unauthorized("the session has ended; sign in again"), channel: channel)
         }
@@ -56,7 +56,7 @@ struct RealtimeGateway: Sendable {
         guard let subscription = feed.subscribe(identity, reader: reader, startsFromFeed: since.flatMap(ChangeCursor.init) == nil) else {
             AppMetrics.recordRateLimitRejection("realtime_sockets")
             return try await refuse(
-                Problem(status: .tooManyRequests, code: .rateLimited, detail: "at most \(feed.options.maxSocketsPerUser) realtime sockets per user", headers: [.retryAfter: "5"]),
+                Problem(.rateLimited, detail: "at most \(feed.options.maxSocketsPerUser) realtime sockets per user", headers: [.retryAfter: "5"]),
                 channel: channel
             )
         }

@@ -127,7 +127,7 @@ extension RealtimeSocket {
                         if page.hasMore { continue }
                         unread = []
                     }
-                } catch let error as DomainError where error.reason == .unauthenticated {
+                } catch let error as DomainError where error.reason == .unauthorized {
                     return (cursor, unread, .close(Closing(.sessionEnded)))
                 } catch let error as PostgresError {
                     // The database is away: keep the socket, try again shortly.

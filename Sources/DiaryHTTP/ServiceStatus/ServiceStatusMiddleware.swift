@@ -23,7 +23,7 @@ struct ServiceStatusMiddleware<Context: RequestContext>: RouterMiddleware {
             }
             if version < minimum {
                 context.logger.info("request refused: app too old", metadata: ["app_version": "\(version)", "minimum": "\(minimum)"])
-                throw Problem(status: .upgradeRequired, code: .upgradeRequired,
+                throw Problem(.upgradeRequired,
                               detail: "this version of the app is no longer supported; update to \(minimum) or later")
             }
         }

@@ -58,7 +58,7 @@ struct TextLimitTests {
     ]
 
     static func schema() throws -> String {
-        try String(contentsOf: ProblemCodeTests.root.appendingPathComponent("sql/schema.sql"), encoding: .utf8)
+        try String(contentsOf: RefusalTableTests.root.appendingPathComponent("sql/schema.sql"), encoding: .utf8)
     }
 
     /// A CHECK on a column's length, as pg_dump prints it.
