@@ -5335,6 +5335,10 @@ CREATE FUNCTION public.set_app_setting(setting text, value text) RETURNS void
 begin
     if setting !~ '^app\.[a-z_]+$' then
         raise exception 'not an app setting: %', setting using errcode = '22023';
+
+COMMENT ON FUNCTION public.set_app_setting(setting text, value text) IS 'Sets an app.* setting for the current transaction so that it reaches every node: on Citus by SET LOCAL with citus.propagate_set_commands = local, because the workers'' policies read it, and on a single PostgreSQL by set_config. The caller''s identity and diaries are set through it.';
+
+REVOKE ALL ON FUNCTION public.set_app_setting(setting text, value text) FROM PUBLIC;
     end if;
     if current_setting('citus.propagate_set_commands', true) is null then
         perform set_config(setting, value, true);

@@ -105,6 +105,10 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.diary_verdict(diary uuid) IS 'What the diaries policies answer the caller about changing a diary: not_found, forbidden, or permitted.';
+
+REVOKE ALL ON FUNCTION public.diary_verdict(diary uuid) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.entry_verdict(diary uuid, entry uuid) RETURNS text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public'
@@ -123,6 +127,10 @@ begin
     return case when author = app_user_id() then 'permitted' else 'forbidden' end;
 end
 $$;
+
+COMMENT ON FUNCTION public.entry_verdict(diary uuid, entry uuid) IS 'What the entries policies answer the caller about changing an entry: not_found, forbidden, or permitted (the row then locked).';
+
+REVOKE ALL ON FUNCTION public.entry_verdict(diary uuid, entry uuid) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION public.forbid_key_change() RETURNS trigger
     LANGUAGE plpgsql
@@ -146,6 +154,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.is_diary_member(diary uuid) IS 'Whether the caller is a member of the diary. SECURITY DEFINER, because it reads diary_members beneath that table''s own policy.';
+
+REVOKE ALL ON FUNCTION public.is_diary_member(diary uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.is_diary_member(diary uuid) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.is_diary_owner(diary uuid) RETURNS boolean
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -154,6 +167,11 @@ begin
     return exists (select 1 from diary_members m where m.diary_id = diary and m.user_id = app_user_id() and m.role = 'owner');
 end
 $$;
+
+COMMENT ON FUNCTION public.is_diary_owner(diary uuid) IS 'Whether the caller owns the diary, for the policies that let only the owner change or delete a diary or remove another member. SECURITY DEFINER, because it reads diary_members beneath that table''s own policy.';
+
+REVOKE ALL ON FUNCTION public.is_diary_owner(diary uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.is_diary_owner(diary uuid) TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.refresh_app_diary_ids() RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -209,6 +227,10 @@ CREATE OR REPLACE FUNCTION public.set_app_setting(setting text, value text) RETU
 begin
     if setting !~ '^app\.[a-z_]+$' then
         raise exception 'not an app setting: %', setting using errcode = '22023';
+
+COMMENT ON FUNCTION public.set_app_setting(setting text, value text) IS 'Sets an app.* setting for the current transaction so that it reaches every node: on Citus by SET LOCAL with citus.propagate_set_commands = local, because the workers'' policies read it, and on a single PostgreSQL by set_config. The caller''s identity and diaries are set through it.';
+
+REVOKE ALL ON FUNCTION public.set_app_setting(setting text, value text) FROM PUBLIC;
     end if;
     if current_setting('citus.propagate_set_commands', true) is null then
         perform set_config(setting, value, true);
@@ -235,25 +257,3 @@ COMMENT ON FUNCTION public.set_updated_at() IS 'Trigger: sets updated_at to now(
 
 REVOKE ALL ON FUNCTION public.set_updated_at() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.set_updated_at() TO diary_app;
-
-COMMENT ON FUNCTION public.diary_verdict(diary uuid) IS 'What the diaries policies answer the caller about changing a diary: not_found, forbidden, or permitted.';
-
-REVOKE ALL ON FUNCTION public.diary_verdict(diary uuid) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.entry_verdict(diary uuid, entry uuid) IS 'What the entries policies answer the caller about changing an entry: not_found, forbidden, or permitted (the row then locked).';
-
-REVOKE ALL ON FUNCTION public.entry_verdict(diary uuid, entry uuid) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.is_diary_member(diary uuid) IS 'Whether the caller is a member of the diary. SECURITY DEFINER, because it reads diary_members beneath that table''s own policy.';
-
-REVOKE ALL ON FUNCTION public.is_diary_member(diary uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.is_diary_member(diary uuid) TO diary_app;
-
-COMMENT ON FUNCTION public.is_diary_owner(diary uuid) IS 'Whether the caller owns the diary, for the policies that let only the owner change or delete a diary or remove another member. SECURITY DEFINER, because it reads diary_members beneath that table''s own policy.';
-
-REVOKE ALL ON FUNCTION public.is_diary_owner(diary uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.is_diary_owner(diary uuid) TO diary_app;
-
-COMMENT ON FUNCTION public.set_app_setting(setting text, value text) IS 'Sets an app.* setting for the current transaction so that it reaches every node: on Citus by SET LOCAL with citus.propagate_set_commands = local, because the workers'' policies read it, and on a single PostgreSQL by set_config. The caller''s identity and diaries are set through it.';
-
-REVOKE ALL ON FUNCTION public.set_app_setting(setting text, value text) FROM PUBLIC;

@@ -19,6 +19,10 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.add_user(id uuid, display_name text) IS 'An account with no sign-in, for operators, seeds and tests (not granted to diary_app), with welcome_user''s side effects.';
+
+REVOKE ALL ON FUNCTION public.add_user(id uuid, display_name text) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.authenticate(session uuid, caller uuid) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -37,6 +41,11 @@ begin
     perform refresh_app_diary_ids();
 end
 $$;
+
+COMMENT ON FUNCTION public.authenticate(session uuid, caller uuid) IS 'Sets the caller''s identity for the current transaction only, after checking that the session is live and belongs to that user (ZN401 otherwise), records the session (app.session_id), then loads their diaries and visible users. The server calls it at the start of every authenticated request.';
+
+REVOKE ALL ON FUNCTION public.authenticate(session uuid, caller uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.authenticate(session uuid, caller uuid) TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.delete_my_account() RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -109,12 +118,21 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.forget_user(account uuid) IS 'Deletes an account and everything only theirs: entries (forget_entries), memberships (drop_diary_member), departures (and a closed diary kept for nobody else, forget_diary), uploads and the profile photo (queued as photo garbage); queues the revocation of their Apple tokens.';
+
+REVOKE ALL ON FUNCTION public.forget_user(account uuid) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.live_sessions(ids uuid[]) RETURNS SETOF uuid
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$
     select s.id from sessions s where s.id = any (ids) and s.revoked_at is null
 $$;
+
+COMMENT ON FUNCTION public.live_sessions(ids uuid[]) IS 'Of these sessions, those still live (not revoked or deleted): realtime sockets close when their session is no longer among them.';
+
+REVOKE ALL ON FUNCTION public.live_sessions(ids uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.live_sessions(ids uuid[]) TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.open_session(apple_subject text, dev_account text, email text, display_name text, session uuid, refresh_token_hash bytea, lifetime interval) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
@@ -162,6 +180,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.open_session(apple_subject text, dev_account text, email text, display_name text, session uuid, refresh_token_hash bytea, lifetime interval) IS 'Signs in: finds or creates the account by Apple subject or dev name, opens a session with its first refresh token, and makes the account the transaction''s caller. SQL cannot verify the Apple token or allow dev sign-in, so the server does, and only diary_app may call this.';
+
+REVOKE ALL ON FUNCTION public.open_session(apple_subject text, dev_account text, email text, display_name text, session uuid, refresh_token_hash bytea, lifetime interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.open_session(apple_subject text, dev_account text, email text, display_name text, session uuid, refresh_token_hash bytea, lifetime interval) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.rotate_refresh_token(presented bytea, successor bytea, lifetime interval) RETURNS TABLE(outcome text, session_id uuid, user_id uuid, issued_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -202,6 +225,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.rotate_refresh_token(presented bytea, successor bytea, lifetime interval) IS 'Exchanges a refresh token (both passed as hashes) for its successor, which the server derives from the presented token so that a retry derives the same one: rotated, replayed (a retry within 10 s), reuse_detected (a used token came back: the session is revoked), revoked or unknown. Never raises for a bad token, so that a revocation commits; on success the session''s user becomes the transaction''s caller.';
+
+REVOKE ALL ON FUNCTION public.rotate_refresh_token(presented bytea, successor bytea, lifetime interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.rotate_refresh_token(presented bytea, successor bytea, lifetime interval) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.update_me(display_name text, profile_image_url text, time_zone text, settings jsonb) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -226,6 +254,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.update_me(display_name text, profile_image_url text, time_zone text, settings jsonb) IS 'PATCH me: the caller''s profile and settings (merged), with the reminder rescheduled when its settings changed.';
+
+REVOKE ALL ON FUNCTION public.update_me(display_name text, profile_image_url text, time_zone text, settings jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.update_me(display_name text, profile_image_url text, time_zone text, settings jsonb) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.welcome_user(account uuid) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -244,39 +277,6 @@ begin
     end loop;
 end
 $$;
-
-COMMENT ON FUNCTION public.add_user(id uuid, display_name text) IS 'An account with no sign-in, for operators, seeds and tests (not granted to diary_app), with welcome_user''s side effects.';
-
-REVOKE ALL ON FUNCTION public.add_user(id uuid, display_name text) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.authenticate(session uuid, caller uuid) IS 'Sets the caller''s identity for the current transaction only, after checking that the session is live and belongs to that user (ZN401 otherwise), records the session (app.session_id), then loads their diaries and visible users. The server calls it at the start of every authenticated request.';
-
-REVOKE ALL ON FUNCTION public.authenticate(session uuid, caller uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.authenticate(session uuid, caller uuid) TO diary_app;
-
-COMMENT ON FUNCTION public.forget_user(account uuid) IS 'Deletes an account and everything only theirs: entries (forget_entries), memberships (drop_diary_member), departures (and a closed diary kept for nobody else, forget_diary), uploads and the profile photo (queued as photo garbage); queues the revocation of their Apple tokens.';
-
-REVOKE ALL ON FUNCTION public.forget_user(account uuid) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.live_sessions(ids uuid[]) IS 'Of these sessions, those still live (not revoked or deleted): realtime sockets close when their session is no longer among them.';
-
-REVOKE ALL ON FUNCTION public.live_sessions(ids uuid[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.live_sessions(ids uuid[]) TO diary_app;
-
-COMMENT ON FUNCTION public.open_session(apple_subject text, dev_account text, email text, display_name text, session uuid, refresh_token_hash bytea, lifetime interval) IS 'Signs in: finds or creates the account by Apple subject or dev name, opens a session with its first refresh token, and makes the account the transaction''s caller. SQL cannot verify the Apple token or allow dev sign-in, so the server does, and only diary_app may call this.';
-
-REVOKE ALL ON FUNCTION public.open_session(apple_subject text, dev_account text, email text, display_name text, session uuid, refresh_token_hash bytea, lifetime interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.open_session(apple_subject text, dev_account text, email text, display_name text, session uuid, refresh_token_hash bytea, lifetime interval) TO diary_app;
-
-COMMENT ON FUNCTION public.rotate_refresh_token(presented bytea, successor bytea, lifetime interval) IS 'Exchanges a refresh token (both passed as hashes) for its successor, which the server derives from the presented token so that a retry derives the same one: rotated, replayed (a retry within 10 s), reuse_detected (a used token came back: the session is revoked), revoked or unknown. Never raises for a bad token, so that a revocation commits; on success the session''s user becomes the transaction''s caller.';
-
-REVOKE ALL ON FUNCTION public.rotate_refresh_token(presented bytea, successor bytea, lifetime interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.rotate_refresh_token(presented bytea, successor bytea, lifetime interval) TO diary_app;
-
-COMMENT ON FUNCTION public.update_me(display_name text, profile_image_url text, time_zone text, settings jsonb) IS 'PATCH me: the caller''s profile and settings (merged), with the reminder rescheduled when its settings changed.';
-
-REVOKE ALL ON FUNCTION public.update_me(display_name text, profile_image_url text, time_zone text, settings jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.update_me(display_name text, profile_image_url text, time_zone text, settings jsonb) TO diary_app;
 
 COMMENT ON FUNCTION public.welcome_user(account uuid) IS 'A new account''s side effects: its reminder, and the RevenueCat events that arrived before it (applied in order).';
 

@@ -44,6 +44,10 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.add_diary_member(diary uuid, member uuid, role text, joined_at timestamp with time zone) IS 'Adds a member with the unread_count the diary''s entries give them, logs member.joined and refreshes the caller''s diary ids. The only way a member is added (create_diary_as, join_diary; seeds).';
+
+REVOKE ALL ON FUNCTION public.add_diary_member(diary uuid, member uuid, role text, joined_at timestamp with time zone) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.check_one_owner(diary uuid) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public'
@@ -57,6 +61,8 @@ begin
     end if;
 end
 $$;
+
+COMMENT ON FUNCTION public.check_one_owner(diary uuid) IS 'Raises 23514 (diary_members_exactly_one_owner) unless the diary, if it exists and is open, has exactly one owner. Called by the functions that add or drop members.';
 
 CREATE OR REPLACE FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -80,6 +86,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) IS 'Creates a diary with the caller as its owner, which the caller could not insert as themself (the diary is invisible to them until the membership exists), and claims its invite code. A free user owns at most free_limit diaries (ZN006), counted under the caller''s row lock. Does nothing when a diary with this id exists: the id is the client''s, and a retry answers what the first create made.';
+
+REVOKE ALL ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.create_diary_as(owner uuid, diary uuid, name text, type text, invite_code text DEFAULT NULL::text, created_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -96,6 +107,10 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.create_diary_as(owner uuid, diary uuid, name text, type text, invite_code text, created_at timestamp with time zone) IS 'A diary with its owner and registered invite code, for create_diary, operators and seeds (not granted to diary_app).';
+
+REVOKE ALL ON FUNCTION public.create_diary_as(owner uuid, diary uuid, name text, type text, invite_code text, created_at timestamp with time zone) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.diaries_of_users(users uuid[]) RETURNS TABLE(diary_id uuid, user_ids uuid[])
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -104,6 +119,11 @@ begin
     return query select u.diary_id, array_agg(u.user_id) from user_diaries u where u.user_id = any (users) group by u.diary_id;
 end
 $$;
+
+COMMENT ON FUNCTION public.diaries_of_users(users uuid[]) IS 'For the servers'' realtime feeds: the diaries of these users, with who of them is in each.';
+
+REVOKE ALL ON FUNCTION public.diaries_of_users(users uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.diaries_of_users(users uuid[]) TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.diaries_per_user_cap() RETURNS integer
     LANGUAGE sql IMMUTABLE
@@ -122,6 +142,11 @@ CREATE OR REPLACE FUNCTION public.diary_member_cap(diary_type text) RETURNS inte
         when 'friends' then 10
     end
 $$;
+
+COMMENT ON FUNCTION public.diary_member_cap(diary_type text) IS 'The most members a diary of this type may have: couple and anonymous 2, family and friends 10. join_diary checks it under the diary''s row lock.';
+
+REVOKE ALL ON FUNCTION public.diary_member_cap(diary_type text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.diary_member_cap(diary_type text) TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.drop_diary_member(diary uuid, member uuid) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
@@ -164,6 +189,10 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.drop_diary_member(diary uuid, member uuid) IS 'Removes a member, records them as a former member with the diary''s name then and whether someone else removed them (unless forget_user is deleting their account), logs member.left, hands ownership on (or closes the diary) when the owner leaves, and refreshes the caller''s diary ids. Returns the role they had, or null.';
+
+REVOKE ALL ON FUNCTION public.drop_diary_member(diary uuid, member uuid) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.forbid_diary_type_change() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public'
@@ -198,6 +227,10 @@ begin
     perform set_app_setting('app.writer', '');
 end
 $$;
+
+COMMENT ON FUNCTION public.forget_diary(diary uuid) IS 'Deletes a diary nobody is left in, with its entries, receipts, photos (queued as garbage), members, former members and change log. Nothing is logged: nobody is left to tell. hand_on_or_close calls it for a diary nobody could restore; the closed-diary worker (purge_closed_diaries) once its window has passed.';
+
+REVOKE ALL ON FUNCTION public.forget_diary(diary uuid) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION public.generate_invite_code() RETURNS text
     LANGUAGE plpgsql
@@ -253,6 +286,10 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.hand_on_or_close(diary uuid) IS 'After the owner leaves: the longest-standing member becomes owner; when nobody is left, the diary is closed (kept for its former members, announced on closed_diaries), or forgotten when it has no former member.';
+
+REVOKE ALL ON FUNCTION public.hand_on_or_close(diary uuid) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.invite_code_diary(code text) RETURNS uuid
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -266,6 +303,11 @@ begin
     return (select d.id from diaries d where d.id = named and d.invite_code = normalized and d.closed_at is null);
 end
 $$;
+
+COMMENT ON FUNCTION public.invite_code_diary(code text) IS 'The diary an invite code names, if it is still that diary''s current code and the diary is open; a replaced code, or a closed diary''s, answers as invalid. join_diary finds the diary by id through it, so that on Citus the lock goes to the diary''s own shard.';
+
+REVOKE ALL ON FUNCTION public.invite_code_diary(code text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.invite_code_diary(code text) TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.invite_preview(code text) RETURNS TABLE(diary_type text, member_count integer)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -329,6 +371,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.join_diary(invite_code text, user_id uuid) IS 'Joins the caller (user_id must be app_user_id()) to the diary an invite code names, without exceeding its cap however many join at once: the diary row is locked before the members are counted (ZN001 an invalid code, ZN002 a full diary). Runs as the owner because a joiner cannot see the diary yet; joining again returns the diary and refreshes the caller''s visible diaries.';
+
+REVOKE ALL ON FUNCTION public.join_diary(invite_code text, user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.join_diary(invite_code text, user_id uuid) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.members_of_diaries(diaries uuid[], users uuid[]) RETURNS TABLE(diary_id uuid, user_ids uuid[])
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -339,12 +386,22 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.members_of_diaries(diaries uuid[], users uuid[]) IS 'For the servers'' realtime feeds: who of these users is in each of these diaries.';
+
+REVOKE ALL ON FUNCTION public.members_of_diaries(diaries uuid[], users uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.members_of_diaries(diaries uuid[], users uuid[]) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.normalize_invite_code(raw text) RETURNS text
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'public'
     AS $$
     select translate(upper(regexp_replace(coalesce(raw, ''), '[\s-]', '', 'g')), 'OIL', '011')
 $$;
+
+COMMENT ON FUNCTION public.normalize_invite_code(raw text) IS 'An invite code as a person types it, made comparable: upper case, without hyphens or spaces, and with the letters Crockford base32 reads as digits (O as 0, I and L as 1) replaced.';
+
+REVOKE ALL ON FUNCTION public.normalize_invite_code(raw text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.normalize_invite_code(raw text) TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.register_invite_code(diary uuid) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -363,6 +420,11 @@ begin
     end if;
 end
 $$;
+
+COMMENT ON FUNCTION public.register_invite_code(diary uuid) IS 'Claims the diary''s current invite code in invite_codes, which keeps codes unique across the service where a table sharded by diary cannot. A code another diary holds fails with 23505 on invite_codes_pkey, and the caller draws again.';
+
+REVOKE ALL ON FUNCTION public.register_invite_code(diary uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.register_invite_code(diary uuid) TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.remove_diary_member(diary uuid, target uuid) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
@@ -389,6 +451,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.remove_diary_member(diary uuid, target uuid) IS 'Removes target (a member''s public id: their user id, or their alias in an anonymous diary) from the diary for the caller, and returns removed, not_found (no such member the caller can see) or forbidden (a member removing someone else). Everything is read under the diary''s row lock, and a removed owner''s role passes to the longest-standing member, or the diary is closed when nobody is left.';
+
+REVOKE ALL ON FUNCTION public.remove_diary_member(diary uuid, target uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.remove_diary_member(diary uuid, target uuid) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.rename_diary(diary uuid, name text) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -409,6 +476,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.rename_diary(diary uuid, name text) IS 'PATCH diary: the owner renames it; diary.updated is logged when the name changed. Answers renamed, not_found or forbidden.';
+
+REVOKE ALL ON FUNCTION public.rename_diary(diary uuid, name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.rename_diary(diary uuid, name text) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.rotate_invite_code(diary uuid) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -428,78 +500,6 @@ begin
     return 'rotated';
 end
 $$;
-
-COMMENT ON FUNCTION public.add_diary_member(diary uuid, member uuid, role text, joined_at timestamp with time zone) IS 'Adds a member with the unread_count the diary''s entries give them, logs member.joined and refreshes the caller''s diary ids. The only way a member is added (create_diary_as, join_diary; seeds).';
-
-REVOKE ALL ON FUNCTION public.add_diary_member(diary uuid, member uuid, role text, joined_at timestamp with time zone) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.check_one_owner(diary uuid) IS 'Raises 23514 (diary_members_exactly_one_owner) unless the diary, if it exists and is open, has exactly one owner. Called by the functions that add or drop members.';
-
-COMMENT ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) IS 'Creates a diary with the caller as its owner, which the caller could not insert as themself (the diary is invisible to them until the membership exists), and claims its invite code. A free user owns at most free_limit diaries (ZN006), counted under the caller''s row lock. Does nothing when a diary with this id exists: the id is the client''s, and a retry answers what the first create made.';
-
-REVOKE ALL ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.create_diary(diary uuid, name text, type text, free_limit integer) TO diary_app;
-
-COMMENT ON FUNCTION public.create_diary_as(owner uuid, diary uuid, name text, type text, invite_code text, created_at timestamp with time zone) IS 'A diary with its owner and registered invite code, for create_diary, operators and seeds (not granted to diary_app).';
-
-REVOKE ALL ON FUNCTION public.create_diary_as(owner uuid, diary uuid, name text, type text, invite_code text, created_at timestamp with time zone) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.diaries_of_users(users uuid[]) IS 'For the servers'' realtime feeds: the diaries of these users, with who of them is in each.';
-
-REVOKE ALL ON FUNCTION public.diaries_of_users(users uuid[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.diaries_of_users(users uuid[]) TO diary_app;
-
-COMMENT ON FUNCTION public.diary_member_cap(diary_type text) IS 'The most members a diary of this type may have: couple and anonymous 2, family and friends 10. join_diary checks it under the diary''s row lock.';
-
-REVOKE ALL ON FUNCTION public.diary_member_cap(diary_type text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.diary_member_cap(diary_type text) TO diary_app;
-
-COMMENT ON FUNCTION public.drop_diary_member(diary uuid, member uuid) IS 'Removes a member, records them as a former member with the diary''s name then and whether someone else removed them (unless forget_user is deleting their account), logs member.left, hands ownership on (or closes the diary) when the owner leaves, and refreshes the caller''s diary ids. Returns the role they had, or null.';
-
-REVOKE ALL ON FUNCTION public.drop_diary_member(diary uuid, member uuid) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.forget_diary(diary uuid) IS 'Deletes a diary nobody is left in, with its entries, receipts, photos (queued as garbage), members, former members and change log. Nothing is logged: nobody is left to tell. hand_on_or_close calls it for a diary nobody could restore; the closed-diary worker (purge_closed_diaries) once its window has passed.';
-
-REVOKE ALL ON FUNCTION public.forget_diary(diary uuid) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.hand_on_or_close(diary uuid) IS 'After the owner leaves: the longest-standing member becomes owner; when nobody is left, the diary is closed (kept for its former members, announced on closed_diaries), or forgotten when it has no former member.';
-
-REVOKE ALL ON FUNCTION public.hand_on_or_close(diary uuid) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.invite_code_diary(code text) IS 'The diary an invite code names, if it is still that diary''s current code and the diary is open; a replaced code, or a closed diary''s, answers as invalid. join_diary finds the diary by id through it, so that on Citus the lock goes to the diary''s own shard.';
-
-REVOKE ALL ON FUNCTION public.invite_code_diary(code text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.invite_code_diary(code text) TO diary_app;
-
-COMMENT ON FUNCTION public.join_diary(invite_code text, user_id uuid) IS 'Joins the caller (user_id must be app_user_id()) to the diary an invite code names, without exceeding its cap however many join at once: the diary row is locked before the members are counted (ZN001 an invalid code, ZN002 a full diary). Runs as the owner because a joiner cannot see the diary yet; joining again returns the diary and refreshes the caller''s visible diaries.';
-
-REVOKE ALL ON FUNCTION public.join_diary(invite_code text, user_id uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.join_diary(invite_code text, user_id uuid) TO diary_app;
-
-COMMENT ON FUNCTION public.members_of_diaries(diaries uuid[], users uuid[]) IS 'For the servers'' realtime feeds: who of these users is in each of these diaries.';
-
-REVOKE ALL ON FUNCTION public.members_of_diaries(diaries uuid[], users uuid[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.members_of_diaries(diaries uuid[], users uuid[]) TO diary_app;
-
-COMMENT ON FUNCTION public.normalize_invite_code(raw text) IS 'An invite code as a person types it, made comparable: upper case, without hyphens or spaces, and with the letters Crockford base32 reads as digits (O as 0, I and L as 1) replaced.';
-
-REVOKE ALL ON FUNCTION public.normalize_invite_code(raw text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.normalize_invite_code(raw text) TO diary_app;
-
-COMMENT ON FUNCTION public.register_invite_code(diary uuid) IS 'Claims the diary''s current invite code in invite_codes, which keeps codes unique across the service where a table sharded by diary cannot. A code another diary holds fails with 23505 on invite_codes_pkey, and the caller draws again.';
-
-REVOKE ALL ON FUNCTION public.register_invite_code(diary uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.register_invite_code(diary uuid) TO diary_app;
-
-COMMENT ON FUNCTION public.remove_diary_member(diary uuid, target uuid) IS 'Removes target (a member''s public id: their user id, or their alias in an anonymous diary) from the diary for the caller, and returns removed, not_found (no such member the caller can see) or forbidden (a member removing someone else). Everything is read under the diary''s row lock, and a removed owner''s role passes to the longest-standing member, or the diary is closed when nobody is left.';
-
-REVOKE ALL ON FUNCTION public.remove_diary_member(diary uuid, target uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.remove_diary_member(diary uuid, target uuid) TO diary_app;
-
-COMMENT ON FUNCTION public.rename_diary(diary uuid, name text) IS 'PATCH diary: the owner renames it; diary.updated is logged when the name changed. Answers renamed, not_found or forbidden.';
-
-REVOKE ALL ON FUNCTION public.rename_diary(diary uuid, name text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.rename_diary(diary uuid, name text) TO diary_app;
 
 COMMENT ON FUNCTION public.rotate_invite_code(diary uuid) IS 'POST invite-code: the owner draws a new code and registers it; the old one stops working. Answers rotated, not_found or forbidden.';
 
@@ -536,6 +536,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.diary_response(diary uuid) IS 'A diary as the caller sees it, through their policies and member_profiles'' aliases, as DiaryRepository.diaryColumns reads it (ReadBackTests): what a write of the diary answers, in the write''s own transaction. On a Citus worker it runs in the owner''s connection (read_back_diary), as diary_app (assume_server_role), its reads nested inside the routed statement on the diary''s own shards.';
+
+REVOKE ALL ON FUNCTION public.diary_response(diary uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.diary_response(diary uuid) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.read_back_diary(diary uuid) RETURNS TABLE(id uuid, name text, type text, invite_code text, role text, created_at timestamp with time zone, member_count integer, last_entry_at timestamp with time zone, unread_count integer, member_ids uuid[], member_names text[], member_images text[], member_roles text[], member_joined_at timestamp with time zone[])
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -544,11 +549,6 @@ begin
     return query select r.* from diaries d cross join lateral diary_response(d.id) r where d.id = read_back_diary.diary;
 end
 $$;
-
-COMMENT ON FUNCTION public.diary_response(diary uuid) IS 'A diary as the caller sees it, through their policies and member_profiles'' aliases, as DiaryRepository.diaryColumns reads it (ReadBackTests): what a write of the diary answers, in the write''s own transaction. On a Citus worker it runs in the owner''s connection (read_back_diary), as diary_app (assume_server_role), its reads nested inside the routed statement on the diary''s own shards.';
-
-REVOKE ALL ON FUNCTION public.diary_response(diary uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.diary_response(diary uuid) TO diary_app;
 
 COMMENT ON FUNCTION public.read_back_diary(diary uuid) IS 'diary_response on a Citus coordinator, in a write''s transaction: routed to the diary''s shard as the owner, so that it runs in the connection that made the write''s changes there, the only one that sees them before the COMMIT (Citus keeps one connection a role to each node). It reads nothing as the owner: diary_response takes the caller''s role first.';
 

@@ -18,14 +18,10 @@ begin
 end
 $$;
 
-CREATE OR REPLACE FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text) RETURNS text
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-begin
-    return edit_entry(diary, entry, content, question, false);
-end
-$$;
+COMMENT ON FUNCTION public.delete_entry(diary uuid, entry uuid) IS 'DELETE entry: the author deletes it through forget_entries. Answers deleted, not_found or forbidden.';
+
+REVOKE ALL ON FUNCTION public.delete_entry(diary uuid, entry uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.delete_entry(diary uuid, entry uuid) TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text, clear_question boolean) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
@@ -50,6 +46,11 @@ begin
     return 'edited';
 end
 $$;
+
+COMMENT ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text, clear_question boolean) IS 'PATCH entry: the author changes content and question (a null leaves either as it is; clear_question removes the question, PATCH''s explicit null); entry.updated is logged when something changed. Answers edited, not_found or forbidden.';
+
+REVOKE ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text, clear_question boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text, clear_question boolean) TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.forget_entries(diary uuid, ids uuid[], logged boolean) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -95,6 +96,10 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.forget_entries(diary uuid, ids uuid[], logged boolean) IS 'Deletes entries of one diary with their receipts and photos (queued as photo garbage), takes them off entry_count and the other members'' unread_count, and logs entry.deleted when asked.';
+
+REVOKE ALL ON FUNCTION public.forget_entries(diary uuid, ids uuid[], logged boolean) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.log_edited_entry(diary uuid, entry uuid) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -112,14 +117,9 @@ begin
 end
 $$;
 
-CREATE OR REPLACE FUNCTION public.mark_as_read(entry_id uuid, user_id uuid) RETURNS timestamp with time zone
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-begin
-    return mark_as_read((select e.diary_id from entries e where e.id = mark_as_read.entry_id), mark_as_read.entry_id, mark_as_read.user_id);
-end
-$$;
+COMMENT ON FUNCTION public.log_edited_entry(diary uuid, entry uuid) IS 'Logs entry.updated for an entry, with its author''s alias, and announces diary_changes.';
+
+REVOKE ALL ON FUNCTION public.log_edited_entry(diary uuid, entry uuid) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION public.mark_as_read(diary_id uuid, entry_id uuid, user_id uuid) RETURNS timestamp with time zone
     LANGUAGE plpgsql SECURITY DEFINER
@@ -133,6 +133,11 @@ begin
     return mark_as_read_as(mark_as_read.user_id, mark_as_read.diary_id, mark_as_read.entry_id);
 end
 $$;
+
+COMMENT ON FUNCTION public.mark_as_read(diary_id uuid, entry_id uuid, user_id uuid) IS 'POST read: mark_as_read_as for the caller (user_id must be app_user_id()), in one of their diaries, else ZN003. The only way a request records a read.';
+
+REVOKE ALL ON FUNCTION public.mark_as_read(diary_id uuid, entry_id uuid, user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.mark_as_read(diary_id uuid, entry_id uuid, user_id uuid) TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.mark_as_read_as(reader uuid, diary_id uuid, entry_id uuid, read_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS timestamp with time zone
     LANGUAGE plpgsql SECURITY DEFINER
@@ -175,6 +180,10 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.mark_as_read_as(reader uuid, diary_id uuid, entry_id uuid, read_at timestamp with time zone) IS 'Records that reader has read the entry (既読), for operators and seeds (not granted to diary_app), refusing anyone outside its diary (ZN003); reading again moves read_at. A first read lowers the reader''s unread_count (unless the reader wrote it) and logs entry.read, in the same transaction. The entry is locked while its receipt is written.';
+
+REVOKE ALL ON FUNCTION public.mark_as_read_as(reader uuid, diary_id uuid, entry_id uuid, read_at timestamp with time zone) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.post_entry(diary_id uuid, id uuid, content text, question text, images text[]) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -187,6 +196,11 @@ begin
     return post_entry_as(app_user_id(), post_entry.diary_id, post_entry.id, post_entry.content, post_entry.question, post_entry.images);
 end
 $$;
+
+COMMENT ON FUNCTION public.post_entry(diary_id uuid, id uuid, content text, question text, images text[]) IS 'POST entry: post_entry_as for the caller, in one of their diaries (else false, nothing tried). The only way a request adds an entry.';
+
+REVOKE ALL ON FUNCTION public.post_entry(diary_id uuid, id uuid, content text, question text, images text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.post_entry(diary_id uuid, id uuid, content text, question text, images text[]) TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.post_entry_as(author uuid, diary_id uuid, id uuid, content text, question text DEFAULT NULL::text, images text[] DEFAULT '{}'::text[], created_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -238,48 +252,6 @@ begin
 end
 $$;
 
-COMMENT ON FUNCTION public.delete_entry(diary uuid, entry uuid) IS 'DELETE entry: the author deletes it through forget_entries. Answers deleted, not_found or forbidden.';
-
-REVOKE ALL ON FUNCTION public.delete_entry(diary uuid, entry uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.delete_entry(diary uuid, entry uuid) TO diary_app;
-
-COMMENT ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text) IS 'The release before clear_question''s: edit_entry with the question never cleared.';
-
-REVOKE ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text) TO diary_app;
-
-COMMENT ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text, clear_question boolean) IS 'PATCH entry: the author changes content and question (a null leaves either as it is; clear_question removes the question, PATCH''s explicit null); entry.updated is logged when something changed. Answers edited, not_found or forbidden.';
-
-REVOKE ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text, clear_question boolean) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.edit_entry(diary uuid, entry uuid, content text, question text, clear_question boolean) TO diary_app;
-
-COMMENT ON FUNCTION public.forget_entries(diary uuid, ids uuid[], logged boolean) IS 'Deletes entries of one diary with their receipts and photos (queued as photo garbage), takes them off entry_count and the other members'' unread_count, and logs entry.deleted when asked.';
-
-REVOKE ALL ON FUNCTION public.forget_entries(diary uuid, ids uuid[], logged boolean) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.log_edited_entry(diary uuid, entry uuid) IS 'Logs entry.updated for an entry, with its author''s alias, and announces diary_changes.';
-
-REVOKE ALL ON FUNCTION public.log_edited_entry(diary uuid, entry uuid) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.mark_as_read(entry_id uuid, user_id uuid) IS 'mark_as_read without the diary, found from the entry, for servers of the previous release during a rolling deploy.';
-
-REVOKE ALL ON FUNCTION public.mark_as_read(entry_id uuid, user_id uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.mark_as_read(entry_id uuid, user_id uuid) TO diary_app;
-
-COMMENT ON FUNCTION public.mark_as_read(diary_id uuid, entry_id uuid, user_id uuid) IS 'POST read: mark_as_read_as for the caller (user_id must be app_user_id()), in one of their diaries, else ZN003. The only way a request records a read.';
-
-REVOKE ALL ON FUNCTION public.mark_as_read(diary_id uuid, entry_id uuid, user_id uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.mark_as_read(diary_id uuid, entry_id uuid, user_id uuid) TO diary_app;
-
-COMMENT ON FUNCTION public.mark_as_read_as(reader uuid, diary_id uuid, entry_id uuid, read_at timestamp with time zone) IS 'Records that reader has read the entry (既読), for operators and seeds (not granted to diary_app), refusing anyone outside its diary (ZN003); reading again moves read_at. A first read lowers the reader''s unread_count (unless the reader wrote it) and logs entry.read, in the same transaction. The entry is locked while its receipt is written.';
-
-REVOKE ALL ON FUNCTION public.mark_as_read_as(reader uuid, diary_id uuid, entry_id uuid, read_at timestamp with time zone) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.post_entry(diary_id uuid, id uuid, content text, question text, images text[]) IS 'POST entry: post_entry_as for the caller, in one of their diaries (else false, nothing tried). The only way a request adds an entry.';
-
-REVOKE ALL ON FUNCTION public.post_entry(diary_id uuid, id uuid, content text, question text, images text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.post_entry(diary_id uuid, id uuid, content text, question text, images text[]) TO diary_app;
-
 COMMENT ON FUNCTION public.post_entry_as(author uuid, diary_id uuid, id uuid, content text, question text, images text[], created_at timestamp with time zone) IS 'Posts an entry as author, for operators and seeds (not granted to diary_app): inserts it unless its id exists (false then), and in the same transaction counts it in the diary''s entry_count and the other members'' unread_count, logs entry.created and queues the push notifications of the members who want them.';
 
 REVOKE ALL ON FUNCTION public.post_entry_as(author uuid, diary_id uuid, id uuid, content text, question text, images text[], created_at timestamp with time zone) FROM PUBLIC;
@@ -323,6 +295,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.entry_response(diary uuid, entry uuid) IS 'An entry as the caller sees it, with its author, readers and photos through their policies and member_profiles, as EntryRepository.entryColumns reads it (ReadBackTests): what a post or an edit answers, in the write''s own transaction. On a Citus worker it runs as diary_response does (read_back_entry).';
+
+REVOKE ALL ON FUNCTION public.entry_response(diary uuid, entry uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.entry_response(diary uuid, entry uuid) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.read_back_entry(diary uuid, entry uuid) RETURNS TABLE(id uuid, diary_id uuid, content text, question text, created_at timestamp with time zone, updated_at timestamp with time zone, is_mine boolean, author_id uuid, author_name text, author_image text, reader_ids uuid[], read_at timestamp with time zone[], photo_ids uuid[], photo_hashes text[], photo_types text[], photo_bytes integer[], photo_widths integer[], photo_heights integer[])
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -331,11 +308,6 @@ begin
     return query select r.* from diaries d cross join lateral entry_response(d.id, read_back_entry.entry) r where d.id = read_back_entry.diary;
 end
 $$;
-
-COMMENT ON FUNCTION public.entry_response(diary uuid, entry uuid) IS 'An entry as the caller sees it, with its author, readers and photos through their policies and member_profiles, as EntryRepository.entryColumns reads it (ReadBackTests): what a post or an edit answers, in the write''s own transaction. On a Citus worker it runs as diary_response does (read_back_entry).';
-
-REVOKE ALL ON FUNCTION public.entry_response(diary uuid, entry uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.entry_response(diary uuid, entry uuid) TO diary_app;
 
 COMMENT ON FUNCTION public.read_back_entry(diary uuid, entry uuid) IS 'entry_response on a Citus coordinator, in a write''s transaction, routed as read_back_diary is.';
 

@@ -17,6 +17,8 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.announce(channel text) IS 'Names a channel to NOTIFY once the transaction has committed (a session setting, which a rollback undoes); announce_pending sends it.';
+
 CREATE OR REPLACE FUNCTION public.announce(channel text, payload text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public'
@@ -25,6 +27,8 @@ begin
     perform announce(channel || ':' || payload);
 end
 $$;
+
+COMMENT ON FUNCTION public.announce(channel text, payload text) IS 'Like announce(channel): the NOTIFY sent after the COMMIT carries payload; identical ones fold.';
 
 CREATE OR REPLACE FUNCTION public.announce_latest(channel text, subject text, detail text) RETURNS void
     LANGUAGE plpgsql
@@ -106,6 +110,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.change_positions(diaries uuid[]) IS 'For the servers'' realtime feeds: the current position of each of these diaries.';
+
+REVOKE ALL ON FUNCTION public.change_positions(diaries uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.change_positions(diaries uuid[]) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.log_change(diary uuid, kind text, entry uuid DEFAULT NULL::uuid, member uuid DEFAULT NULL::uuid, alias uuid DEFAULT NULL::uuid) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -125,6 +134,10 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.log_change(diary uuid, kind text, entry uuid, member uuid, alias uuid) IS 'Takes the diary''s next position under its row lock and appends the change there (log_change_at); null when the diary is gone. The only way a change is logged but for post_entry_as, which takes the position with its count.';
+
+REVOKE ALL ON FUNCTION public.log_change(diary uuid, kind text, entry uuid, member uuid, alias uuid) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.log_change_at(diary uuid, logged bigint, kind text, entry uuid DEFAULT NULL::uuid, member uuid DEFAULT NULL::uuid, alias uuid DEFAULT NULL::uuid) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -138,6 +151,10 @@ begin
         case when kind in ('member.joined', 'member.left') then 'members ' else '' end || diary::text, logged::text);
 end
 $$;
+
+COMMENT ON FUNCTION public.log_change_at(diary uuid, logged bigint, kind text, entry uuid, member uuid, alias uuid) IS 'Appends a change at a position the caller took on the diary''s row, and announces diary_changes.';
+
+REVOKE ALL ON FUNCTION public.log_change_at(diary uuid, logged bigint, kind text, entry uuid, member uuid, alias uuid) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION public.my_positions_at_join() RETURNS TABLE(diary_id uuid, position_at_join bigint)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -179,23 +196,6 @@ begin
     return removed;
 end
 $$;
-
-COMMENT ON FUNCTION public.announce(channel text) IS 'Names a channel to NOTIFY once the transaction has committed (a session setting, which a rollback undoes); announce_pending sends it.';
-
-COMMENT ON FUNCTION public.announce(channel text, payload text) IS 'Like announce(channel): the NOTIFY sent after the COMMIT carries payload; identical ones fold.';
-
-COMMENT ON FUNCTION public.change_positions(diaries uuid[]) IS 'For the servers'' realtime feeds: the current position of each of these diaries.';
-
-REVOKE ALL ON FUNCTION public.change_positions(diaries uuid[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.change_positions(diaries uuid[]) TO diary_app;
-
-COMMENT ON FUNCTION public.log_change(diary uuid, kind text, entry uuid, member uuid, alias uuid) IS 'Takes the diary''s next position under its row lock and appends the change there (log_change_at); null when the diary is gone. The only way a change is logged but for post_entry_as, which takes the position with its count.';
-
-REVOKE ALL ON FUNCTION public.log_change(diary uuid, kind text, entry uuid, member uuid, alias uuid) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.log_change_at(diary uuid, logged bigint, kind text, entry uuid, member uuid, alias uuid) IS 'Appends a change at a position the caller took on the diary''s row, and announces diary_changes.';
-
-REVOKE ALL ON FUNCTION public.log_change_at(diary uuid, logged bigint, kind text, entry uuid, member uuid, alias uuid) FROM PUBLIC;
 
 COMMENT ON FUNCTION public.prune_change_log(older_than interval, max_rows integer) IS 'Removes changes older than older_than, never younger than 30 days, diary by diary up to the first younger one, unless another server is pruning; records pruned_position; stops after about max_rows and returns how many it removed.';
 

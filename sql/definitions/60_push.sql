@@ -67,6 +67,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) IS 'Claims up to max_rows due notifications (SKIP LOCKED) and leases them for lease, so that no transaction stays open while APNs is called. Rows that must not be sent any more (the entry deleted, the receiver gone from the diary, the device moved, or its session ended: that device is forgotten too) are deleted instead of returned.';
+
+REVOKE ALL ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -95,6 +100,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]) IS 'Settles claimed notifications in one round trip: sent (deleted), retry (due again after delay_ms, dead once 24 hours old), hold (due again, never dead: the configuration is at fault), dead (Apple refused the notification itself), unregistered (the device and every row for it removed).';
+
+REVOKE ALL ON FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.push_author_name(in_diary uuid, author uuid) RETURNS text
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -118,6 +128,10 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.push_author_name(in_diary uuid, author uuid) IS 'An author''s name as a notification shows it: in an anonymous diary the alias label (匿名N, numbered as member_profiles numbers them), never the name. Null when the author is not a member.';
+
+REVOKE ALL ON FUNCTION public.push_author_name(in_diary uuid, author uuid) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.push_outbox_counts() RETURNS TABLE(pending bigint, dead bigint)
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -130,15 +144,6 @@ COMMENT ON FUNCTION public.push_outbox_counts() IS 'Pending and dead notificatio
 
 REVOKE ALL ON FUNCTION public.push_outbox_counts() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.push_outbox_counts() TO diary_app;
-
-CREATE OR REPLACE FUNCTION public.register_device(device_token text, device_environment text) RETURNS void
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-begin
-    perform register_device(device_token, device_environment, nullif(current_setting('app.session_id', true), '')::uuid);
-end
-$$;
 
 CREATE OR REPLACE FUNCTION public.register_device(device_token text, device_environment text, session uuid) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -169,6 +174,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.register_device(device_token text, device_environment text, session uuid) IS 'register_device, bound to the caller''s live session that registers it: once that session ends, the device gets no more pushes (claim_push_batch).';
+
+REVOKE ALL ON FUNCTION public.register_device(device_token text, device_environment text, session uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.register_device(device_token text, device_environment text, session uuid) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.reminder_instant(zone text, at_time time without time zone, day date) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public'
@@ -189,6 +199,10 @@ exception when invalid_parameter_value then
     return null;
 end
 $$;
+
+COMMENT ON FUNCTION public.reminder_instant(zone text, at_time time without time zone, day date) IS 'The instant of local time at_time on day in zone; a time the zone skips that day (a daylight-saving jump) gives the first valid minute after it. Null for a zone PostgreSQL does not know.';
+
+REVOKE ALL ON FUNCTION public.reminder_instant(zone text, at_time time without time zone, day date) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION public.reschedule_reminder(account uuid, old_settings jsonb, old_zone text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -211,6 +225,10 @@ begin
     end if;
 end
 $$;
+
+COMMENT ON FUNCTION public.reschedule_reminder(account uuid, old_settings jsonb, old_zone text) IS 'Keeps reminder_schedule in step with an account''s settings: off deletes it; a new account, a change of time or zone, or turning it on schedules it.';
+
+REVOKE ALL ON FUNCTION public.reschedule_reminder(account uuid, old_settings jsonb, old_zone text) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION public.run_reminders(now_at timestamp with time zone, max_rows integer) RETURNS TABLE(user_id uuid, outcome text)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -292,38 +310,6 @@ begin
     end if;
 end
 $$;
-
-COMMENT ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) IS 'Claims up to max_rows due notifications (SKIP LOCKED) and leases them for lease, so that no transaction stays open while APNs is called. Rows that must not be sent any more (the entry deleted, the receiver gone from the diary, the device moved, or its session ended: that device is forgotten too) are deleted instead of returned.';
-
-REVOKE ALL ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.claim_push_batch(max_rows integer, lease interval) TO diary_app;
-
-COMMENT ON FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]) IS 'Settles claimed notifications in one round trip: sent (deleted), retry (due again after delay_ms, dead once 24 hours old), hold (due again, never dead: the configuration is at fault), dead (Apple refused the notification itself), unregistered (the device and every row for it removed).';
-
-REVOKE ALL ON FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.finish_push_batch(ids bigint[], outcomes text[], delays_ms integer[], errors text[]) TO diary_app;
-
-COMMENT ON FUNCTION public.push_author_name(in_diary uuid, author uuid) IS 'An author''s name as a notification shows it: in an anonymous diary the alias label (匿名N, numbered as member_profiles numbers them), never the name. Null when the author is not a member.';
-
-REVOKE ALL ON FUNCTION public.push_author_name(in_diary uuid, author uuid) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.register_device(device_token text, device_environment text) IS 'The release before sessions'' devices: register_device bound to the session authenticate() recorded for the transaction (unbound without one). Registers the caller''s device for push: a token registered by someone else moves to the caller with its unsent notifications dropped, and at most 20 devices are kept (the one registered longest ago goes). The user''s row is locked, so the cap holds under concurrency.';
-
-REVOKE ALL ON FUNCTION public.register_device(device_token text, device_environment text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.register_device(device_token text, device_environment text) TO diary_app;
-
-COMMENT ON FUNCTION public.register_device(device_token text, device_environment text, session uuid) IS 'register_device, bound to the caller''s live session that registers it: once that session ends, the device gets no more pushes (claim_push_batch).';
-
-REVOKE ALL ON FUNCTION public.register_device(device_token text, device_environment text, session uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.register_device(device_token text, device_environment text, session uuid) TO diary_app;
-
-COMMENT ON FUNCTION public.reminder_instant(zone text, at_time time without time zone, day date) IS 'The instant of local time at_time on day in zone; a time the zone skips that day (a daylight-saving jump) gives the first valid minute after it. Null for a zone PostgreSQL does not know.';
-
-REVOKE ALL ON FUNCTION public.reminder_instant(zone text, at_time time without time zone, day date) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.reschedule_reminder(account uuid, old_settings jsonb, old_zone text) IS 'Keeps reminder_schedule in step with an account''s settings: off deletes it; a new account, a change of time or zone, or turning it on schedules it.';
-
-REVOKE ALL ON FUNCTION public.reschedule_reminder(account uuid, old_settings jsonb, old_zone text) FROM PUBLIC;
 
 COMMENT ON FUNCTION public.run_reminders(now_at timestamp with time zone, max_rows integer) IS 'One tick of the reminder clock at now_at over up to max_rows users: schedules those without next_at, then handles those due, queuing the reminder unless they have written today (late, once, after a server was down; never for a day missed entirely) and scheduling tomorrow''s. Returns each user handled with sent, written or rescheduled.';
 

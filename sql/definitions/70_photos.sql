@@ -3,15 +3,6 @@
 
 -- Functions
 
-CREATE OR REPLACE FUNCTION public.claim_photo_garbage(max_hashes integer) RETURNS TABLE(content_hash text, unnamed boolean)
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-begin
-    return query select * from claim_photo_garbage(max_hashes, interval '0');
-end
-$$;
-
 CREATE OR REPLACE FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for interval) RETURNS TABLE(content_hash text, unnamed boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -38,6 +29,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for interval) IS 'claim_photo_garbage(max_hashes), of the hashes queued at least kept_for ago only: the files of deleted photos stay for the restore window (PHOTO_DELETED_KEEP_HOURS), so that a database restored to a point before the deletion finds them.';
+
+REVOKE ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for interval) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.count_photo_upload(caller uuid, hash text, daily_limit integer) RETURNS boolean
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public'
@@ -54,6 +50,10 @@ begin
     return true;
 end
 $$;
+
+COMMENT ON FUNCTION public.count_photo_upload(caller uuid, hash text, daily_limit integer) IS 'An upload''s share of record_photo_upload and set_profile_photo: takes the hash''s lock, so that a collector cannot remove the file the upload put, and counts the upload against the caller''s day; false over daily_limit, and the file is then queued for collection. Called inside those SECURITY DEFINER functions only.';
+
+REVOKE ALL ON FUNCTION public.count_photo_upload(caller uuid, hash text, daily_limit integer) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION public.expire_photo_uploads(max_age interval) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -73,6 +73,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.expire_photo_uploads(max_age interval) IS 'Deletes uploads never attached within max_age, whose hashes then queue themselves for collection, and returns how many; the photo sweeper calls it.';
+
+REVOKE ALL ON FUNCTION public.expire_photo_uploads(max_age interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.expire_photo_uploads(max_age interval) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.photo_file(photo_id uuid) RETURNS TABLE(content_hash text, content_type text, bytes integer)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -87,6 +92,11 @@ begin
     end if;
 end
 $$;
+
+COMMENT ON FUNCTION public.photo_file(photo_id uuid) IS 'The file, type and size behind a signed photo URL, attached or not. The URL''s signature is already checked and no caller is signed in, so it reads as the owner.';
+
+REVOKE ALL ON FUNCTION public.photo_file(photo_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.photo_file(photo_id uuid) TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.photo_garbage_backlog() RETURNS bigint
     LANGUAGE sql STABLE SECURITY DEFINER
@@ -103,6 +113,10 @@ CREATE OR REPLACE FUNCTION public.photo_hash_lock(hash text) RETURNS void
     SET search_path TO 'pg_catalog', 'public'
     AS $$ select pg_advisory_xact_lock(hashtext('photo:' || hash)) $$;
 
+COMMENT ON FUNCTION public.photo_hash_lock(hash text) IS 'The advisory lock per content hash that orders a file''s removal against a row that names it: an upload inserts its row under it and a collector checks for rows under it, so a file is never removed while a row naming it commits.';
+
+REVOKE ALL ON FUNCTION public.photo_hash_lock(hash text) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.photo_hash_unnamed(hash text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -115,10 +129,18 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.photo_hash_unnamed(hash text) IS 'Whether no upload and no entry photo names the hash, asked under its lock, which the caller''s transaction keeps until it has removed the file.';
+
+REVOKE ALL ON FUNCTION public.photo_hash_unnamed(hash text) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.photos_per_entry(user_id uuid) RETURNS integer
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
     AS $$ select case when user_plan(photos_per_entry.user_id) = 'free' then 1 else 4 end $$;
+
+COMMENT ON FUNCTION public.photos_per_entry(user_id uuid) IS 'Photos an entry may carry on the user''s plan: 1 on free, 4 on premium or couple (a partner''s couple plan included). set_entry_photos enforces it (ZN006).';
+
+REVOKE ALL ON FUNCTION public.photos_per_entry(user_id uuid) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION public.remove_profile_photo() RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -139,12 +161,10 @@ begin
 end
 $$;
 
-CREATE OR REPLACE FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) RETURNS boolean
-    LANGUAGE sql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'public'
-    AS $$
-    select record_photo_upload(photo_id, hash, media_type, byte_count, pixel_width, pixel_height, daily_limit, null::bigint)
-$$;
+COMMENT ON FUNCTION public.remove_profile_photo() IS 'DELETE /v1/me/photo: removes the caller''s profile photo, whose file is then queued for collection; false when there was none.';
+
+REVOKE ALL ON FUNCTION public.remove_profile_photo() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.remove_profile_photo() TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -161,6 +181,11 @@ begin
     return true;
 end
 $$;
+
+COMMENT ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) IS 'Records the caller''s upload, whose file is already stored, with its CRC-32 (so that an export can stream each photo into a ZIP reading it once), unless the day''s limit is reached: then false, and the file is queued for removal. The row is inserted under the hash''s lock, so that no collector removes the file meanwhile.';
+
+REVOKE ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.set_profile_photo(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -186,6 +211,11 @@ begin
     return true;
 end
 $$;
+
+COMMENT ON FUNCTION public.set_profile_photo(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) IS 'PUT /v1/me/photo: makes an upload, already in the store under hash, the caller''s profile photo, under the hash''s lock as record_photo_upload records one and within the same daily upload limit (false when over it); the photo it replaces is queued for collection.';
+
+REVOKE ALL ON FUNCTION public.set_profile_photo(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.set_profile_photo(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -248,6 +278,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) IS 'Makes the caller''s entry''s photos exactly photos, in order: kept ones stay, new ones move from the caller''s uploads with their checksum, dropped ones are deleted and their files follow. ZN004 for a photo that is not the caller''s upload, ZN005 for one attached to another entry, ZN006 for more than the plan allows; an entry that is not the caller''s own is left alone for the edit to refuse.';
+
+REVOKE ALL ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.unnamed_photo_files(hashes text[]) RETURNS SETOF text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -262,67 +297,6 @@ begin
     end loop;
 end
 $$;
-
-COMMENT ON FUNCTION public.claim_photo_garbage(max_hashes integer) IS 'Takes up to max_hashes queued hashes, locked against other collectors (SKIP LOCKED) and against uploads of the same bytes (photo_hash_lock), each with whether a row still names it; the photo sweeper removes the unnamed ones'' files before it commits. Also forgets upload counts older than two days.';
-
-REVOKE ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer) TO diary_app;
-
-COMMENT ON FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for interval) IS 'claim_photo_garbage(max_hashes), of the hashes queued at least kept_for ago only: the files of deleted photos stay for the restore window (PHOTO_DELETED_KEEP_HOURS), so that a database restored to a point before the deletion finds them.';
-
-REVOKE ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.claim_photo_garbage(max_hashes integer, kept_for interval) TO diary_app;
-
-COMMENT ON FUNCTION public.count_photo_upload(caller uuid, hash text, daily_limit integer) IS 'An upload''s share of record_photo_upload and set_profile_photo: takes the hash''s lock, so that a collector cannot remove the file the upload put, and counts the upload against the caller''s day; false over daily_limit, and the file is then queued for collection. Called inside those SECURITY DEFINER functions only.';
-
-REVOKE ALL ON FUNCTION public.count_photo_upload(caller uuid, hash text, daily_limit integer) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.expire_photo_uploads(max_age interval) IS 'Deletes uploads never attached within max_age, whose hashes then queue themselves for collection, and returns how many; the photo sweeper calls it.';
-
-REVOKE ALL ON FUNCTION public.expire_photo_uploads(max_age interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.expire_photo_uploads(max_age interval) TO diary_app;
-
-COMMENT ON FUNCTION public.photo_file(photo_id uuid) IS 'The file, type and size behind a signed photo URL, attached or not. The URL''s signature is already checked and no caller is signed in, so it reads as the owner.';
-
-REVOKE ALL ON FUNCTION public.photo_file(photo_id uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.photo_file(photo_id uuid) TO diary_app;
-
-COMMENT ON FUNCTION public.photo_hash_lock(hash text) IS 'The advisory lock per content hash that orders a file''s removal against a row that names it: an upload inserts its row under it and a collector checks for rows under it, so a file is never removed while a row naming it commits.';
-
-REVOKE ALL ON FUNCTION public.photo_hash_lock(hash text) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.photo_hash_unnamed(hash text) IS 'Whether no upload and no entry photo names the hash, asked under its lock, which the caller''s transaction keeps until it has removed the file.';
-
-REVOKE ALL ON FUNCTION public.photo_hash_unnamed(hash text) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.photos_per_entry(user_id uuid) IS 'Photos an entry may carry on the user''s plan: 1 on free, 4 on premium or couple (a partner''s couple plan included). set_entry_photos enforces it (ZN006).';
-
-REVOKE ALL ON FUNCTION public.photos_per_entry(user_id uuid) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.remove_profile_photo() IS 'DELETE /v1/me/photo: removes the caller''s profile photo, whose file is then queued for collection; false when there was none.';
-
-REVOKE ALL ON FUNCTION public.remove_profile_photo() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.remove_profile_photo() TO diary_app;
-
-COMMENT ON FUNCTION public.set_profile_photo(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) IS 'PUT /v1/me/photo: makes an upload, already in the store under hash, the caller''s profile photo, under the hash''s lock as record_photo_upload records one and within the same daily upload limit (false when over it); the photo it replaces is queued for collection.';
-
-REVOKE ALL ON FUNCTION public.set_profile_photo(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.set_profile_photo(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) TO diary_app;
-
-COMMENT ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) IS 'The signature without a checksum, for servers of the previous release while a deploy rolls: records the upload as the eight-argument form does, with no CRC-32.';
-
-REVOKE ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer) TO diary_app;
-
-COMMENT ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) IS 'Records the caller''s upload, whose file is already stored, with its CRC-32 (so that an export can stream each photo into a ZIP reading it once), unless the day''s limit is reached: then false, and the file is queued for removal. The row is inserted under the hash''s lock, so that no collector removes the file meanwhile.';
-
-REVOKE ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.record_photo_upload(photo_id uuid, hash text, media_type text, byte_count integer, pixel_width integer, pixel_height integer, daily_limit integer, checksum bigint) TO diary_app;
-
-COMMENT ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) IS 'Makes the caller''s entry''s photos exactly photos, in order: kept ones stay, new ones move from the caller''s uploads with their checksum, dropped ones are deleted and their files follow. ZN004 for a photo that is not the caller''s upload, ZN005 for one attached to another entry, ZN006 for more than the plan allows; an entry that is not the caller''s own is left alone for the edit to refuse.';
-
-REVOKE ALL ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.set_entry_photos(diary uuid, entry uuid, photos uuid[]) TO diary_app;
 
 COMMENT ON FUNCTION public.unnamed_photo_files(hashes text[]) IS 'Of the hashes of files found in the photo store, those that no row names (left by a crash between writing a file and its row), locked in hash order for the caller''s transaction, which removes their files before it commits.';
 

@@ -62,6 +62,10 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.apply_billing_event(id text) IS 'Applies a recorded RevenueCat event (just received, or waiting for its user) to the user''s premium_* fields and records the outcome: applied, older, ignored or unknown_user. The users'' rows are locked, so one user''s events apply in their own order whatever order they arrive in.';
+
+REVOKE ALL ON FUNCTION public.apply_billing_event(id text) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.billing_user(ids text[]) RETURNS uuid
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'public'
@@ -70,6 +74,10 @@ CREATE OR REPLACE FUNCTION public.billing_user(ids text[]) RETURNS uuid
     join users u on u.id = case when candidate.text ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then candidate.text::uuid end
     order by candidate.position limit 1
 $_$;
+
+COMMENT ON FUNCTION public.billing_user(ids text[]) IS 'The first of a RevenueCat event''s user ids that is one of our users; ids that are not our user ids are ignored.';
+
+REVOKE ALL ON FUNCTION public.billing_user(ids text[]) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION public.my_billing_events() RETURNS TABLE(event_id text, event_type text, product_id text, expiration_at timestamp with time zone, event_at timestamp with time zone, received_at timestamp with time zone, outcome text)
     LANGUAGE sql STABLE SECURITY DEFINER
@@ -107,6 +115,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.record_billing_event(id text, type text, user_ids text[], transferred_from text[], transferred_to text[], product_id text, couple boolean, expiration_at timestamp with time zone, event_at timestamp with time zone, environment text, accepted boolean, body jsonb) IS 'Records a RevenueCat webhook event once and applies it: a repeated event id returns duplicate and changes nothing. With accepted false (a sandbox event where those are not accepted) it only records it.';
+
+REVOKE ALL ON FUNCTION public.record_billing_event(id text, type text, user_ids text[], transferred_from text[], transferred_to text[], product_id text, couple boolean, expiration_at timestamp with time zone, event_at timestamp with time zone, environment text, accepted boolean, body jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.record_billing_event(id text, type text, user_ids text[], transferred_from text[], transferred_to text[], product_id text, couple boolean, expiration_at timestamp with time zone, event_at timestamp with time zone, environment text, accepted boolean, body jsonb) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.user_plan(user_id uuid) RETURNS text
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -132,19 +145,6 @@ begin
     return 'free';
 end
 $$;
-
-COMMENT ON FUNCTION public.apply_billing_event(id text) IS 'Applies a recorded RevenueCat event (just received, or waiting for its user) to the user''s premium_* fields and records the outcome: applied, older, ignored or unknown_user. The users'' rows are locked, so one user''s events apply in their own order whatever order they arrive in.';
-
-REVOKE ALL ON FUNCTION public.apply_billing_event(id text) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.billing_user(ids text[]) IS 'The first of a RevenueCat event''s user ids that is one of our users; ids that are not our user ids are ignored.';
-
-REVOKE ALL ON FUNCTION public.billing_user(ids text[]) FROM PUBLIC;
-
-COMMENT ON FUNCTION public.record_billing_event(id text, type text, user_ids text[], transferred_from text[], transferred_to text[], product_id text, couple boolean, expiration_at timestamp with time zone, event_at timestamp with time zone, environment text, accepted boolean, body jsonb) IS 'Records a RevenueCat webhook event once and applies it: a repeated event id returns duplicate and changes nothing. With accepted false (a sandbox event where those are not accepted) it only records it.';
-
-REVOKE ALL ON FUNCTION public.record_billing_event(id text, type text, user_ids text[], transferred_from text[], transferred_to text[], product_id text, couple boolean, expiration_at timestamp with time zone, event_at timestamp with time zone, environment text, accepted boolean, body jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.record_billing_event(id text, type text, user_ids text[], transferred_from text[], transferred_to text[], product_id text, couple boolean, expiration_at timestamp with time zone, event_at timestamp with time zone, environment text, accepted boolean, body jsonb) TO diary_app;
 
 COMMENT ON FUNCTION public.user_plan(user_id uuid) IS 'A user''s plan: premium (their own), couple (their own couple plan, or a premium couple-plan partner in a couple diary they share) or free. The partner''s grant is read from the memberships, not stored, so it ends the moment either leaves.';
 

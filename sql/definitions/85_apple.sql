@@ -56,6 +56,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.apply_apple_notification(notification_id text, event_type text, subject text, new_email text) IS 'Applies one verified server-to-server notification from Apple, once per jti: consent-revoked revokes the sessions and drops the Apple token, account-delete deletes the account, email-disabled and email-enabled update the email. Returns duplicate, unknown_user, sessions_revoked, account_deleted, email_updated or ignored.';
+
+REVOKE ALL ON FUNCTION public.apply_apple_notification(notification_id text, event_type text, subject text, new_email text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.apply_apple_notification(notification_id text, event_type text, subject text, new_email text) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.claim_apple_revocations(max_rows integer, lease interval) RETURNS TABLE(token_id uuid, client_id text, sealed bytea, attempts integer, queued_at timestamp with time zone)
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -71,6 +76,11 @@ CREATE OR REPLACE FUNCTION public.claim_apple_revocations(max_rows integer, leas
     from due where r.token_id = due.token_id
     returning r.token_id, r.client_id, r.sealed, r.attempts, r.queued_at
 $$;
+
+COMMENT ON FUNCTION public.claim_apple_revocations(max_rows integer, lease interval) IS 'Leases up to max_rows due revocations (SKIP LOCKED), so that one server at a time tries each.';
+
+REVOKE ALL ON FUNCTION public.claim_apple_revocations(max_rows integer, lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.claim_apple_revocations(max_rows integer, lease interval) TO diary_app;
 
 CREATE OR REPLACE FUNCTION public.finish_apple_revocation(token uuid, outcome text, delay_ms integer, error text) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
@@ -108,6 +118,11 @@ begin
 end
 $$;
 
+COMMENT ON FUNCTION public.finish_apple_revocation(token uuid, outcome text, delay_ms integer, error text) IS 'Settles a claimed revocation and returns its state: revoked finishes it, failed records that Apple refuses it for good, retry makes it due again after delay_ms, or failed once it was queued more than 7 days ago. The sealed token goes once the row is finished either way.';
+
+REVOKE ALL ON FUNCTION public.finish_apple_revocation(token uuid, outcome text, delay_ms integer, error text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.finish_apple_revocation(token uuid, outcome text, delay_ms integer, error text) TO diary_app;
+
 CREATE OR REPLACE FUNCTION public.store_apple_token(token uuid, client text, sealed_token bytea) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public'
@@ -123,21 +138,6 @@ begin
     set token_id = excluded.token_id, client_id = excluded.client_id, sealed = excluded.sealed, stored_at = excluded.stored_at;
 end
 $$;
-
-COMMENT ON FUNCTION public.apply_apple_notification(notification_id text, event_type text, subject text, new_email text) IS 'Applies one verified server-to-server notification from Apple, once per jti: consent-revoked revokes the sessions and drops the Apple token, account-delete deletes the account, email-disabled and email-enabled update the email. Returns duplicate, unknown_user, sessions_revoked, account_deleted, email_updated or ignored.';
-
-REVOKE ALL ON FUNCTION public.apply_apple_notification(notification_id text, event_type text, subject text, new_email text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.apply_apple_notification(notification_id text, event_type text, subject text, new_email text) TO diary_app;
-
-COMMENT ON FUNCTION public.claim_apple_revocations(max_rows integer, lease interval) IS 'Leases up to max_rows due revocations (SKIP LOCKED), so that one server at a time tries each.';
-
-REVOKE ALL ON FUNCTION public.claim_apple_revocations(max_rows integer, lease interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.claim_apple_revocations(max_rows integer, lease interval) TO diary_app;
-
-COMMENT ON FUNCTION public.finish_apple_revocation(token uuid, outcome text, delay_ms integer, error text) IS 'Settles a claimed revocation and returns its state: revoked finishes it, failed records that Apple refuses it for good, retry makes it due again after delay_ms, or failed once it was queued more than 7 days ago. The sealed token goes once the row is finished either way.';
-
-REVOKE ALL ON FUNCTION public.finish_apple_revocation(token uuid, outcome text, delay_ms integer, error text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.finish_apple_revocation(token uuid, outcome text, delay_ms integer, error text) TO diary_app;
 
 COMMENT ON FUNCTION public.store_apple_token(token uuid, client text, sealed_token bytea) IS 'Keeps the caller''s newest Apple refresh token, sealed by the server, replacing any earlier one; it is kept only to be revoked when the account is deleted.';
 
