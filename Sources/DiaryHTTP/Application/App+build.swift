@@ -4,19 +4,28 @@ package import Hummingbird
 package import HummingbirdCore
 package import Logging
 package import PostgresClient
+package import ServiceLifecycle
 import AppleIDClient
 import APNSClient
 import S3Client
 
-/// Builds the HTTP application; `serve` runs it and the tests drive it. `feed` is the
-/// realtime feed, made here unless the caller needs it too (`serve` drains it on SIGTERM).
+/// Everything `serve` runs, from one configuration: the application (`buildApplication`),
+/// its workers, backups and restore points among them, and the realtime drain, which closes
+/// the sockets (1001) before the server stops: a service group stops its members in reverse.
+package func buildServices(configuration: ServerConfiguration, pool: PostgresPool, logger: Logger) throws -> [any Service] {
+    let feed = makeChangeFeed(configuration: configuration, logger: logger)
+    let app = try buildApplication(configuration: configuration, pool: pool, logger: logger, feed: feed)
+    return [app, RealtimeDrain(feed: feed)]
+}
+
+/// Builds the HTTP application and its workers; `serve` runs it (`buildServices`) and the
+/// tests drive it. `feed` is the realtime feed, made here unless the caller needs it too.
 package func buildApplication(
     configuration: ServerConfiguration, pool: PostgresPool, logger: Logger, http: HTTP1Channel.Configuration = .init(), feed: ChangeFeed? = nil
 ) throws -> some ApplicationProtocol {
     let key = try TokenService.loadKey(path: configuration.auth.jwtKeyFile, dataDirectory: configuration.auth.dataDirectory, production: configuration.auth.production)
     AppMetrics.bootstrap()
     let tokens = TokenService(key: key)
-    let readPlacement: PostgresPool.Placement = configuration.sharedReads ? .sharedConnection : .ownConnection
     let photoLinks = PhotoLinks(key: try SecretKeyFile.photoURLs.load(
         path: configuration.photos.urlKeyFile, dataDirectory: configuration.auth.dataDirectory, production: configuration.auth.production))
     let photoFolder = configuration.photos.s3 == nil ? try FolderPhotoStore(
@@ -25,35 +34,22 @@ package func buildApplication(
     // opened, and production needs no secrets key file.
     let vault = configuration.apple.credentials == nil ? AppleTokenVault.ephemeral() : AppleTokenVault(key: try SecretKeyFile.secrets.load(
         path: configuration.apple.secretsKeyFile, dataDirectory: configuration.auth.dataDirectory, production: configuration.auth.production))
+    if let backups = configuration.backups.backups {
+        try FileManager.default.createDirectory(atPath: backups.options.directory, withIntermediateDirectories: true)
+    }
     // Made last of what can fail: a client that is never run is never shut down.
     let outbound = OutboundHTTP(trustRoots: [configuration.apple.caFile, configuration.push.apns?.extraTrustedCAFile].compactMap { $0 })
     let apple = makeAppleAccounts(configuration: configuration, http: outbound, vault: vault, logger: logger)
     let photos = makePhotos(configuration: configuration, links: photoLinks, folder: photoFolder, http: outbound, logger: logger)
-    let router = buildRouter(
-        pool: pool,
-        maxConcurrentRequests: configuration.maxConcurrentRequests,
-        tokens: tokens,
-        apple: apple,
-        devSignIn: configuration.auth.devSignIn,
-        photos: photos,
-        billing: configuration.billing,
-        serviceStatus: configuration.serviceStatus,
-        export: configuration.export,
-        closedDiaries: configuration.closedDiaries,
-        sharedReads: configuration.sharedReads,
-        citus: configuration.citus,
-        inviteLinks: configuration.inviteLinks,
-        invitePage: configuration.invitePage,
-        trustedProxies: configuration.trustedProxies,
-        contract: OpenAPIDocument.text(file: configuration.openAPIFile)
-    )
+    // The one identity check, for HTTP and the realtime socket alike.
+    let callers = Callers(configuration: configuration, tokens: tokens, pool: pool, photoLinks: photos.links)
+    let router = buildRouter(configuration: configuration, callers: callers, apple: apple, photos: photos)
     let feed = feed ?? makeChangeFeed(configuration: configuration, logger: logger)
     let realtime = RealtimeGateway(
-        feed: feed, tokens: tokens, pool: pool, readPlacement: readPlacement, database: configuration.citus ? .citus : .single, photoLinks: photos.links,
-        inviteLinks: configuration.inviteLinks, options: RealtimeSocket.Options(slowConsumerGrace: configuration.slowConsumerGrace, pingPeriod: configuration.pingPeriod)
-    )
+        feed: feed, callers: callers, options: RealtimeSocket.Options(slowConsumerGrace: configuration.slowConsumerGrace, pingPeriod: configuration.pingPeriod))
     let push = makePush(configuration: configuration, http: outbound, logger: logger)
     let closedDiaries = makeClosedDiaryWorker(configuration: configuration, photoSweeper: photos.sweeper, logger: logger)
+    let keeping = WorkerService.keeping(configuration.backups, store: photos.store, logger: logger)
     return Application(
         router: router,
         server: .eventLoopBoundHTTP1(configuration: http, realtime: realtime),
@@ -65,7 +61,7 @@ package func buildApplication(
         services: [
             outbound, pool, WorkerService(pool: feed.pool, feed.run), push, WorkerService(pool: photos.sweeper.pool, photos.sweeper.run),
             WorkerService(pool: apple.revoker.pool, apple.revoker.run), WorkerService(pool: closedDiaries.pool, closedDiaries.run),
-        ],
+        ] + keeping,
         logger: logger
     )
 }
@@ -163,30 +159,26 @@ private func backgroundConnections(
 /// request → metrics → client address → request log → request id → problem mapping → declared length → admission
 /// → service status (under /v1) → bearer auth (the authenticated routes) → route (plan and query
 /// in a repository) → response. docs/ARCHITECTURE.md, "A request's walk", lists the same order.
-func buildRouter(
-    pool: PostgresPool, maxConcurrentRequests: Int, tokens: TokenService, apple: AppleAccounts, devSignIn: Bool, photos: Photos,
-    billing: BillingConfiguration = BillingConfiguration(), serviceStatus: ServiceStatusConfiguration = ServiceStatusConfiguration(),
-    export: ExportConfiguration = ExportConfiguration(), closedDiaries: ClosedDiaryConfiguration = ClosedDiaryConfiguration(),
-    sharedReads: Bool = false, citus: Bool = false,
-    inviteLinks: InviteLinks = InviteLinks(publicURL: ServerConfiguration.developmentPublicURL),
-    invitePage: InvitePageConfiguration = InvitePageConfiguration(), trustedProxies: TrustedProxies = TrustedProxies(), contract: String
-) -> Router<AppRequestContext> {
+func buildRouter(configuration: ServerConfiguration, callers: Callers, apple: AppleAccounts, photos: Photos) -> Router<AppRequestContext> {
+    let pool = callers.pool, billing = configuration.billing, serviceStatus = configuration.serviceStatus
+    let closedDiaries = configuration.closedDiaries, invitePage = configuration.invitePage
     let router = Router(context: AppRequestContext.self)
     // Outermost, so it records the status the client gets, problems included.
     router.middlewares.add(RequestMetricsMiddleware())
-    router.middlewares.add(ClientAddressMiddleware(trustedProxies: trustedProxies))
+    router.middlewares.add(ClientAddressMiddleware(trustedProxies: configuration.trustedProxies))
     router.middlewares.add(RequestLogMiddleware())
     router.middlewares.add(RequestIDMiddleware())
     router.middlewares.add(ProblemMiddleware())
     router.middlewares.add(DeclaredLengthMiddleware())
-    router.middlewares.add(ConcurrencyLimitMiddleware(limit: maxConcurrentRequests))
+    router.middlewares.add(ConcurrencyLimitMiddleware(limit: configuration.maxConcurrentRequests))
     HealthRoutes(pool: pool).register(on: router)
     // One budget per client address for everything that tells a current invite code from any other.
     let inviteCodeAttempts = AttemptLimiter<String>(limit: invitePage.pagesPerMinute)
     InvitePageRoutes(
-        lookup: InviteCodeLookup(pool: pool), page: InvitePage(links: inviteLinks, configuration: invitePage), limiter: inviteCodeAttempts
+        lookup: InviteCodeLookup(pool: pool), page: InvitePage(links: callers.inviteLinks, configuration: invitePage), limiter: inviteCodeAttempts
     ).register(on: router)
     MetricsRoutes(pool: pool).register(on: router)
+    let contract = OpenAPIDocument.text(file: configuration.openAPIFile)
     router.get("/openapi.yaml") { _, _ -> Response in
         Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: contract)))
     }
@@ -201,7 +193,8 @@ func buildRouter(
         throw Problem.webSocketEndpoint()
     }
 
-    let auth = AuthRoutes(accounts: AccountRepository(pool: pool, tokens: tokens, photoLinks: photos.links), apple: apple.verifier, appleTokens: apple.exchanger, devSignInEnabled: devSignIn)
+    let auth = AuthRoutes(accounts: AccountRepository(pool: pool, tokens: callers.tokens, photoLinks: photos.links), apple: apple.verifier, appleTokens: apple.exchanger,
+        devSignInEnabled: configuration.auth.devSignIn)
     let api = router.group("v1").add(middleware: ServiceStatusMiddleware(configuration: serviceStatus))
     ServiceStatusRoutes(configuration: serviceStatus, notices: ServiceNoticeRepository(pool: pool)).register(on: api)
     auth.register(public: api)
@@ -213,11 +206,7 @@ func buildRouter(
         verifier: apple.verifier, notifications: AppleNotificationRepository(pool: pool), revoker: apple.revoker, photoSweeper: photos.sweeper
     ).register(on: api)
 
-    let bearer = BearerAuthenticator(
-        tokens: tokens, pool: pool, readPlacement: sharedReads ? .sharedConnection : .ownConnection, database: citus ? .citus : .single,
-        photoLinks: photos.links, inviteLinks: inviteLinks
-    )
-    let authenticated = api.add(middleware: bearer).group(context: AuthenticatedContext.self)
+    let authenticated = api.add(middleware: BearerAuthenticator(callers: callers)).group(context: AuthenticatedContext.self)
     auth.register(authenticated: authenticated)
     MeRoutes(photoSweeper: photos.sweeper, appleRevoker: apple.revoker, photoStore: photos.store).register(on: authenticated)
     DiaryRoutes(
@@ -227,7 +216,7 @@ func buildRouter(
     photoRoutes.register(authenticated: authenticated)
     ChangeRoutes().register(on: authenticated)
     DeviceRoutes().register(on: authenticated)
-    ExportRoutes(store: photos.store, configuration: export, closedDiaries: closedDiaries).register(on: authenticated)
+    ExportRoutes(store: photos.store, configuration: configuration.export, closedDiaries: closedDiaries).register(on: authenticated)
     DepartureRoutes(window: closedDiaries.window, freePlanDiaries: billing.freePlanDiaries).register(on: authenticated)
     return router
 }

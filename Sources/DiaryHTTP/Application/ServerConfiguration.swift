@@ -40,6 +40,8 @@ package struct ServerConfiguration: Sendable {
     package var export = ExportConfiguration()
     /// The departures' window and the closed-diary worker's round.
     package var closedDiaries = ClosedDiaryConfiguration()
+    /// Automatic backups and restore points beside the API.
+    package var backups = BackupConfiguration()
     /// Sign in with Apple's REST API: code exchange and token revocation.
     package var apple = AppleConfiguration()
     /// `DIARY_OPENAPI_FILE`: the contract served at /openapi.yaml; nil looks in the working

@@ -15,12 +15,7 @@ struct RealtimeGateway: Sendable {
     static let path = "/v1/realtime"
 
     let feed: ChangeFeed
-    let tokens: TokenService
-    let pool: PostgresPool
-    let readPlacement: PostgresPool.Placement
-    let database: RequestScope.Database
-    let photoLinks: PhotoLinks
-    let inviteLinks: InviteLinks
+    let callers: Callers
     let options: RealtimeSocket.Options
 
     func shouldUpgrade(
@@ -32,7 +27,7 @@ struct RealtimeGateway: Sendable {
         }
         let query = uri.queryParameters
         var token = query.get("access_token").map { String($0) }
-        if let header = head.headerFields[.authorization], let bearer = BearerAuthenticator.token(fromAuthorization: header) {
+        if let header = head.headerFields[.authorization], let bearer = Callers.token(fromAuthorization: header) {
             token = bearer
         }
         guard let token else {
@@ -40,7 +35,7 @@ struct RealtimeGateway: Sendable {
         }
         let identity: TokenService.Identity
         do {
-            identity = try await BearerAuthenticator.identity(fromToken: token, tokens: tokens)
+            identity = try await callers.identity(fromToken: token)
         } catch {
             return try await refuse(error, channel: channel)
         }
@@ -48,10 +43,7 @@ struct RealtimeGateway: Sendable {
         guard try await isLive(identity) else {
             return try await refuse(Problem.unauthorized("the session has ended; sign in again"), channel: channel)
         }
-        let reader: ChangeSubscription.Reader = { [pool, photoLinks, inviteLinks, readPlacement, database] identity in
-            ChangeLogRepository(scope: RequestScope(
-                identity: identity, pool: pool, photoLinks: photoLinks, inviteLinks: inviteLinks, readPlacement: readPlacement, database: database))
-        }
+        let reader: ChangeSubscription.Reader = { [callers] identity in ChangeLogRepository(scope: callers.scope(for: identity)) }
         let since = query.get("since").map { String($0) }
         guard let subscription = feed.subscribe(identity, reader: reader, startsFromFeed: since.flatMap(ChangeCursor.init) == nil) else {
             AppMetrics.recordRateLimitRejection("realtime_sockets")
@@ -66,7 +58,7 @@ struct RealtimeGateway: Sendable {
         // which a reader that stalls would fill before it is noticed.
         try await channel.setOption(ChannelOptions.socketOption(.so_sndbuf), value: RealtimeSocket.Options.kernelSendBuffer).get()
         let socket = RealtimeSocket(
-            subscription: subscription, reader: reader, since: since, tokens: tokens, channel: channel, options: options
+            subscription: subscription, reader: reader, since: since, tokens: callers.tokens, channel: channel, options: options
         )
         return .upgrade([:]) { inbound, outbound, context in
             await socket.run(inbound: inbound, outbound: outbound, logger: context.logger)
@@ -74,7 +66,7 @@ struct RealtimeGateway: Sendable {
     }
 
     private func isLive(_ identity: TokenService.Identity) async throws -> Bool {
-        !(try await pool.query("select live_sessions(\([identity.sessionID])) as id")).isEmpty
+        !(try await callers.pool.query("select live_sessions(\([identity.sessionID])) as id")).isEmpty
     }
 
     private func refuse(

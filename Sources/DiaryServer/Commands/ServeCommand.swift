@@ -115,7 +115,8 @@ struct ServeCommand: AsyncParsableCommand {
         var configuration: ServerConfiguration
         do {
             configuration = try ServerConfiguration.fromEnvironment(host: host, port: port, poolSize: poolSize, database: database)
-        } catch let error as ConfigurationError {
+        } catch {
+            // A setting out of range, or a tool a setting needs missing (BACKUP_DIR's pg_dump).
             logger.critical("invalid configuration", metadata: ["reason": "\(error)"])
             throw ExitCode.failure
         }
@@ -131,30 +132,16 @@ struct ServeCommand: AsyncParsableCommand {
             "address": "\(configuration.host):\(configuration.port)", "database": "\(configuration.database)",
             "poolSize": "\(configuration.poolOptions.size)", "preparedStatements": "\(configuration.database.preparedStatements)",
         ])
-        let backups: [WorkerService]
-        do {
-            backups = [
-                try WorkerService.backupsFromEnvironment(database: database, logger: logger),
-                try WorkerService.restorePointsFromEnvironment(logger: logger),
-            ].compactMap { $0 }
-        } catch {
-            logger.critical("cannot start: automatic backups are misconfigured", metadata: ["reason": "\(error)"])
-            try? await pool.close()
-            throw ExitCode.failure
-        }
         // Last of what can fail: the application holds the shared HTTP client, which only
         // running it shuts down.
-        let app: any ApplicationProtocol
-        let feed = makeChangeFeed(configuration: configuration, logger: logger)
+        let services: [any Service]
         do {
-            app = try buildApplication(configuration: configuration, pool: pool, logger: logger, feed: feed)
+            services = try buildServices(configuration: configuration, pool: pool, logger: logger)
         } catch {
             logger.critical("cannot start", metadata: ["reason": "\(error)"])
             try? await pool.close()
             throw ExitCode.failure
         }
-        // Members stop in reverse order: realtime sockets close (1001) before the server stops.
-        let services: [any Service] = backups + [app, RealtimeDrain(feed: feed)]
         try await ServiceGroup(configuration: .init(
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
         )).run()

@@ -43,7 +43,8 @@ extension ServerConfiguration {
         configuration.apple = try AppleConfiguration.fromEnvironment(production: auth.production, environment)
         configuration.billing = billing
         configuration.serviceStatus = try ServiceStatusConfiguration.fromEnvironment(environment)
-        configuration.export = try ExportConfiguration.fromEnvironment(poolSize: configuration.poolOptions.size, environment)
+        configuration.backups = try BackupConfiguration.fromEnvironment(database: database, environment)
+        configuration.export = try ExportConfiguration.fromEnvironment(poolSize: configuration.poolOptions.size, backups: configuration.backups, environment)
         configuration.closedDiaries = try ClosedDiaryConfiguration.fromEnvironment(production: auth.production, environment)
         configuration.photos = try PhotoConfiguration.fromEnvironment(production: auth.production, environment)
         configuration.openAPIFile = Setting.string(flag: nil, environment: "DIARY_OPENAPI_FILE", in: environment)
