@@ -63,7 +63,7 @@ package final class ClosedDiaryWorker: Sendable {
     @discardableResult
     package func round() async throws -> Round {
         var round = Round()
-        while true {
+        try await drainBatches(batchSize: options.batchSize) {
             let rows = try await pool.query("select diary_id, purge_at, notified from schedule_closed_diaries(\(options.window), \(options.batchSize)::integer)")
             for row in rows {
                 let diary: UUID = try row.decode("diary_id")
@@ -74,22 +74,22 @@ package final class ClosedDiaryWorker: Sendable {
                     "diary_id": "\(diary)", "deletes_at": "\(deletesAt.formatted(.iso8601))", "pushes": "\(notified)",
                 ])
             }
-            if rows.count < options.batchSize { break }
+            return rows.count
         }
-        while true {
+        try await drainBatches(batchSize: options.batchSize) {
             let rows = try await pool.query("select purge_closed_diaries(\(options.batchSize)::integer) as diary_id")
             for row in rows {
                 let diary: UUID = try row.decode("diary_id")
                 round.purged.append(diary)
                 logger.notice("closed diary deleted: its window passed with nobody restoring it", metadata: ["diary_id": "\(diary)"])
             }
-            if rows.count < options.batchSize { break }
+            return rows.count
         }
-        while true {
+        try await drainBatches(batchSize: options.batchSize) {
             let rows = try await pool.query("select prune_former_members(\(options.window), \(options.batchSize)::integer) as pruned")
             let pruned: Int = try rows.first?.decode("pruned") ?? 0
             round.pruned += pruned
-            if pruned < options.batchSize { break }
+            return pruned
         }
         if !round.scheduled.isEmpty { Counter(label: "closed_diaries_scheduled_total").increment(by: round.scheduled.count) }
         if !round.purged.isEmpty {

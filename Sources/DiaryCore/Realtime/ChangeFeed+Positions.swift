@@ -56,22 +56,10 @@ extension ChangeFeed {
         var positions: [UUID: Int64] = [:]
         var membersChanged: Set<UUID> = []
 
-        /// `<diary> <position>`, or `members <diary> <position>`, as `log_change_at` announces
-        /// them (sql/definitions/50_realtime.sql; AnnouncementTests holds the two to each
-        /// other), or either without its position; false for anything else.
-        mutating func note(_ payload: String) -> Bool {
-            var words = payload.split(separator: " ", omittingEmptySubsequences: false)[...]
-            let members = words.first == "members"
-            if members { words = words.dropFirst() }
-            guard (1...2).contains(words.count), let diary = UUID(uuidString: String(words[words.startIndex])) else { return false }
-            var position: Int64?
-            if words.count == 2 {
-                guard let given = Int64(words[words.startIndex + 1]) else { return false }
-                position = given
-            }
+        /// A diary that changed, as its NOTIFY said (`FeedNotice.diaryChanged`).
+        mutating func note(_ diary: UUID, at position: Int64?, membersChanged members: Bool) {
             note(diary, at: position)
             if members { membersChanged.insert(diary) }
-            return true
         }
 
         /// A diary at `position` (unknown: nil), as the poll found it.
@@ -117,18 +105,17 @@ extension ChangeFeed {
             configuration: listenConfiguration, channels: [Announcement.diaryChanges.channel, Announcement.sessionsEnded.channel],
             logger: logger, onMissed: { [weak self] in self?.askForEverything() }
         ) {
-            if notification.channel == Announcement.sessionsEnded.channel {
-                if let session = notification.payload.split(separator: " ").first.flatMap({ UUID(uuidString: String($0)) }) {
-                    endSockets(ofSession: session)
-                } else {
-                    await closeEndedSessions()
-                }
-                continue
+            switch FeedNotice(channel: notification.channel, payload: notification.payload) {
+            case .sessionEnded(let session):
+                endSockets(ofSession: session)
+            case .everySession:
+                await closeEndedSessions()
+            case .diaryChanged(let diary, let position, let membersChanged):
+                state.withLockedValue { $0.named.note(diary, at: position, membersChanged: membersChanged) }
+                positionRequests.wake()
+            case .everyDiary:
+                askForEverything()
             }
-            state.withLockedValue { state in
-                if !state.named.note(notification.payload) { state.everythingDue = true }
-            }
-            positionRequests.wake()
         }
     }
 

@@ -59,9 +59,11 @@ package final class ChangeFeed: Sendable {
         var everythingDue = true
         /// Changes handed to sockets by `fanOut`, since the feed began.
         var fannedOutChanges = 0
-        /// Reads of the change log sockets ran for themselves, since the feed began.
-        var socketReads = 0
     }
+
+    /// Reads of the change log that sockets ran for themselves, since the feed began: a tally
+    /// each subscription adds to, so that nothing below the feed calls into it.
+    let ownReads = NIOLockedValueBox(0)
 
     package init(pool: PostgresPool, listenConfiguration: PostgresConfiguration, options: Options = Options(), logger: Logger) {
         self.pool = pool
@@ -76,11 +78,7 @@ package final class ChangeFeed: Sendable {
     package var fannedOutChanges: Int { state.withLockedValue { $0.fannedOutChanges } }
 
     /// Reads of the change log that sockets ran for themselves (`ChangeSubscription.countOwnRead`).
-    package var socketReads: Int { state.withLockedValue { $0.socketReads } }
-
-    func countSocketRead() {
-        state.withLockedValue { $0.socketReads += 1 }
-    }
+    package var socketReads: Int { ownReads.withLockedValue { $0 } }
 
     /// A new socket's subscription, or nil if the user already holds the most allowed.
     /// `reader` reads the change log as a given identity, on the requests' pool: a socket's
@@ -97,7 +95,7 @@ package final class ChangeFeed: Sendable {
             state.nextID += 1
             let subscription = ChangeSubscription(
                 id: state.nextID, identity: identity, reader: reader, startsFromFeed: startsFromFeed,
-                maxPendingDeliveries: options.maxPendingDeliveries, feed: self)
+                maxPendingDeliveries: options.maxPendingDeliveries, ownReads: ownReads)
             state.subscriptions[subscription.id] = subscription
             state.byUser[identity.userID, default: []].insert(subscription.id)
             return subscription
@@ -106,7 +104,10 @@ package final class ChangeFeed: Sendable {
         return subscription
     }
 
-    func unsubscribe(_ subscription: ChangeSubscription) {
+    /// Ends a subscription (its socket has closed, or never opened) and frees its user's place:
+    /// subscriptions begin and end here alone. Idempotent.
+    package func unsubscribe(_ subscription: ChangeSubscription) {
+        subscription.cancel()
         state.withLockedValue { state in
             state.subscriptions[subscription.id] = nil
             state.byUser[subscription.userID]?.remove(subscription.id)
@@ -187,7 +188,7 @@ package final class ChangeFeed: Sendable {
 
 /// One socket's link to the feed: wake-ups naming the diaries to read, deliveries of
 /// changes read once for every member (`fanOut`), and whether its session has ended. The
-/// feed calls it; the socket only reads what it is handed.
+/// feed calls it, and the socket reads what it is handed; it calls neither.
 package final class ChangeSubscription: Sendable {
     /// Reads the change log as an identity.
     package typealias Reader = @Sendable (TokenService.Identity) -> ChangeLogRepository
@@ -196,10 +197,9 @@ package final class ChangeSubscription: Sendable {
     package let userID: UUID
     let reader: Reader?
     private let maxPendingDeliveries: Int
-    private let feed: ChangeFeed
+    /// The feed's tally of reads sockets ran themselves (`ChangeFeed.socketReads`).
+    private let ownReads: NIOLockedValueBox<Int>
     private let current: NIOLockedValueBox<State>
-    /// Wake-ups fold into one, and so do the diaries they name.
-    private let wakeups = Wakeups()
 
     private struct State {
         var identity: TokenService.Identity
@@ -219,11 +219,6 @@ package final class ChangeSubscription: Sendable {
         package var deliveries: [Delivery] = []
     }
 
-    /// What arrived since the last element, once per wake-up; empty when only `ending` changed.
-    package var arrivals: AsyncMapSequence<AsyncStream<Void>, Arrival> {
-        wakeups.rounds.map { [current] in current.withLockedValue { state in defer { state.arrived = Arrival() }; return state.arrived } }
-    }
-
     /// What arrived since the last call, which it takes: for a socket told by `onArrival`.
     package func takeArrival() -> Arrival {
         current.withLockedValue { state in defer { state.arrived = Arrival() }; return state.arrived }
@@ -238,21 +233,15 @@ package final class ChangeSubscription: Sendable {
     }
 
     private func announce() {
-        wakeups.wake()
         current.withLockedValue { $0.onArrival }?()
     }
 
-    /// The diaries woken for since the last element, deliveries' included.
-    package var wakes: AsyncMapSequence<AsyncMapSequence<AsyncStream<Void>, Arrival>, Set<UUID>> {
-        arrivals.map { $0.diaries.union($0.deliveries.map(\.diary)) }
-    }
-
-    init(id: Int, identity: TokenService.Identity, reader: Reader?, startsFromFeed: Bool, maxPendingDeliveries: Int, feed: ChangeFeed) {
+    init(id: Int, identity: TokenService.Identity, reader: Reader?, startsFromFeed: Bool, maxPendingDeliveries: Int, ownReads: NIOLockedValueBox<Int>) {
         self.id = id
         self.userID = identity.userID
         self.reader = reader
         self.maxPendingDeliveries = maxPendingDeliveries
-        self.feed = feed
+        self.ownReads = ownReads
         self.current = NIOLockedValueBox(State(identity: identity, started: !startsFromFeed))
     }
 
@@ -330,17 +319,14 @@ package final class ChangeSubscription: Sendable {
     /// The socket reads the change log itself: counted, since the feed's deliveries are to
     /// spare it that.
     package func countOwnRead() {
-        feed.countSocketRead()
+        ownReads.withLockedValue { $0 += 1 }
     }
 
-    /// Ends the wake-ups, drops the observers (a socket's hold the socket, which holds this)
-    /// and frees the user's place. Idempotent.
-    package func cancel() {
+    /// Drops the observers (a socket's hold the socket, which holds this): `ChangeFeed.unsubscribe`.
+    func cancel() {
         current.withLockedValue { state in
             state.onArrival = nil
             state.onEnd = []
         }
-        wakeups.finish()
-        feed.unsubscribe(self)
     }
 }

@@ -9,17 +9,23 @@ extension Wakeups {
         claim: () async throws -> [Row], actAndSettle: ([Row]) async throws -> Void
     ) async {
         for await _ in rounds {
-            while !Task.isCancelled {
-                do {
+            do {
+                try await drainBatches(batchSize: batchSize) {
                     let batch = try await claim()
-                    if batch.isEmpty { break }
-                    try await actAndSettle(batch)
-                    if batch.count < batchSize { break }
-                } catch {
-                    logger.warning(failure, metadata: ["error": "\(error)"])
-                    break
+                    if !batch.isEmpty { try await actAndSettle(batch) }
+                    return batch.count
                 }
+            } catch {
+                logger.warning(failure, metadata: ["error": "\(error)"])
             }
         }
+    }
+}
+
+/// Runs `batch`, which handles at most `batchSize` things and says how many it did, until one
+/// handles fewer: a queue drained a transaction at a time. A failure ends it, and is thrown.
+func drainBatches(batchSize: Int, _ batch: () async throws -> Int) async throws {
+    while !Task.isCancelled {
+        if try await batch() < batchSize { return }
     }
 }

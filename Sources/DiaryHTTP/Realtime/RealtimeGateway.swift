@@ -53,12 +53,12 @@ struct RealtimeGateway: Sendable {
             )
         }
         // Frees the place even if the upgrade fails after this point.
-        channel.closeFuture.whenComplete { _ in subscription.cancel() }
+        channel.closeFuture.whenComplete { [feed] _ in feed.unsubscribe(subscription) }
         // A fixed kernel buffer: loopback and LAN autotuning grow it to megabytes per socket,
         // which a reader that stalls would fill before it is noticed.
         try await channel.setOption(ChannelOptions.socketOption(.so_sndbuf), value: RealtimeSocket.Options.kernelSendBuffer).get()
         let socket = RealtimeSocket(
-            subscription: subscription, reader: reader, since: since, tokens: callers.tokens, channel: channel, options: options
+            feed: feed, subscription: subscription, reader: reader, since: since, tokens: callers.tokens, channel: channel, options: options
         )
         return .upgrade([:]) { inbound, outbound, context in
             await socket.run(inbound: inbound, outbound: outbound, logger: context.logger)

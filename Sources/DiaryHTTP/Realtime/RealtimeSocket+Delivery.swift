@@ -60,107 +60,146 @@ extension RealtimeSocket {
         return reader(subscription.identity)
     }
 
-    /// Writes what arrived, from `cursor` (nil: the socket's first delivery, which writes
-    /// `ready` at `since`, or, without a `since` it can read, where the feed begins it, with
-    /// `resync` for the one it could not), until nothing more has; returns where the socket
-    /// stands.
+    /// Writes what arrived, from `cursor` (nil: the socket's first delivery, `begin`), until
+    /// nothing more has: the diaries it must read itself (`readOwn`), then the changes it was
+    /// handed (`writeHanded`), then whatever arrived meanwhile. Returns where it stands.
     private func deliverWhatArrived(
-        from start: ChangeCursor?, unread unreadAtStart: Set<UUID>?, _ outbound: WebSocketOutboundWriter, logger: Logger
-    ) async -> (ChangeCursor?, Set<UUID>?, DeliveryEnd) {
+        from start: ChangeCursor?, unread unreadAtStart: Unread, _ outbound: WebSocketOutboundWriter, logger: Logger
+    ) async -> (ChangeCursor?, Unread, DeliveryEnd) {
         var unread = unreadAtStart
         var handed: [Delivery] = []
         var cursor: ChangeCursor
         if let start {
             cursor = start
-        } else if let since, let resumed = ChangeCursor(since) {
-            cursor = resumed
-            unread = nil
-            do {
-                try await outbound.write(.text(Self.readyFrame(cursor)))
-            } catch {
-                return (nil, unread, .close(nil))
-            }
         } else {
-            // The feed says where the socket begins: until it has, what arrives is behind that.
-            let arrival = subscription.takeArrival()
-            guard let begun = arrival.start else { return (nil, unread, .idle) }
-            cursor = begun
-            unread = arrival.diaries
-            handed = arrival.deliveries
-            do {
-                try await outbound.write(.text(Self.readyFrame(cursor)))
-                if since != nil { try await outbound.write(.text(Self.resyncFrame(cursor))) }
-            } catch {
-                return (nil, unread, .close(nil))
+            switch await begin(outbound) {
+            case .waiting: return (nil, unread, .idle)
+            case .failed: return (nil, unread, .close(nil))
+            case .begun(let begun, let reading, let arrived):
+                (cursor, unread, handed) = (begun, reading, arrived)
             }
         }
         while !Task.isCancelled {
             if let ending = subscription.ending { return (cursor, unread, .close(Closing(ending))) }
-            if unread != [] {
-                do {
-                    let outcome = if let diaries = unread {
-                        try await repository().changes(after: cursor, inDiaries: diaries, limit: options.pageSize)
-                    } else {
-                        try await repository().changes(after: cursor, limit: options.pageSize)
-                    }
-                    switch outcome {
-                    case .resyncRequired:
-                        cursor = try await repository().position()
-                        try await outbound.write(.text(Self.resyncFrame(cursor)))
-                        unread = []
-                        continue
-                    case .page(let page):
-                        let readAt = ContinuousClock.now
-                        var written = 0
-                        defer { AppMetrics.recordRealtimeEvents(written) }
-                        for event in page.events {
-                            guard mayWrite(readAt: readAt) else { break }
-                            try await outbound.writeTextMessage(String(decoding: try StreamingJSONEncoder().encode(event), as: UTF8.self))
-                            written += 1
-                        }
-                        guard written == page.events.count else {
-                            // Stale, or the session ended: on from the last change written.
-                            if written > 0, let reached = ChangeCursor(page.events[written - 1].id) { cursor = reached }
-                            continue
-                        }
-                        cursor = page.next
-                        if page.hasMore { continue }
-                        unread = []
-                    }
-                } catch let error as DomainError where error.reason == .unauthorized {
-                    return (cursor, unread, .close(Closing(.sessionEnded)))
-                } catch let error as PostgresError {
-                    // The database is away: keep the socket, try again shortly.
-                    logger.warning("realtime socket cannot read changes", metadata: ["error": "\(error)"])
-                    try? await Task.sleep(for: Self.databaseRetry.delay(attempt: 1))
-                    continue
-                } catch {
-                    if !isClosing { logger.warning("realtime socket closes: its changes cannot be read", metadata: ["error": "\(error)"]) }
-                    return (cursor, unread, .close(nil))
+            if unread != .nothing {
+                switch await readOwn(unread, cursor: &cursor, outbound, logger: logger) {
+                case .readAll: unread = .nothing
+                case .readMore: continue
+                case .close(let closing): return (cursor, unread, .close(closing))
                 }
             }
             if !handed.isEmpty {
-                var behind = Set<UUID>()
-                do {
-                    for delivery in handed where !(try await write(delivery, after: &cursor, to: outbound)) {
-                        behind.insert(delivery.diary)
-                    }
-                } catch {
-                    if !isClosing { logger.warning("realtime socket closes: a change cannot be written", metadata: ["error": "\(error)"]) }
-                    return (cursor, unread, .close(nil))
-                }
+                guard let behind = await writeHanded(handed, cursor: &cursor, outbound, logger: logger) else { return (cursor, unread, .close(nil)) }
                 handed = []
                 if !behind.isEmpty {
-                    unread = behind
+                    unread = .diaries(behind)
                     continue
                 }
             }
             let arrival = subscription.takeArrival()
             if arrival.diaries.isEmpty && arrival.deliveries.isEmpty { break }
-            unread = arrival.diaries
+            unread = .diaries(arrival.diaries)
             handed = arrival.deliveries
         }
         return (cursor, unread, .idle)
+    }
+
+    private enum Beginning {
+        /// The feed has not said where the socket begins yet.
+        case waiting
+        /// `ready` could not be written.
+        case failed
+        /// `ready` written at the cursor; then what to read, and what was handed.
+        case begun(ChangeCursor, Unread, [Delivery])
+    }
+
+    /// The socket's first delivery: `ready` at `since`, then every diary's changes after it;
+    /// or, without a `since` it can read, where the feed begins it, with `resync` for the one
+    /// it could not read. Until the feed has said where, what arrives is behind that.
+    private func begin(_ outbound: WebSocketOutboundWriter) async -> Beginning {
+        let beginning: Beginning
+        if let since, let resumed = ChangeCursor(since) {
+            beginning = .begun(resumed, .everyDiary, [])
+        } else {
+            let arrival = subscription.takeArrival()
+            guard let begun = arrival.start else { return .waiting }
+            beginning = .begun(begun, .diaries(arrival.diaries), arrival.deliveries)
+        }
+        guard case .begun(let cursor, _, _) = beginning else { return beginning }
+        do {
+            try await outbound.write(.text(Self.readyFrame(cursor)))
+            if since != nil, ChangeCursor(since!) == nil { try await outbound.write(.text(Self.resyncFrame(cursor))) }
+        } catch {
+            return .failed
+        }
+        return beginning
+    }
+
+    private enum OwnRead {
+        /// Everything `unread` named is written.
+        case readAll
+        /// More to read: the next page, or the rest of a page gone stale, or after the database
+        /// came back.
+        case readMore
+        case close(Closing?)
+    }
+
+    /// One page of what the socket reads itself, as its caller, written while it is fresh
+    /// (`mayWrite`); `cursor` moves past what was written.
+    private func readOwn(_ unread: Unread, cursor: inout ChangeCursor, _ outbound: WebSocketOutboundWriter, logger: Logger) async -> OwnRead {
+        do {
+            let outcome = switch unread {
+            case .diaries(let diaries): try await repository().changes(after: cursor, inDiaries: diaries, limit: options.pageSize)
+            case .everyDiary: try await repository().changes(after: cursor, limit: options.pageSize)
+            }
+            switch outcome {
+            case .resyncRequired:
+                cursor = try await repository().position()
+                try await outbound.write(.text(Self.resyncFrame(cursor)))
+                return .readAll
+            case .page(let page):
+                let readAt = ContinuousClock.now
+                var written = 0
+                defer { AppMetrics.recordRealtimeEvents(written) }
+                for event in page.events {
+                    guard mayWrite(readAt: readAt) else { break }
+                    try await outbound.writeTextMessage(String(decoding: try StreamingJSONEncoder().encode(event), as: UTF8.self))
+                    written += 1
+                }
+                guard written == page.events.count else {
+                    // Stale, or the session ended: on from the last change written.
+                    if written > 0, let reached = ChangeCursor(page.events[written - 1].id) { cursor = reached }
+                    return .readMore
+                }
+                cursor = page.next
+                return page.hasMore ? .readMore : .readAll
+            }
+        } catch let error as DomainError where error.reason == .unauthorized {
+            return .close(Closing(.sessionEnded))
+        } catch let error as PostgresError {
+            // The database is away: keep the socket, try again shortly.
+            logger.warning("realtime socket cannot read changes", metadata: ["error": "\(error)"])
+            try? await Task.sleep(for: Self.databaseRetry.delay(attempt: 1))
+            return .readMore
+        } catch {
+            if !isClosing { logger.warning("realtime socket closes: its changes cannot be read", metadata: ["error": "\(error)"]) }
+            return .close(nil)
+        }
+    }
+
+    /// Writes the changes handed to the socket; returns the diaries it must read itself instead
+    /// (`write`), or nil when a write failed and the socket closes.
+    private func writeHanded(_ handed: [Delivery], cursor: inout ChangeCursor, _ outbound: WebSocketOutboundWriter, logger: Logger) async -> Set<UUID>? {
+        var behind = Set<UUID>()
+        do {
+            for delivery in handed where !(try await write(delivery, after: &cursor, to: outbound)) {
+                behind.insert(delivery.diary)
+            }
+        } catch {
+            if !isClosing { logger.warning("realtime socket closes: a change cannot be written", metadata: ["error": "\(error)"]) }
+            return nil
+        }
+        return behind
     }
 
     /// Whether a change read at `readAt` may be written now: within `Options.freshness` of its

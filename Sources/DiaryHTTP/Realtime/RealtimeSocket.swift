@@ -97,6 +97,8 @@ struct RealtimeSocket: Sendable {
         }
     }
 
+    /// Where the subscription ends when the socket does.
+    let feed: ChangeFeed
     let subscription: ChangeSubscription
     /// The change log as the socket's user sees it, on the requests' pool.
     let reader: ChangeSubscription.Reader
@@ -110,9 +112,10 @@ struct RealtimeSocket: Sendable {
     let rules: NIOLoopBoundBox<Rules>
 
     init(
-        subscription: ChangeSubscription, reader: @escaping ChangeSubscription.Reader, since: String?, tokens: TokenService,
+        feed: ChangeFeed, subscription: ChangeSubscription, reader: @escaping ChangeSubscription.Reader, since: String?, tokens: TokenService,
         channel: any Channel, options: Options
     ) {
+        self.feed = feed
         self.subscription = subscription
         self.reader = reader
         self.since = since
@@ -132,8 +135,18 @@ struct RealtimeSocket: Sendable {
         var deliverAgain = false
         /// Where the socket stands, carried from one delivery to the next: nil before `ready`.
         var cursor: ChangeCursor?
-        /// What to read next: nil for every diary of the caller.
-        var unread: Set<UUID>? = []
+        /// What the socket reads itself next.
+        var unread = Unread.nothing
+    }
+
+    /// What a socket reads itself, as its caller, rather than being handed it.
+    enum Unread: Equatable, Sendable {
+        /// These diaries' changes after the cursor; none: nothing.
+        case diaries(Set<UUID>)
+        /// Every diary of the caller: after `ready` at the `since` the client gave.
+        case everyDiary
+
+        static let nothing = Unread.diaries([])
     }
 
     /// Reads of an idle socket are small, and none is larger than a frame may be.
@@ -166,7 +179,7 @@ struct RealtimeSocket: Sendable {
                 return shared.delivery
             }
             delivery?.cancel()
-            subscription.cancel()
+            feed.unsubscribe(subscription)
             channel.eventLoop.execute { self.stopRules() }
             AppMetrics.recordRealtimeSocket(opened: false)
         }

@@ -73,14 +73,14 @@ struct AnnouncementTests {
                 var iterator = notifications.makeAsyncIterator()
                 var members = false, post = false
                 while !(members && post), let notification = await iterator.next() {
-                    var named = ChangeFeed.Named()
-                    let read = named.note(notification.payload)
-                    #expect(read, "the feed cannot read \"\(notification.payload)\"")
                     // The test's database is its own: every announcement is one of this test's diaries,
                     // with the position the change took there.
-                    #expect(named.diaries.count == 1, "\(notification.payload)")
-                    #expect(named.positions.count == 1 && named.positions.values.allSatisfy { $0 > 0 }, "no position in \"\(notification.payload)\"")
-                    if named.membersChanged.isEmpty { post = true } else { members = named.membersChanged == named.diaries }
+                    guard case .diaryChanged(_, let position, let membersChanged) = FeedNotice(channel: notification.channel, payload: notification.payload) else {
+                        Issue.record("the feed cannot read \"\(notification.payload)\"")
+                        continue
+                    }
+                    #expect((position ?? 0) > 0, "no position in \"\(notification.payload)\"")
+                    if membersChanged { members = true } else { post = true }
                 }
                 return members && post
             }
@@ -90,20 +90,25 @@ struct AnnouncementTests {
         }
     }
 
-    @Test("the feed reads a diary_changes payload with or without its position (the release before announced none), and nothing else")
+    @Test("the feed reads a diary_changes payload with or without its position (the release before announced none), a session's end, and nothing else")
     func payloads() {
-        let diary = UUID()
+        let diary = UUID(), session = UUID()
+        let changes = Announcement.diaryChanges.channel, sessions = Announcement.sessionsEnded.channel
+        #expect(FeedNotice(channel: changes, payload: "\(diary) 7") == .diaryChanged(diary, position: 7, membersChanged: false))
+        #expect(FeedNotice(channel: changes, payload: "members \(diary) 6") == .diaryChanged(diary, position: 6, membersChanged: true))
+        #expect(FeedNotice(channel: changes, payload: "members \(diary)") == .diaryChanged(diary, position: nil, membersChanged: true))
         var named = ChangeFeed.Named()
-        let read = ["\(diary) 7", "\(diary) 5", "members \(diary) 6"].map { named.note($0) }
-        #expect(read == [true, true, true])
+        named.note(diary, at: 7, membersChanged: false)
+        named.note(diary, at: 5, membersChanged: false)
+        named.note(diary, at: 6, membersChanged: true)
         #expect(named.diaries == [diary] && named.positions == [diary: 7] && named.membersChanged == [diary])
-        var old = ChangeFeed.Named()
-        let readOld = old.note("members \(diary)")
-        #expect(readOld && old.diaries == [diary] && old.positions.isEmpty)
         for junk in ["", "members", "\(diary) x", "\(diary) 1 2", "members  \(diary)", "someone \(diary) 1", "\(diary)  1"] {
-            var refused = ChangeFeed.Named()
-            let readJunk = refused.note(junk)
-            #expect(!readJunk && refused.diaries.isEmpty, "read \"\(junk)\"")
+            #expect(FeedNotice(channel: changes, payload: junk) == .everyDiary, "read \"\(junk)\"")
+        }
+        // As announce_session_end announces it (announce_latest: the subject, then its detail).
+        #expect(FeedNotice(channel: sessions, payload: "\(session.uuidString.lowercased()) ended") == .sessionEnded(session))
+        for junk in ["", "\(session)", "\(session) ended x", "nobody ended"] {
+            #expect(FeedNotice(channel: sessions, payload: junk) == .everySession, "read \"\(junk)\"")
         }
     }
 
@@ -136,9 +141,7 @@ struct AnnouncementTests {
                 ])
             }
             #expect(try many[2].first?.decode("pending", as: String.self) == "push_outbox,diary_changes")
-            var named = ChangeFeed.Named()
-            let read = named.note("")
-            #expect(!read, "an empty payload must make the feed read everything")
+            #expect(FeedNotice(channel: Announcement.diaryChanges.channel, payload: "") == .everyDiary, "an empty payload must make the feed read everything")
         }
     }
 }

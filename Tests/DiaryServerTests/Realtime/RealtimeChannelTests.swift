@@ -50,7 +50,7 @@ struct RealtimeChannelTests {
             subscription.onArrival { _ = holder; calls.withLockedValue { $0 += 1 } }
         }
         #expect(calls.withLockedValue { $0 } == 1, "onArrival calls its observer at once")
-        subscription.cancel()
+        feed.unsubscribe(subscription)
         #expect(held == nil, "the observers are released")
         subscription.end(.shutdown)
         #expect(calls.withLockedValue { $0 } == 1)

@@ -294,11 +294,13 @@ struct RealtimeTests {
         try? await pool.close()
     }
 
-    /// The diaries a subscription's next wake names; nil if none comes within 30 s.
+    /// The diaries a subscription was woken for since it was last asked, its deliveries'
+    /// included, once there are any; nil if none comes within 30 s.
     static func nextWake(_ subscription: ChangeSubscription) async -> Set<UUID>? {
-        try? await withTimeLimit("a wake-up", within: .seconds(30)) {
-            var wakes = subscription.wakes.makeAsyncIterator()
-            return await wakes.next()
+        try? await waitForValue("a wake-up", within: .seconds(30)) { () -> Set<UUID>? in
+            let arrival = subscription.takeArrival()
+            let diaries = arrival.diaries.union(arrival.deliveries.map(\.diary))
+            return diaries.isEmpty ? nil : diaries
         }
     }
 
