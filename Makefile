@@ -101,7 +101,7 @@ test-tsan: test-services
 	TSAN_OPTIONS=suppressions=$(CURDIR)/Tests/tsan-suppressions.txt \
 	swift test --skip-build --sanitize=thread --scratch-path .build-tsan --skip "$(SANITIZER_SKIP)"
 
-# libFuzzer over every parser of untrusted bytes (README: "Fuzzing and sanitizers"), FUZZ_SECONDS (60) each, built
+# libFuzzer over every parser of untrusted bytes (docs/testing.md), FUZZ_SECONDS (60) each, built
 # with AddressSanitizer in .build-fuzz; findings go to Fuzz/findings/<target>/. FUZZ_TARGETS picks some.
 FUZZ_TARGETS ?=
 fuzz:

@@ -25,7 +25,7 @@
 # which keeps them writable while they move.
 #
 # Citus is not among Debian's packages, and this project neither ships nor builds it: install
-# Citus Data's own packages for PostgreSQL 15 (README, "Scaling out on Citus").
+# Citus Data's own packages for PostgreSQL 15 (docs/cluster.md).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

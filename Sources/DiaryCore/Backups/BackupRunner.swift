@@ -43,7 +43,7 @@ package struct BackupRunner: Sendable {
     /// the workers, a backup that would look whole and restore empty diaries.
     package struct OnCitusCluster: Error, CustomStringConvertible {
         package var description: String {
-            "this database is a Citus coordinator, whose pg_dump holds none of the workers' rows: back the cluster up node by node with Citus's own tools (README, Scaling out on Citus)"
+            "this database is a Citus coordinator, whose pg_dump holds none of the workers' rows: back the cluster up node by node with Citus's own tools (docs/cluster.md)"
         }
     }
 

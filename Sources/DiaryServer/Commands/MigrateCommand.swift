@@ -28,7 +28,7 @@ struct MigrateCommand: AsyncParsableCommand {
     @Flag(name: .customLong("dry-run"), help: "Print the migrations that would run, and change nothing.")
     var dryRun = false
 
-    @Flag(help: "On a Citus coordinator with its workers registered: then lay the schema out over the cluster, each diary on one shard (README, \"Scaling out on Citus\").")
+    @Flag(help: "On a Citus coordinator with its workers registered: then lay the schema out over the cluster, each diary on one shard (docs/cluster.md).")
     var citus = false
 
     func run() async throws {

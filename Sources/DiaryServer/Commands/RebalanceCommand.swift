@@ -11,7 +11,7 @@ struct RebalanceCommand: AsyncParsableCommand {
             servers keep serving: moves shards to even the workers out, by logical replication
             (wal_level = logical on every node), and waits for the moves to finish. Citus's
             subscription role for each move gets BYPASSRLS, which its owner has, so the
-            catch-up applies into tables that force row security (README, "Scaling out on
+            catch-up applies into tables that force row security (docs/cluster.md, "Scaling out on
             Citus").
             Keep it running until it ends: the moves are Citus's background job, and only it
             grants the roles. If it stopped while the job ran, run select citus_rebalance_stop(),

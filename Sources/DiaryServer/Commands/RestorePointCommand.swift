@@ -12,7 +12,7 @@ struct RestorePointCommand: AsyncParsableCommand {
             As a superuser (--database-url; both functions are superusers' by default): on a
             Citus coordinator citus_create_restore_point, consistent across the nodes; on one
             PostgreSQL pg_create_restore_point. Each node's WAL archive then restores to it
-            (README, "Restoring a cluster to one moment").
+            (docs/cluster.md, "Restoring a cluster to one moment").
             Recorded in backup_runs, which the Data Safety Center reports. Prints the name.
             """
     )

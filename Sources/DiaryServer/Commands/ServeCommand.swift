@@ -71,7 +71,7 @@ struct ServeCommand: AsyncParsableCommand {
               BACKUP_DIR          turns automatic backups on: one instance at a time backs up
                                   there and verifies (as MIGRATION_DATABASE_URL, else DATABASE_URL)
               RESTORE_POINT_DATABASE_URL  a superuser's connection: turns scheduled restore
-                                  points on, on a Citus cluster every node's at once (README,
+                                  points on, on a Citus cluster every node's at once (docs/cluster.md,
                                   "Restoring a cluster to one moment")
               BACKUP_INTERVAL_HOURS  hours between backups or restore points (default 24)
               BACKUP_KEEP         backups kept (default 7)

@@ -5,7 +5,7 @@ import PostgresClient
 
 extension ServerConfiguration {
     /// `serve`'s whole configuration: its flags first, then the environment (the settings
-    /// table in `serve --help` and the README), then the defaults.
+    /// table in `serve --help` and docs/operations.md), then the defaults.
     static func fromEnvironment(
         host: String?, port: Int?, poolSize: Int?, database: DatabaseOptions, _ environment: [String: String] = Setting.environment
     ) throws -> ServerConfiguration {

@@ -3,7 +3,7 @@ import Testing
 @testable import DiaryServer
 
 /// The settings as they are read (DiaryServer/Configuration), as `serve --help` lists them and
-/// as the README's table does: a variable added to one and not the others fails here.
+/// as docs/operations.md's table does: a variable added to one and not the others fails here.
 @Suite("Settings, read and documented alike")
 struct SettingsTableTests {
     /// Read by other commands alone, so not in `serve --help`.
@@ -21,15 +21,15 @@ struct SettingsTableTests {
         return names
     }
 
-    @Test("serve --help and the README's settings table name every variable that is read")
+    @Test("serve --help and docs/operations.md's settings table name every variable that is read")
     func documented() throws {
         let read = try Self.variablesRead()
         #expect(read.count > 40, "the settings were not found: \(read.count)")
         let help = DiaryServerCommand.helpMessage(for: ServeCommand.self, columns: 10_000)
-        let readme = try String(contentsOf: LayeringTests.sources.deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: LayeringTests.sources.deletingLastPathComponent().appendingPathComponent("docs/operations.md"), encoding: .utf8)
         for name in read.sorted() {
             #expect(Self.notServes.contains(name) || help.contains(name), "serve --help does not list \(name)")
-            #expect(readme.contains("`\(name)`"), "the README does not list \(name)")
+            #expect(readme.contains("`\(name)`"), "docs/operations.md does not list \(name)")
         }
     }
 }
