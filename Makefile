@@ -7,7 +7,7 @@ BOUNCER := scripts/pgbouncer.sh
 # `make run CONFIG=release` for an optimised server.
 CONFIG ?= debug
 
-.PHONY: run test refusals test-services test-asan test-tsan test-citus test-fanout-property test-previous-release diarykit-repo fuzz fuzz-merge build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
+.PHONY: run test test-unit refusals test-services test-asan test-tsan test-citus test-fanout-property test-previous-release diarykit-repo fuzz fuzz-merge build db db-stop psql schema bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions clean-db
 
 run: db
 	swift build -c $(CONFIG) --product diary-server
@@ -78,6 +78,12 @@ test: test-services
 	scripts/test-diarykit-repo.sh; \
 	scripts/test-previous-release.sh; \
 	scripts/test-citus.sh
+
+# The tests that need no database, server or service (Tests/DiaryUnitTests): the sources' own
+# rules, settings, encoders and cursors, chosen by their target; make test runs them too.
+test-unit:
+	swift build --build-tests
+	swift test --skip-build --filter DiaryUnitTests
 
 # The Swift suites under AddressSanitizer (in .build-asan) and ThreadSanitizer (in .build-tsan);
 # not in CI: each is a build of its own and a slower run (Benchmarks/results/sanitizers-*.txt).
