@@ -17,21 +17,21 @@ run: db
 	export DIARY_DEV_AUTH="$${DIARY_DEV_AUTH:-1}"; \
 	exec "$$bin" serve
 
-# The fault tests assert latencies (503 within 1 s, …), so they run after the rest, one at a time.
+# The fault tests assert latencies, so they run after the rest, one at a time.
 # Some suites also run through a PgBouncer in transaction mode (scripts/pgbouncer.sh), and the
 # S3 store's against moto's S3 server (scripts/moto.sh).
 # The tests have a cluster of their own, beside make run's, with fsync off: every test creates
 # and drops a database, each DROP DATABASE waits for a checkpoint, and with fsync on those
-# checkpoints synced some 25,000 files for up to 40 s, while connections timed out behind them.
+# checkpoints held connections past their timeout (Benchmarks/results/test-database-strategy-20261128.txt).
 TEST_CLUSTER := $(CURDIR)/.data/postgres-test
 TEST_TARGETS := test test-services test-asan test-tsan test-previous-release test-fanout-property
 $(TEST_TARGETS): export DIARY_PG_CLUSTER = $(TEST_CLUSTER)
 $(TEST_TARGETS): export DIARY_PG_FSYNC = off
-# Every suite runs at once, each server with its own pools: more than 1,000 connections at peak.
+# Every suite runs at once, each server with its own pools: more than a thousand connections at peak.
 $(TEST_TARGETS): export DIARY_PG_MAX_CONNECTIONS = 3000
-# Swift Testing starts every test at once unless told otherwise: some 1,000 processes (servers,
-# backends) on two cores. Sixteen at a time took as long (118 s against 124 s, with a third of
-# the processes and half the memory), so one slow machine's stall reaches fewer tests.
+# Swift Testing starts every test at once unless told otherwise: a thousand processes (servers,
+# backends) on two cores. Sixteen at a time take as long, with a third of the processes and half
+# the memory (Benchmarks/results/test-parallelism-20261129.txt), so one stall reaches fewer tests.
 $(TEST_TARGETS): export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH = 16
 # The suites' servers, pools and sockets share one test process: far more than the 1,024 open
 # files a shell often allows (EMFILE then fails every connection at once), so the limit is
@@ -64,10 +64,9 @@ TEST_SHELL = $(RAISE_OPEN_FILES); \
 # says when it skipped, and under CI fails instead.
 # Each suite runs under scripts/run-suite.sh: a suite still running after its minutes is stopped,
 # naming the tests it had not finished, so a hang fails the run in minutes, not at CI's limit.
-# `sync` between the build and the suites: linking the test binary leaves some 2 GB of dirty
+# `sync` between the build and the suites: linking the test binary leaves gigabytes of dirty
 # pages, and while the kernel writes them back, the tests' cluster waits on the disk for its
-# own writes; connections then took up to 3.6 s, past the 5 s connect timeout in two CI runs
-# (Benchmarks/results/test-start-writeback-20261128.txt).
+# own writes, and connections timed out (Benchmarks/results/test-start-writeback-20261128.txt).
 test: test-services
 	$(TEST_SHELL); \
 	swift build --build-tests; sync; \
@@ -165,42 +164,28 @@ psql: db
 schema: db
 	eval "$$($(PG) env)"; scripts/schema.sh write
 
-# VIA_PGBOUNCER=1 runs the server and pgbench through a PgBouncer in transaction mode.
-bench: db
-	eval "$$($(PG) env)"; Benchmarks/endpoints.sh
-
-# Every everyday endpoint at 100, 10,000 and 100,000 entries per diary. MODE=busy: the database
-# filled through the API as a running service fills it (many small diaries, then ANALYZE) before
-# one diary grows, and the home list, the diary and the first page timed at both sizes.
+# The benchmarks: each a script of Benchmarks/ (docs/benchmarks.md says what each measures), run
+# against make run's database, that records its figures in Benchmarks/results/. One recipe:
+#   bench                   endpoints.sh; VIA_PGBOUNCER=1 through a PgBouncer in transaction mode
+#   bench-growth            growth.sh, every everyday endpoint as a diary grows; MODE=busy:
+#                           growth-busy.sh, the database filled through the API first
+#   bench-rls-instructions  rls-instructions.sh, on a cluster of its own (callgrind)
 MODE ?=
-bench-growth: db
-	eval "$$($(PG) env)"; if [ "$(MODE)" = busy ]; then Benchmarks/growth-busy.sh; else Benchmarks/growth.sh; fi
-
-bench-realtime: db
-	eval "$$($(PG) env)"; Benchmarks/realtime.sh
-
-bench-push: db
-	eval "$$($(PG) env)"; Benchmarks/push.sh
-
-# Photo uploads, downloads against nginx on the same files, and memory under slow downloads.
-bench-photos: db
-	scripts/test-tools.sh install-bench
-	eval "$$($(PG) env)"; Benchmarks/photos.sh
-
-# Export time and peak RSS at 1,000 and 10,000 entries, with and without photos, beside pg_dump.
-bench-export: db
-	scripts/test-tools.sh install-bench
-	eval "$$($(PG) env)"; Benchmarks/export.sh
-
-bench-client: db
-	eval "$$($(PG) env)"; Benchmarks/client-vs-pgbench.sh
-
-bench-rls: db
-	eval "$$($(PG) env)"; Benchmarks/rls-overhead.sh
-
-# Its own cluster: `postgres --single` under callgrind needs a data folder to itself.
-bench-rls-instructions:
-	Benchmarks/rls-instructions.sh
+BENCH_SCRIPT.bench := endpoints
+BENCH_SCRIPT.bench-growth = $(if $(filter busy,$(MODE)),growth-busy,growth)
+BENCH_SCRIPT.bench-realtime := realtime
+BENCH_SCRIPT.bench-push := push
+BENCH_SCRIPT.bench-photos := photos
+BENCH_SCRIPT.bench-export := export
+BENCH_SCRIPT.bench-client := client-vs-pgbench
+BENCH_SCRIPT.bench-rls := rls-overhead
+BENCH_SCRIPT.bench-rls-instructions := rls-instructions
+# nginx and the ZIP readers, for the benchmarks that compare against them.
+BENCH_TOOLS := bench-photos bench-export
+BENCHES := bench bench-growth bench-realtime bench-push bench-photos bench-export bench-client bench-rls bench-rls-instructions
+$(BENCHES): db
+	$(if $(filter $@,$(BENCH_TOOLS)),scripts/test-tools.sh install-bench)
+	eval "$$($(PG) env)"; Benchmarks/$(BENCH_SCRIPT.$@).sh
 
 clean-db: db-stop
 	rm -rf .data/postgres $(TEST_CLUSTER)
