@@ -26,6 +26,10 @@ struct CompositionTests {
         for constructor in ["Application(", "buildRouter(", "Callers(configuration:", "RealtimeGateway(", "BearerAuthenticator(", "RealtimeDrain(", "WorkerService.keeping("] {
             #expect(try Self.naming(constructor, in: ["DiaryHTTP", "DiaryServer"], outside: root).isEmpty, "\(constructor) outside App+build.swift")
         }
+        // The clients of outside services: built where the rest is, or for a one-off command.
+        for client in ["AppleIDClient(", "S3Client(configuration:"] {
+            #expect(try Self.naming(client, in: ["DiaryHTTP", "DiaryServer"], outside: root.union(["DiaryHTTP/Photos/S3PhotoStore+Command.swift"])).isEmpty, "\(client) outside the composition root")
+        }
         let serve = try #require(try Self.files(of: "DiaryServer").first { $0.path == "Commands/ServeCommand.swift" }).text
         #expect(serve.contains("buildServices(configuration:"))
         #expect(!serve.contains("WorkerService") && !serve.contains("makeChangeFeed") && !serve.contains("fromEnvironment(logger"), "serve builds nothing itself")
