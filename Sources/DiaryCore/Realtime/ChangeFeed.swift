@@ -59,11 +59,9 @@ package final class ChangeFeed: Sendable {
         var everythingDue = true
         /// Changes handed to sockets by `fanOut`, since the feed began.
         var fannedOutChanges = 0
+        /// Reads that sockets since closed ran for themselves.
+        var endedSocketsReads = 0
     }
-
-    /// Reads of the change log that sockets ran for themselves, since the feed began: a tally
-    /// each subscription adds to, so that nothing below the feed calls into it.
-    let ownReads = NIOLockedValueBox(0)
 
     package init(pool: PostgresPool, listenConfiguration: PostgresConfiguration, options: Options = Options(), logger: Logger) {
         self.pool = pool
@@ -78,7 +76,10 @@ package final class ChangeFeed: Sendable {
     package var fannedOutChanges: Int { state.withLockedValue { $0.fannedOutChanges } }
 
     /// Reads of the change log that sockets ran for themselves (`ChangeSubscription.countOwnRead`).
-    package var socketReads: Int { ownReads.withLockedValue { $0 } }
+    package var socketReads: Int {
+        let (ended, open) = state.withLockedValue { ($0.endedSocketsReads, Array($0.subscriptions.values)) }
+        return ended + open.reduce(0) { $0 + $1.ownReads }
+    }
 
     /// A new socket's subscription, or nil if the user already holds the most allowed.
     /// `reader` reads the change log as a given identity, on the requests' pool: a socket's
@@ -95,7 +96,7 @@ package final class ChangeFeed: Sendable {
             state.nextID += 1
             let subscription = ChangeSubscription(
                 id: state.nextID, identity: identity, reader: reader, startsFromFeed: startsFromFeed,
-                maxPendingDeliveries: options.maxPendingDeliveries, ownReads: ownReads)
+                maxPendingDeliveries: options.maxPendingDeliveries)
             state.subscriptions[subscription.id] = subscription
             state.byUser[identity.userID, default: []].insert(subscription.id)
             return subscription
@@ -108,8 +109,10 @@ package final class ChangeFeed: Sendable {
     /// subscriptions begin and end here alone. Idempotent.
     package func unsubscribe(_ subscription: ChangeSubscription) {
         subscription.cancel()
+        let reads = subscription.ownReads
         state.withLockedValue { state in
-            state.subscriptions[subscription.id] = nil
+            guard state.subscriptions.removeValue(forKey: subscription.id) != nil else { return }
+            state.endedSocketsReads += reads
             state.byUser[subscription.userID]?.remove(subscription.id)
             if state.byUser[subscription.userID]?.isEmpty == true { state.byUser[subscription.userID] = nil }
         }
@@ -197,8 +200,6 @@ package final class ChangeSubscription: Sendable {
     package let userID: UUID
     let reader: Reader?
     private let maxPendingDeliveries: Int
-    /// The feed's tally of reads sockets ran themselves (`ChangeFeed.socketReads`).
-    private let ownReads: NIOLockedValueBox<Int>
     private let current: NIOLockedValueBox<State>
 
     private struct State {
@@ -209,6 +210,8 @@ package final class ChangeSubscription: Sendable {
         var arrived = Arrival()
         var onEnd: [@Sendable () -> Void] = []
         var onArrival: (@Sendable () -> Void)?
+        /// Reads of the change log its socket ran for itself (`ChangeFeed.socketReads`).
+        var ownReads = 0
     }
 
     /// What the socket has to write since it last looked: where it begins, once, if it starts
@@ -236,12 +239,11 @@ package final class ChangeSubscription: Sendable {
         current.withLockedValue { $0.onArrival }?()
     }
 
-    init(id: Int, identity: TokenService.Identity, reader: Reader?, startsFromFeed: Bool, maxPendingDeliveries: Int, ownReads: NIOLockedValueBox<Int>) {
+    init(id: Int, identity: TokenService.Identity, reader: Reader?, startsFromFeed: Bool, maxPendingDeliveries: Int) {
         self.id = id
         self.userID = identity.userID
         self.reader = reader
         self.maxPendingDeliveries = maxPendingDeliveries
-        self.ownReads = ownReads
         self.current = NIOLockedValueBox(State(identity: identity, started: !startsFromFeed))
     }
 
@@ -319,8 +321,10 @@ package final class ChangeSubscription: Sendable {
     /// The socket reads the change log itself: counted, since the feed's deliveries are to
     /// spare it that.
     package func countOwnRead() {
-        ownReads.withLockedValue { $0 += 1 }
+        current.withLockedValue { $0.ownReads += 1 }
     }
+
+    var ownReads: Int { current.withLockedValue { $0.ownReads } }
 
     /// Drops the observers (a socket's hold the socket, which holds this): `ChangeFeed.unsubscribe`.
     func cancel() {
