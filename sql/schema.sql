@@ -2353,18 +2353,6 @@ CREATE POLICY sessions_select ON public.sessions FOR SELECT USING ((user_id = ( 
 CREATE POLICY sessions_update ON public.sessions FOR UPDATE USING ((user_id = ( SELECT public.app_user_id() AS app_user_id))) WITH CHECK ((user_id = ( SELECT public.app_user_id() AS app_user_id)));
 
 --
--- Name: sessions sessions_deletion_announced; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER sessions_deletion_announced AFTER DELETE ON public.sessions FOR EACH ROW WHEN ((old.revoked_at IS NULL)) EXECUTE FUNCTION public.announce_session_end();
-
---
--- Name: sessions sessions_end_announced; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER sessions_end_announced AFTER UPDATE OF revoked_at ON public.sessions FOR EACH ROW WHEN (((old.revoked_at IS NULL) AND (new.revoked_at IS NOT NULL))) EXECUTE FUNCTION public.announce_session_end();
-
---
 -- Name: TABLE sessions; Type: ACL; Schema: public; Owner: -
 --
 
@@ -2689,30 +2677,17 @@ COMMENT ON FUNCTION public.announce_pending() IS 'Run by the server after its CO
 GRANT ALL ON FUNCTION public.announce_pending() TO diary_app;
 
 --
--- Name: announce_session_end(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: announce_session_end(uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.announce_session_end() RETURNS trigger
+CREATE FUNCTION public.announce_session_end(session uuid) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public'
     AS $$
 begin
-    perform announce_latest('sessions_ended', old.id::text, 'ended');
-    return null;
+    perform announce_latest('sessions_ended', session::text, 'ended');
 end
 $$;
-
---
--- Name: FUNCTION announce_session_end(); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.announce_session_end() IS 'Announces on sessions_ended, once the transaction commits, each session that a sign-out, an account''s deletion, Apple''s revoked consent or a reused refresh token ended: the realtime feed closes its sockets at once (ChangeFeed).';
-
---
--- Name: FUNCTION announce_session_end(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.announce_session_end() FROM PUBLIC;
 
 --
 -- Name: app_diary_ids(); Type: FUNCTION; Schema: public; Owner: -
@@ -2832,6 +2807,7 @@ begin
     if account is null then
         result := 'unknown_user';
     elsif event_type = 'consent-revoked' then
+        perform announce_session_end(s.id) from sessions s where s.user_id = account and s.revoked_at is null;
         update sessions s set revoked_at = now() where s.user_id = account and s.revoked_at is null;
         delete from apple_tokens t where t.user_id = account;
         result := 'sessions_revoked';
@@ -3842,6 +3818,8 @@ begin
     perform set_app_setting('app.writer', 'forget_user');
     delete from photo_uploads u where u.uploader_id = account;
     delete from profile_photos f where f.user_id = account;
+    -- Its sockets close at once: the sessions go with the account.
+    perform announce_session_end(s.id) from sessions s where s.user_id = account and s.revoked_at is null;
     delete from users u where u.id = account;
     perform set_app_setting('app.writer', '');
 end
@@ -5177,6 +5155,7 @@ begin
         return;
     end if;
     update sessions s set revoked_at = now() where s.id = owning_session.id;
+    perform announce_session_end(owning_session.id);
     return query select 'reuse_detected'::text, owning_session.id, owning_session.user_id, null::timestamptz;
 end
 $$;
@@ -5633,6 +5612,19 @@ COMMENT ON FUNCTION public.announce(channel text, payload text) IS 'Like announc
 --
 
 COMMENT ON FUNCTION public.announce_latest(channel text, subject text, detail text) IS 'Announces ''subject detail'' on channel once the transaction commits (announce_pending), replacing what was announced of the same subject before; past some hundred subjects, the channel alone, which its listeners take as everything.';
+
+--
+-- Name: FUNCTION announce_session_end(session uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.announce_session_end(session uuid) IS 'Announces on sessions_ended, once the transaction commits, a session that a sign-out, an account''s deletion, Apple''s revoked consent or a reused refresh token ended: the realtime feed closes its sockets at once (ChangeFeed). Called by what ends the session, since a trigger here would be one with effects beyond its row, which Citus cannot run (CitusSchemaTests).';
+
+--
+-- Name: FUNCTION announce_session_end(session uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.announce_session_end(session uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.announce_session_end(session uuid) TO diary_app;
 
 --
 -- Name: FUNCTION apply_apple_notification(notification_id text, event_type text, subject text, new_email text); Type: COMMENT; Schema: public; Owner: -

@@ -113,6 +113,8 @@ begin
     perform set_app_setting('app.writer', 'forget_user');
     delete from photo_uploads u where u.uploader_id = account;
     delete from profile_photos f where f.user_id = account;
+    -- Its sockets close at once: the sessions go with the account.
+    perform announce_session_end(s.id) from sessions s where s.user_id = account and s.revoked_at is null;
     delete from users u where u.id = account;
     perform set_app_setting('app.writer', '');
 end
@@ -221,6 +223,7 @@ begin
         return;
     end if;
     update sessions s set revoked_at = now() where s.id = owning_session.id;
+    perform announce_session_end(owning_session.id);
     return query select 'reuse_detected'::text, owning_session.id, owning_session.user_id, null::timestamptz;
 end
 $$;

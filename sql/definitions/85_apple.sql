@@ -36,6 +36,7 @@ begin
     if account is null then
         result := 'unknown_user';
     elsif event_type = 'consent-revoked' then
+        perform announce_session_end(s.id) from sessions s where s.user_id = account and s.revoked_at is null;
         update sessions s set revoked_at = now() where s.user_id = account and s.revoked_at is null;
         delete from apple_tokens t where t.user_id = account;
         result := 'sessions_revoked';

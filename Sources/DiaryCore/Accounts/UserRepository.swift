@@ -56,6 +56,8 @@ package struct UserRepository: Sendable {
         // known, and the app registers its device again at every launch.
         _ = try await scope.run([
             "update sessions set revoked_at = now() where id = \(scope.identity.sessionID) and user_id = (select app_user_id())",
+            // Its sockets close at once (`ChangeFeed`), once this commits.
+            "select announce_session_end(\(scope.identity.sessionID))",
             "delete from devices where (devices.session_id = \(scope.identity.sessionID) or devices.session_id is null) and \(DevicesPolicy.delete.using)",
         ])
     }
