@@ -117,22 +117,22 @@ extension RealtimeSocket {
     /// or, without a `since` it can read, where the feed begins it, with `resync` for the one
     /// it could not read. Until the feed has said where, what arrives is behind that.
     private func begin(_ outbound: WebSocketOutboundWriter) async -> Beginning {
-        let beginning: Beginning
-        if let since, let resumed = ChangeCursor(since) {
-            beginning = .begun(resumed, .everyDiary, [])
+        let resumed = since.flatMap(ChangeCursor.init)
+        let cursor: ChangeCursor, unread: Unread, handed: [Delivery]
+        if let resumed {
+            (cursor, unread, handed) = (resumed, .everyDiary, [])
         } else {
             let arrival = subscription.takeArrival()
             guard let begun = arrival.start else { return .waiting }
-            beginning = .begun(begun, .diaries(arrival.diaries), arrival.deliveries)
+            (cursor, unread, handed) = (begun, .diaries(arrival.diaries), arrival.deliveries)
         }
-        guard case .begun(let cursor, _, _) = beginning else { return beginning }
         do {
             try await outbound.write(.text(Self.readyFrame(cursor)))
-            if since != nil, ChangeCursor(since!) == nil { try await outbound.write(.text(Self.resyncFrame(cursor))) }
+            if since != nil, resumed == nil { try await outbound.write(.text(Self.resyncFrame(cursor))) }
         } catch {
             return .failed
         }
-        return beginning
+        return .begun(cursor, unread, handed)
     }
 
     private enum OwnRead {
