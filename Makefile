@@ -17,7 +17,8 @@ run: db
 	export DIARY_DEV_AUTH="$${DIARY_DEV_AUTH:-1}"; \
 	exec "$$bin" serve
 
-# The fault tests assert latencies, so they run after the rest, one at a time.
+# The suites run by test plan (Tests/test-plans.txt, scripts/test-plan.sh): main, then the servers
+# as subprocesses, then the fault tests, which assert latencies, one at a time.
 # Some suites also run through a PgBouncer in transaction mode (scripts/pgbouncer.sh), and the
 # S3 store's against moto's S3 server (scripts/moto.sh).
 # The tests have a cluster of their own, beside make run's, with fsync off: every test creates
@@ -62,7 +63,7 @@ TEST_SHELL = $(RAISE_OPEN_FILES); \
 # checkout's schema beside this checkout's server (scripts/test-previous-release.sh).
 # Last, the cluster suite on a Citus coordinator and two workers (scripts/test-citus.sh), which
 # says when it skipped, and under CI fails instead.
-# Each suite runs under scripts/run-suite.sh: a suite still running after its minutes is stopped,
+# Each plan runs under scripts/run-suite.sh: a plan still running after its minutes is stopped,
 # naming the tests it had not finished, so a hang fails the run in minutes, not at CI's limit.
 # `sync` between the build and the suites: linking the test binary leaves gigabytes of dirty
 # pages, and while the kernel writes them back, the tests' cluster waits on the disk for its
@@ -70,8 +71,9 @@ TEST_SHELL = $(RAISE_OPEN_FILES); \
 test: test-services
 	$(TEST_SHELL); \
 	swift build --build-tests; sync; \
-	scripts/run-suite.sh 20 swift test --skip-build --skip "FaultTests|PushProcessTests"; \
-	scripts/run-suite.sh 15 swift test --skip-build --filter "FaultTests|PushProcessTests" --no-parallel; \
+	scripts/test-plan.sh main; \
+	scripts/test-plan.sh subprocesses; \
+	scripts/test-plan.sh one-at-a-time; \
 	Tests/sql/run-pgtap.sh; Tests/contract/schemathesis.sh; \
 	DIARYKIT_SERVER_BINARY="$$(swift build --show-bin-path)/diary-server" scripts/run-suite.sh 20 swift test --package-path Clients/DiaryKit; \
 	scripts/test-diarykit-repo.sh; \
@@ -86,25 +88,23 @@ test-unit:
 
 # The Swift suites under AddressSanitizer (in .build-asan) and ThreadSanitizer (in .build-tsan);
 # not in CI: each is a build of its own and a slower run (Benchmarks/results/sanitizers-*.txt).
-# Left out: the suites that assert latencies (FaultTests, ProcessFaultTests; "FaultTests"
-# matches both) and those whose servers are subprocesses running .build's unsanitized binary
-# (PushProcessTests, RealtimeProcessTests, ContainerStartTests). Backups, Maintained counters,
-# Service status and the Citus schema suite run one-shot commands of that binary too; their
-# in-process parts are sanitized. Each suppression is explained in Tests/*-suppressions.txt.
-SANITIZER_SKIP := FaultTests|PushProcessTests|RealtimeProcessTests|ContainerStartTests
+# They run test plan main (Tests/test-plans.txt): not the suites that assert latencies, nor
+# those whose servers are subprocesses running .build's unsanitized binary. Backups, Maintained
+# counters, Service status and the Citus schema suite run one-shot commands of that binary too;
+# their in-process parts are sanitized. Each suppression is explained in Tests/*-suppressions.txt.
 # detect_leaks=0: leaks are not what this run checks, and Foundation's and the runtime's caches
 # live until exit.
 test-asan: test-services
 	$(TEST_SHELL); \
 	swift build --build-tests --sanitize=address --scratch-path .build-asan; \
 	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/Tests/asan-suppressions.txt \
-	swift test --skip-build --sanitize=address --scratch-path .build-asan --skip "$(SANITIZER_SKIP)"
+	scripts/test-plan.sh main --sanitize=address --scratch-path .build-asan
 
 test-tsan: test-services
 	$(TEST_SHELL); \
 	swift build --build-tests --sanitize=thread --scratch-path .build-tsan; \
 	TSAN_OPTIONS=suppressions=$(CURDIR)/Tests/tsan-suppressions.txt \
-	swift test --skip-build --sanitize=thread --scratch-path .build-tsan --skip "$(SANITIZER_SKIP)"
+	scripts/test-plan.sh main --sanitize=thread --scratch-path .build-tsan
 
 # libFuzzer over every parser of untrusted bytes (docs/testing.md), FUZZ_SECONDS (60) each, built
 # with AddressSanitizer in .build-fuzz; findings go to Fuzz/findings/<target>/. FUZZ_TARGETS picks some.

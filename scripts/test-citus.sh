@@ -3,7 +3,7 @@
 # (scripts/citus.sh). Without the citus extension it says plainly that it skipped, and fails
 # under CI (CI=true), which must run it. Otherwise, on a database made
 # afresh on every node: `migrate --citus`, then again (it must change nothing), then the
-# tests that need the cluster (CITUS_DATABASE_URL; `swift test --filter CitusClusterTests`), some
+# tests that need the cluster (CITUS_DATABASE_URL; test plan cluster, Tests/test-plans.txt), some
 # of them also through a PgBouncer in front of the coordinator (scripts/pgbouncer.sh, instance citus).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,19 +60,20 @@ bouncer() { DIARY_PG_CLUSTER="$root/.data/postgres-citus-coordinator" DIARY_PG_P
 bouncer start
 eval "$(bouncer env)"
 
-CITUS_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$database?host=$PGHOST" scripts/run-suite.sh 20 swift test --filter CitusClusterTests
+swift build --build-tests
+CITUS_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$database?host=$PGHOST" scripts/test-plan.sh cluster
 
 # Every route of openapi.yaml against a server on the coordinator, as make test runs it on one
 # PostgreSQL (Tests/contract/schemathesis.sh): no 5xx, nothing shared between the two users.
 SCHEMATHESIS_CITUS=1 Tests/contract/schemathesis.sh
 
 # Last, since it stops a worker under a running server: CitusOutageTests.
-CITUS_OUTAGE_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$database?host=$PGHOST" scripts/run-suite.sh 15 swift test --skip-build --filter CitusOutageTests
+CITUS_OUTAGE_DATABASE_URL="postgres://diary_owner@localhost:$PGPORT/$database?host=$PGHOST" scripts/test-plan.sh cluster-outage
 
 # Then a third worker joins the running cluster and `diary-server rebalance` spreads the shards
 # while two servers take posts and reads: CitusRebalanceTests, after everything else, since the
 # layout stays changed.
-CITUS_REBALANCE_DATABASE_URL="postgres://postgres@localhost:$PGPORT/$database?host=$PGHOST" scripts/run-suite.sh 15 swift test --skip-build --filter CitusRebalanceTests
+CITUS_REBALANCE_DATABASE_URL="postgres://postgres@localhost:$PGPORT/$database?host=$PGHOST" scripts/test-plan.sh cluster-rebalance
 
 # Last, a whole cluster restored to one moment: scripts/pitr.sh's three nodes of their own, each
 # archiving its WAL with pgBackRest; CitusRestoreTests takes their base backups, a restore point
@@ -82,6 +83,6 @@ scripts/pitr.sh start diary_pitr_test
     eval "$(scripts/pitr.sh env)"
     pitr_url="postgres://diary_owner@localhost:$PGPORT/diary_pitr_test?host=$PGHOST"
     "$bin" migrate --citus --database-url "$pitr_url" >/dev/null
-    CITUS_PITR_DATABASE_URL="$pitr_url" scripts/run-suite.sh 15 swift test --skip-build --filter CitusRestoreTests
+    CITUS_PITR_DATABASE_URL="$pitr_url" scripts/test-plan.sh cluster-restore
 )
 scripts/pitr.sh stop

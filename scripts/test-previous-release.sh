@@ -26,7 +26,7 @@ fi
 sync
 output=$(mktemp); trap 'rm -f "$output"' EXIT
 PREVIOUS_RELEASE_BIN="$binary" PREVIOUS_RELEASE_SOURCE="$source_dir" \
-    scripts/run-suite.sh 15 swift test --skip-build --filter PreviousReleaseTests 2>&1 | tee "$output"
+    scripts/test-plan.sh previous-release 2>&1 | tee "$output"
 # A suite that did not run must not pass for one that did.
 grep -q "Test run with 1 test in 1 suite passed" "$output" \
     || { echo "test-previous-release: PreviousReleaseTests did not run and pass" >&2; exit 1; }

@@ -7,14 +7,14 @@ import TestSupport
 @testable import DiaryHTTP
 @testable import DiaryServer
 
-/// The schema on a real Citus cluster, run by `make test-citus` (CITUS_DATABASE_URL, the
-/// coordinator's database after `migrate --citus`); `make test` has no cluster and skips it.
+/// The schema on a real Citus cluster: test plan cluster, which `scripts/test-citus.sh` runs
+/// (CITUS_DATABASE_URL, the coordinator's database after `migrate --citus`).
 /// One test at a time: they share the cluster's database, and a worker one test runs would
 /// claim the rows another queues for itself.
-@Suite("On a Citus cluster", .serialized, .enabled(if: ProcessInfo.processInfo.environment["CITUS_DATABASE_URL"] != nil))
+@Suite("On a Citus cluster", .serialized)
 struct CitusClusterTests {
     static func coordinator() throws -> PostgresConfiguration {
-        try PostgresConfiguration(url: ProcessInfo.processInfo.environment["CITUS_DATABASE_URL"] ?? "")
+        try PostgresConfiguration(url: try TestPlan.setting("CITUS_DATABASE_URL", plan: "cluster"))
     }
 
     @Test("every table is laid out as planned: by diary and co-located with diaries, a reference table, or the coordinator's")
@@ -387,7 +387,7 @@ struct CitusClusterTests {
 
     @Test("rebalance: refused as the owner, saying it needs a superuser; as one, every node's Citus subscription role that is a member of a BYPASSRLS owner gets BYPASSRLS, and no other role: not one named otherwise, one of no such owner, or one still SUPERUSER")
     func rebalanceLetsOnlySubscriptionRolesApply() async throws {
-        let refused = try await ServerProcess.runCommand(["rebalance", "--database-url", ProcessInfo.processInfo.environment["CITUS_DATABASE_URL"] ?? ""])
+        let refused = try await ServerProcess.runCommand(["rebalance", "--database-url", try TestPlan.setting("CITUS_DATABASE_URL", plan: "cluster")])
         #expect(refused.status != 0 && refused.output.contains("superuser"), "\(refused.output)")
 
         let tag = String(UUID().uuidString.prefix(8)).lowercased()

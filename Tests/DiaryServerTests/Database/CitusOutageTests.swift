@@ -12,7 +12,7 @@ import TestSupport
 /// would otherwise disturb: a diary on the other worker goes on as usual, a diary on the
 /// stopped one and every write that must reach every node answer 503 with Retry-After, and
 /// nothing acknowledged is lost.
-@Suite("A Citus worker's outage", .serialized, .timeLimit(.minutes(5)), .enabled(if: ProcessInfo.processInfo.environment["CITUS_OUTAGE_DATABASE_URL"] != nil))
+@Suite("A Citus worker's outage", .serialized, .timeLimit(.minutes(5)))
 struct CitusOutageTests {
     static let stoppedWorker = "worker2"
     /// Above the 4 s in which the coordinator gives up a worker's connection
@@ -20,7 +20,7 @@ struct CitusOutageTests {
     static let statementTimeout = Duration.seconds(8)
 
     static func owner() throws -> PostgresConfiguration {
-        try PostgresConfiguration(url: ProcessInfo.processInfo.environment["CITUS_OUTAGE_DATABASE_URL"] ?? "").as(TestDatabase.ownerRole)
+        try PostgresConfiguration(url: try TestPlan.setting("CITUS_OUTAGE_DATABASE_URL", plan: "cluster-outage")).as(TestDatabase.ownerRole)
     }
 
     static func citus(_ command: String, _ node: String = stoppedWorker) async throws {

@@ -9,15 +9,15 @@ import TestSupport
 /// A third worker joins the running cluster, and `diary-server rebalance` spreads the shards
 /// while two servers take posts and reads, run by scripts/test-citus.sh last
 /// (CITUS_REBALANCE_DATABASE_URL), since it changes the cluster's layout for good.
-@Suite("A worker joins a loaded cluster", .serialized, .enabled(if: ProcessInfo.processInfo.environment["CITUS_REBALANCE_DATABASE_URL"] != nil))
+@Suite("A worker joins a loaded cluster", .serialized)
 struct CitusRebalanceTests {
     static let newWorker = "worker3"
     static let pairs = 8
 
-    static var superuserURL: String { ProcessInfo.processInfo.environment["CITUS_REBALANCE_DATABASE_URL"] ?? "" }
+    static var superuserURL: String { get throws { try TestPlan.setting("CITUS_REBALANCE_DATABASE_URL", plan: "cluster-rebalance") } }
 
     static func owner() throws -> PostgresConfiguration {
-        try PostgresConfiguration(url: superuserURL).as(TestDatabase.ownerRole)
+        try PostgresConfiguration(url: try superuserURL).as(TestDatabase.ownerRole)
     }
 
     @Test("a third worker added and the shards rebalanced while two servers take posts and reads: the rebalance finishes, no 5xx, nothing acknowledged lost, counters exact, shards on three workers, row security forced and every policy on each moved shard, strangers still see nothing")
@@ -44,7 +44,7 @@ struct CitusRebalanceTests {
             let added = try await Spawn.run(ScratchCluster.packageRoot.appendingPathComponent("scripts/citus.sh").path, ["add-worker", newWorker, try owner().database ?? ""])
             try #require(added.status == 0, "scripts/citus.sh add-worker: \(added.output)")
             let began = ContinuousClock.now
-            let result = try await ServerProcess.runCommand(["rebalance", "--database-url", superuserURL])
+            let result = try await ServerProcess.runCommand(["rebalance", "--database-url", try Self.superuserURL])
             try #require(result.status == 0, "rebalance: \(result.output)")
             return (began: began, ended: ContinuousClock.now, output: result.output)
         }

@@ -9,9 +9,9 @@ import TestSupport
 /// WAL with pgBackRest, a restore point taken on all of them at once (`restore-point`), and
 /// every node restored to it. Run by scripts/test-citus.sh (CITUS_PITR_DATABASE_URL, the
 /// coordinator's database as the owner).
-@Suite("A cluster restored to one moment", .serialized, .enabled(if: ProcessInfo.processInfo.environment["CITUS_PITR_DATABASE_URL"] != nil))
+@Suite("A cluster restored to one moment", .serialized)
 struct CitusRestoreTests {
-    static var ownerURL: String { ProcessInfo.processInfo.environment["CITUS_PITR_DATABASE_URL"] ?? "" }
+    static var ownerURL: String { get throws { try TestPlan.setting("CITUS_PITR_DATABASE_URL", plan: "cluster-restore") } }
 
     static func pitr(_ arguments: [String]) async throws -> String {
         let result = try await Spawn.run(ScratchCluster.packageRoot.appendingPathComponent("scripts/pitr.sh").path, arguments)
@@ -21,7 +21,7 @@ struct CitusRestoreTests {
 
     @Test("every node restored to a named restore point: entries acknowledged before it are there with their counters and change log, and the photo of one deleted after it is served; what was acknowledged after it is not; check-counters finds nothing")
     func restoredToOneMoment() async throws {
-        let owner = try PostgresConfiguration(url: Self.ownerURL).as(TestDatabase.ownerRole)
+        let owner = try PostgresConfiguration(url: try Self.ownerURL).as(TestDatabase.ownerRole)
         // Deleted photos' files stay an hour, the test's restore window.
         try await APIHarness.run(on: owner, deletedPhotosKept: .seconds(3600), citus: true) { api in
             _ = try await Self.pitr(["backup"])
@@ -35,7 +35,7 @@ struct CitusRestoreTests {
                                               body: CreateEntryRequest(content: "写真", photoIds: [photo.id])).decode(Entry.self)
 
             // As a superuser, which citus_create_restore_point requires.
-            let superuser = Self.ownerURL.replacingOccurrences(of: "diary_owner@", with: "postgres@")
+            let superuser = try Self.ownerURL.replacingOccurrences(of: "diary_owner@", with: "postgres@")
             let name = "pitr-\(tag)"
             let taken = try await ServerProcess.runCommand(["restore-point", "--name", name, "--database-url", superuser])
             try #require(taken.status == 0, "\(taken.output)")

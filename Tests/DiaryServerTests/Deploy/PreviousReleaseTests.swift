@@ -9,8 +9,8 @@ import TestSupport
 /// serving (`releases/previous`) must keep working against this checkout's schema.
 /// `scripts/test-previous-release.sh` builds that release and runs this suite with
 /// PREVIOUS_RELEASE_BIN (its binary) and PREVIOUS_RELEASE_SOURCE (its source, for its
-/// migrations); without them the suite does not run, and the script fails instead.
-@Suite("The previous release against today's schema", .enabled(if: PreviousRelease.current != nil), .timeLimit(.minutes(5)))
+/// migrations), as test plan previous-release (Tests/test-plans.txt); without them it fails.
+@Suite("The previous release against today's schema", .timeLimit(.minutes(5)))
 struct PreviousReleaseTests {
     /// A diary as the previous release answers it: read by what every release carries, not by
     /// today's `Diary`, whose fields a release that predates them does not send (`inviteUrl`).
@@ -21,7 +21,7 @@ struct PreviousReleaseTests {
 
     @Test("the release still serving serves, beside today's server, on the schema migrated under it: the README's curl flow, a post seen on a socket of each, delta sync from a cursor taken before the migration")
     func servesAgainstTodaysSchema() async throws {
-        let previous = try #require(PreviousRelease.current)
+        let previous = try PreviousRelease.current()
         try await TestDatabase.with { database in
             // As in production: the owner owns the database, and so its public schema.
             try await TestDatabase.withAdminPool { try await $0.query(PostgresQuery(unsafeSQL: "alter database \(database.database!) owner to \(TestDatabase.ownerRole)")) }
@@ -84,23 +84,12 @@ struct PreviousReleaseTests {
         }
     }
 
-    /// The README's "core flow with curl" block as written, against `port`: curl fails on an
-    /// error status, and so does the block.
+    /// The README's tour as written, against `port`: curl fails on an error status, and so
+    /// does the block.
     static func readmeCurlFlow(against port: Int) async throws -> (status: Int32, output: String) {
-        let readme = try String(contentsOf: ScratchCluster.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        guard let section = readme.range(of: "## The core flow with curl"),
-              let start = readme.range(of: "```sh\n", range: section.upperBound..<readme.endIndex),
-              let end = readme.range(of: "\n```", range: start.upperBound..<readme.endIndex) else {
-            throw HarnessError("README.md has no core flow with curl")
-        }
-        let block = readme[start.upperBound..<end.lowerBound]
-        guard block.contains("api=http://127.0.0.1:8080\n") else { throw HarnessError("the README's curl flow no longer sets api= to make run's address") }
-        let script = """
-            set -eo pipefail
-            curl() { command curl --show-error --fail-with-body --max-time 10 "$@"; }
-            \(block.replacingOccurrences(of: "api=http://127.0.0.1:8080\n", with: "api=http://127.0.0.1:\(port)\n"))
-            """
-        return try await Spawn.run("/bin/bash", ["-c", script])
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("diary-tour-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        return try await DocumentedCommand.run([try DocumentedCommand.tour().text], api: "http://127.0.0.1:\(port)", in: scratch)
     }
 }
 
@@ -109,9 +98,9 @@ struct PreviousRelease {
     var binary: URL
     var migrations: String
 
-    static var current: PreviousRelease? {
-        let environment = ProcessInfo.processInfo.environment
-        guard let binary = environment["PREVIOUS_RELEASE_BIN"], let source = environment["PREVIOUS_RELEASE_SOURCE"] else { return nil }
+    static func current() throws -> PreviousRelease {
+        let binary = try TestPlan.setting("PREVIOUS_RELEASE_BIN", plan: "previous-release")
+        let source = try TestPlan.setting("PREVIOUS_RELEASE_SOURCE", plan: "previous-release")
         return PreviousRelease(binary: URL(fileURLWithPath: binary), migrations: source + "/sql/migrations")
     }
 }

@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+
+/// Suites are chosen by test plan (Tests/test-plans.txt, scripts/test-plan.sh), not by skip
+/// patterns or by the environment they find.
+@Suite("Test plans")
+struct TestPlanTests {
+    static let root = DocumentationTests.root
+
+    static func plans() throws -> [(plan: String, suites: [String])] {
+        try String(contentsOf: root.appendingPathComponent("Tests/test-plans.txt"), encoding: .utf8)
+            .split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }
+            .map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
+            .map { ($0[0], Array($0.dropFirst(3))) }
+    }
+
+    static func testSources() throws -> [(path: String, text: String)] {
+        let tests = root.appendingPathComponent("Tests")
+        let files = FileManager.default.enumerator(atPath: tests.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") } ?? []
+        return try files.sorted().map { ("Tests/\($0)", try String(contentsOf: tests.appendingPathComponent($0), encoding: .utf8)) }
+    }
+
+    @Test("every suite a plan names is a suite, in one plan only, and main names none")
+    func plansNameSuites() throws {
+        let plans = try Self.plans()
+        let named = plans.flatMap(\.suites)
+        #expect(Set(plans.map(\.plan)).isSuperset(of: ["main", "subprocesses", "one-at-a-time", "cluster", "previous-release"]))
+        #expect(plans.first { $0.plan == "main" }?.suites == [])
+        #expect(Set(named).count == named.count, "a suite in two plans: \(named)")
+        let sources = try Self.testSources().map(\.text).joined(separator: "\n")
+        for suite in named {
+            #expect(sources.contains(try Regex(#"@Suite\([^\n]*\)\s*\n(?:@[^\n]*\n)*struct \#(suite)\b"#)), "\(suite) is no suite")
+        }
+    }
+
+    @Test("no suite is chosen by the environment it finds: a plan's settings are required, not tested for")
+    func noSuiteChosenByEnvironment() throws {
+        let gated = try Self.testSources().filter { $0.text.contains(/\.enabled\(if: ProcessInfo\.processInfo\.environment/) }.map(\.path)
+        #expect(gated.isEmpty, "\(gated)")
+    }
+
+    @Test("the Makefile and scripts skip no suite by pattern: scripts/test-plan.sh does, from the plans")
+    func noSkipPatterns() throws {
+        let scripts = try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("scripts").path)
+            .filter { $0.hasSuffix(".sh") && $0 != "test-plan.sh" }.map { "scripts/\($0)" }
+        var skipping: [String] = []
+        for path in ["Makefile", ".ci/run"] + scripts {
+            let text = try String(contentsOf: Self.root.appendingPathComponent(path), encoding: .utf8)
+            if text.contains(/swift test[^\n]*--skip[ =]/) { skipping.append(path) }
+        }
+        #expect(skipping.isEmpty, "\(skipping)")
+    }
+}
