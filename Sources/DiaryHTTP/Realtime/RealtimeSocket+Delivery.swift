@@ -1,18 +1,16 @@
 import DiaryCore
 import DiaryModels
 import Foundation
-import HummingbirdWebSocket
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOWebSocket
 import PostgresClient
 
 /// A socket's deliveries: `ready`, an optional `resync`, the changes after `since` in every
 /// diary, then, each time the feed tells it something arrived, the changes it was handed
 /// (`Delivery`), and those of the diaries it names, which it reads itself: one statement a
 /// diary. Each delivery is a task that writes what arrived and ends; the socket's position
-/// waits in `Shared` for the next.
+/// waits in `State` for the next.
 extension RealtimeSocket {
     /// How a delivery ended: with nothing left to write, or with the socket to close (nil: quietly).
     enum DeliveryEnd {
@@ -21,30 +19,30 @@ extension RealtimeSocket {
     }
 
     /// Starts a delivery, unless one runs: that one goes on with what arrived.
-    func startDelivery(_ outbound: WebSocketOutboundWriter, logger: Logger) {
-        shared.withLockedValue { shared in
-            guard !shared.ended, !shared.closing else { return }
-            guard shared.delivery == nil else {
-                shared.deliverAgain = true
+    func startDelivery(_ outbound: any RealtimeOutbound, logger: Logger) {
+        state.withLockedValue { state in
+            guard !state.ended, !state.closing else { return }
+            guard state.delivery == nil else {
+                state.deliverAgain = true
                 return
             }
-            shared.delivery = Task { await self.deliverUntilIdle(outbound, logger: logger) }
+            state.delivery = Task { await self.deliverUntilIdle(outbound, logger: logger) }
         }
     }
 
-    private func deliverUntilIdle(_ outbound: WebSocketOutboundWriter, logger: Logger) async {
+    private func deliverUntilIdle(_ outbound: any RealtimeOutbound, logger: Logger) async {
         while true {
-            let (cursor, unread) = shared.withLockedValue { ($0.cursor, $0.unread) }
+            let (cursor, unread) = state.withLockedValue { ($0.cursor, $0.unread) }
             let (position, left, end) = await deliverWhatArrived(from: cursor, unread: unread, outbound, logger: logger)
-            let again = shared.withLockedValue { shared in
-                shared.cursor = position
-                shared.unread = left
-                guard case .idle = end, shared.deliverAgain, !shared.ended, !Task.isCancelled else {
-                    shared.delivery = nil
-                    shared.deliverAgain = false
+            let again = state.withLockedValue { state in
+                state.cursor = position
+                state.unread = left
+                guard case .idle = end, state.deliverAgain, !state.ended, !Task.isCancelled else {
+                    state.delivery = nil
+                    state.deliverAgain = false
                     return false
                 }
-                shared.deliverAgain = false
+                state.deliverAgain = false
                 return true
             }
             if case .close(let closing) = end { close(closing, outbound: outbound, logger: logger, writing: true) }
@@ -53,7 +51,7 @@ extension RealtimeSocket {
     }
 
     /// Whether the socket is closing already: a failure then is the close's, not news.
-    private var isClosing: Bool { shared.withLockedValue { $0.closing || $0.ended } }
+    private var isClosing: Bool { state.withLockedValue { $0.closing || $0.ended } }
 
     private func repository() -> ChangeLogRepository {
         subscription.countOwnRead()
@@ -64,7 +62,7 @@ extension RealtimeSocket {
     /// nothing more has: the diaries it must read itself (`readOwn`), then the changes it was
     /// handed (`writeHanded`), then whatever arrived meanwhile. Returns where it stands.
     private func deliverWhatArrived(
-        from start: ChangeCursor?, unread unreadAtStart: Unread, _ outbound: WebSocketOutboundWriter, logger: Logger
+        from start: ChangeCursor?, unread unreadAtStart: Unread, _ outbound: any RealtimeOutbound, logger: Logger
     ) async -> (ChangeCursor?, Unread, DeliveryEnd) {
         var unread = unreadAtStart
         var handed: [Delivery] = []
@@ -116,7 +114,7 @@ extension RealtimeSocket {
     /// The socket's first delivery: `ready` at `since`, then every diary's changes after it;
     /// or, without a `since` it can read, where the feed begins it, with `resync` for the one
     /// it could not read. Until the feed has said where, what arrives is behind that.
-    private func begin(_ outbound: WebSocketOutboundWriter) async -> Beginning {
+    private func begin(_ outbound: any RealtimeOutbound) async -> Beginning {
         let resumed = since.flatMap(ChangeCursor.init)
         let cursor: ChangeCursor, unread: Unread, handed: [Delivery]
         if let resumed {
@@ -127,8 +125,8 @@ extension RealtimeSocket {
             (cursor, unread, handed) = (begun, .diaries(arrival.diaries), arrival.deliveries)
         }
         do {
-            try await outbound.write(.text(Self.readyFrame(cursor)))
-            if since != nil, resumed == nil { try await outbound.write(.text(Self.resyncFrame(cursor))) }
+            try await outbound.writeText(ByteBuffer(string: Self.readyFrame(cursor)))
+            if since != nil, resumed == nil { try await outbound.writeText(ByteBuffer(string: Self.resyncFrame(cursor))) }
         } catch {
             return .failed
         }
@@ -146,7 +144,7 @@ extension RealtimeSocket {
 
     /// One page of what the socket reads itself, as its caller, written while it is fresh
     /// (`mayWrite`); `cursor` moves past what was written.
-    private func readOwn(_ unread: Unread, cursor: inout ChangeCursor, _ outbound: WebSocketOutboundWriter, logger: Logger) async -> OwnRead {
+    private func readOwn(_ unread: Unread, cursor: inout ChangeCursor, _ outbound: any RealtimeOutbound, logger: Logger) async -> OwnRead {
         do {
             let outcome = switch unread {
             case .diaries(let diaries): try await repository().changes(after: cursor, inDiaries: diaries, limit: options.pageSize)
@@ -155,7 +153,7 @@ extension RealtimeSocket {
             switch outcome {
             case .resyncRequired:
                 cursor = try await repository().position()
-                try await outbound.write(.text(Self.resyncFrame(cursor)))
+                try await outbound.writeText(ByteBuffer(string: Self.resyncFrame(cursor)))
                 return .readAll
             case .page(let page):
                 let readAt = ContinuousClock.now
@@ -163,7 +161,7 @@ extension RealtimeSocket {
                 defer { AppMetrics.recordRealtimeEvents(written) }
                 for event in page.events {
                     guard mayWrite(readAt: readAt) else { break }
-                    try await outbound.writeTextMessage(String(decoding: try StreamingJSONEncoder().encode(event), as: UTF8.self))
+                    try await outbound.writeText(ByteBuffer(bytes: try StreamingJSONEncoder().encode(event)))
                     written += 1
                 }
                 guard written == page.events.count else {
@@ -189,7 +187,7 @@ extension RealtimeSocket {
 
     /// Writes the changes handed to the socket; returns the diaries it must read itself instead
     /// (`write`), or nil when a write failed and the socket closes.
-    private func writeHanded(_ handed: [Delivery], cursor: inout ChangeCursor, _ outbound: WebSocketOutboundWriter, logger: Logger) async -> Set<UUID>? {
+    private func writeHanded(_ handed: [Delivery], cursor: inout ChangeCursor, _ outbound: any RealtimeOutbound, logger: Logger) async -> Set<UUID>? {
         var behind = Set<UUID>()
         do {
             for delivery in handed where !(try await write(delivery, after: &cursor, to: outbound)) {
@@ -212,7 +210,7 @@ extension RealtimeSocket {
     /// with the socket's cursor as its id; false, once it writes no more, when the socket has
     /// not reached where the delivery begins (or never read the diary), or `mayWrite` says no,
     /// and the socket must read the rest itself (or close).
-    private func write(_ delivery: Delivery, after cursor: inout ChangeCursor, to outbound: WebSocketOutboundWriter) async throws -> Bool {
+    private func write(_ delivery: Delivery, after cursor: inout ChangeCursor, to outbound: any RealtimeOutbound) async throws -> Bool {
         guard let position = cursor[delivery.diary], position >= delivery.after else { return false }
         var written = 0
         for change in delivery.changes where change.position > position {
@@ -224,7 +222,7 @@ extension RealtimeSocket {
             }
             cursor[delivery.diary] = change.position
             let frame = try change.frame(for: subscription.userID) { try StreamingJSONEncoder().encode($0) }
-            try await writeText(Self.withID(cursor.encoded, frame, orEncoding: change.event(for: subscription.userID)), to: outbound)
+            try await outbound.writeText(Self.withID(cursor.encoded, frame, orEncoding: change.event(for: subscription.userID)))
             written += 1
         }
         cursor[delivery.diary] = max(cursor[delivery.diary] ?? position, delivery.through)
@@ -248,17 +246,5 @@ extension RealtimeSocket {
         buffer.writeString(id)
         buffer.writeBytes(frame[(emptyID.count - 1)...])
         return buffer
-    }
-
-    /// A text message in frames of at most `Options.maxMessageBytes`, as `writeTextMessage`
-    /// writes a string.
-    func writeText(_ message: ByteBuffer, to outbound: WebSocketOutboundWriter) async throws {
-        var rest = message
-        var opcode = WebSocketOpcode.text
-        repeat {
-            let part = rest.readSlice(length: min(rest.readableBytes, Options.maxMessageBytes))!
-            try await outbound.write(.custom(WebSocketFrame(fin: rest.readableBytes == 0, opcode: opcode, data: part)))
-            opcode = .continuation
-        } while rest.readableBytes > 0
     }
 }

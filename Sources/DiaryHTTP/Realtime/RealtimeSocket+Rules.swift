@@ -1,7 +1,7 @@
 import DiaryCore
 import Foundation
-import HummingbirdWebSocket
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOWebSocket
 
@@ -27,14 +27,14 @@ extension RealtimeSocket {
     }
 
     /// On the channel's event loop.
-    func checkRules(outbound: WebSocketOutboundWriter, logger: Logger) {
-        var state = rules.value
-        guard !state.stopped else { return }
-        state.timer?.cancel()
-        state.timer = nil
-        let closing = verdict(&state) { self.checkRules(outbound: outbound, logger: logger) }
-        state.stopped = closing != nil
-        rules.value = state
+    func checkRules(outbound: any RealtimeOutbound, logger: Logger) {
+        var rules = state.withLockedValue { $0.rules }
+        guard !rules.stopped else { return }
+        rules.timer?.cancel()
+        rules.timer = nil
+        let closing = verdict(&rules) { self.checkRules(outbound: outbound, logger: logger) }
+        rules.stopped = closing != nil
+        state.withLockedValue { [rules] in $0.rules = rules }
         if let closing { close(closing, outbound: outbound, logger: logger, writing: true) }
     }
 
@@ -67,13 +67,16 @@ extension RealtimeSocket {
 
     /// On the channel's event loop: the client sent something.
     func heard() {
-        rules.value.heard = .now
+        state.withLockedValue { $0.rules.heard = .now }
     }
 
     /// On the channel's event loop, once the socket has ended.
     func stopRules() {
-        rules.value.stopped = true
-        rules.value.timer?.cancel()
-        rules.value.timer = nil
+        let timer = state.withLockedValue { state in
+            state.rules.stopped = true
+            defer { state.rules.timer = nil }
+            return state.rules.timer
+        }
+        timer?.cancel()
     }
 }

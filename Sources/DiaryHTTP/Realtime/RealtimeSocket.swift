@@ -1,7 +1,6 @@
 import DiaryCore
 import DiaryModels
 import Foundation
-import HummingbirdWebSocket
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -43,11 +42,6 @@ struct RealtimeSocket: Sendable {
         var freshness: Duration = .seconds(1)
         static let maxMessageBytes = 16 * 1024
         static let kernelSendBuffer = 64 * 1024
-    }
-
-    static var serverConfiguration: WebSocketServerConfiguration {
-        // The rules ping (`Options.pingPeriod`): the library's auto-ping is a task per socket.
-        WebSocketServerConfiguration(maxFrameSize: Options.maxMessageBytes, autoPing: .disabled, closeTimeout: .seconds(5))
     }
 
     enum Closing: Sendable {
@@ -106,10 +100,8 @@ struct RealtimeSocket: Sendable {
     let tokens: TokenService
     let channel: any Channel
     let options: Options
-    /// What the handler's task, a delivery and the rules share.
-    let shared = NIOLockedValueBox(Shared())
-    /// The rules' own state, on the channel's event loop (`RealtimeSocket+Rules`).
-    let rules: NIOLoopBoundBox<Rules>
+    /// The socket's state, all of it: what the handler's task, a delivery and the rules share.
+    let state: NIOLockedValueBox<State>
 
     init(
         feed: ChangeFeed, subscription: ChangeSubscription, reader: @escaping ChangeSubscription.Reader, since: String?, tokens: TokenService,
@@ -122,10 +114,10 @@ struct RealtimeSocket: Sendable {
         self.tokens = tokens
         self.channel = channel
         self.options = options
-        self.rules = NIOLoopBoundBox.makeBoxSendingValue(Rules(nextPing: .now + options.pingPeriod), eventLoop: channel.eventLoop)
+        self.state = NIOLockedValueBox(State(rules: Rules(nextPing: .now + options.pingPeriod)))
     }
 
-    struct Shared {
+    struct State {
         /// Set by the first close (`close`): nothing closes the socket twice.
         var closing = false
         /// The handler has returned: no delivery starts.
@@ -137,6 +129,8 @@ struct RealtimeSocket: Sendable {
         var cursor: ChangeCursor?
         /// What the socket reads itself next.
         var unread = Unread.nothing
+        /// The rules' deadlines, changed on the channel's event loop alone (`RealtimeSocket+Rules`).
+        var rules: Rules
     }
 
     /// What a socket reads itself, as its caller, rather than being handed it.
@@ -149,58 +143,6 @@ struct RealtimeSocket: Sendable {
         static let nothing = Unread.diaries([])
     }
 
-    /// Reads of an idle socket are small, and none is larger than a frame may be.
-    static let receiveAllocator = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: Options.maxMessageBytes)
-
-    /// Makes an upgraded channel a realtime socket's, on its event loop: the upgrade's refusal
-    /// handler goes (it had nothing left to refuse), a `ChannelEventsHandler` that tells the
-    /// rules takes its place, and reads use the small allocator.
-    static func adopt(
-        _ channel: any Channel, onWritabilityChange changed: @escaping @Sendable () -> Void, onRead heard: @escaping @Sendable () -> Void
-    ) throws {
-        let pipeline = channel.pipeline.syncOperations
-        if let refusal = try? pipeline.handler(type: UpgradeRefusalHandler.self) {
-            _ = pipeline.removeHandler(refusal)
-        }
-        try pipeline.addHandler(ChannelEventsHandler(writabilityChanged: changed, heard: heard), position: .first)
-        try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: receiveAllocator)
-    }
-
-    /// The socket's one task is the handler's, which reads the client's frames. A delivery
-    /// runs as a task of its own only while there is something to write (`startDelivery`),
-    /// and the rules run on the channel's event loop (`checkRules`): an idle socket holds no
-    /// other task of ours, and none whose frames grew deep in a database read.
-    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, logger: Logger) async {
-        AppMetrics.recordRealtimeSocket(opened: true)
-        defer {
-            let delivery = shared.withLockedValue { shared in
-                shared.ended = true
-                defer { shared.delivery = nil }
-                return shared.delivery
-            }
-            delivery?.cancel()
-            feed.unsubscribe(subscription)
-            channel.eventLoop.execute { self.stopRules() }
-            AppMetrics.recordRealtimeSocket(opened: false)
-        }
-        let check: @Sendable () -> Void = { channel.eventLoop.execute { self.checkRules(outbound: outbound, logger: logger) } }
-        do {
-            try await channel.eventLoop.submit {
-                try Self.adopt(channel, onWritabilityChange: check, onRead: { self.heard() })
-            }.get()
-        } catch {
-            logger.warning("realtime socket closes: its channel cannot be adopted", metadata: ["error": "\(error)"])
-            return
-        }
-        subscription.onEnd(check)
-        check()
-        subscription.onArrival { self.startDelivery(outbound, logger: logger) }
-        if let refused = await readFrames(inbound, renewed: check), close(refused, outbound: outbound, logger: logger, writing: false) {
-            // Written before the handler returns, after which the library would close with 1000.
-            _ = try? await outbound.close(refused.code, reason: refused.reason)
-        }
-    }
-
     /// Closes the socket for `closing`, or with 1000 for nil; true for the first call, which
     /// alone acts. A close decided outside the handler's task is written by a task of its
     /// own, while the handler reads on until the client answers it. The channel closes within
@@ -208,10 +150,10 @@ struct RealtimeSocket: Sendable {
     /// itself, behind what it holds: the writer may be waiting in a delivery's write, and
     /// then refuses it.
     @discardableResult
-    func close(_ closing: Closing?, outbound: WebSocketOutboundWriter, logger: Logger, writing: Bool) -> Bool {
-        let first = shared.withLockedValue { shared in
-            defer { shared.closing = true }
-            return !shared.closing && !shared.ended
+    func close(_ closing: Closing?, outbound: any RealtimeOutbound, logger: Logger, writing: Bool) -> Bool {
+        let first = state.withLockedValue { state in
+            defer { state.closing = true }
+            return !state.closing && !state.ended
         }
         guard first else { return false }
         if let closing {
@@ -245,47 +187,5 @@ struct RealtimeSocket: Sendable {
     /// carries: the client reloads its diaries and resumes from there.
     static func resyncFrame(_ cursor: ChangeCursor) -> String {
         #"{"type":"resync","cursor":"\#(cursor.encoded)"}"#
-    }
-
-    /// The one message a client sends: `{"type": "auth", "accessToken": "…"}`, a renewed token.
-    struct AuthMessage: Decodable, Equatable {
-        var type: String
-        var accessToken: String?
-
-        /// The renewal a text frame holds, nil for any other text, which is ignored.
-        static func renewal(in text: String) -> AuthMessage? {
-            guard let message = try? JSONDecoder().decode(AuthMessage.self, from: Data(text.utf8)), message.type == "auth" else { return nil }
-            return message
-        }
-    }
-
-    /// Token renewals; everything else from the client is ignored, within limits.
-    private func readFrames(_ inbound: WebSocketInboundStream, renewed: @Sendable () -> Void) async -> Closing? {
-        var recent: [ContinuousClock.Instant] = []
-        do {
-            for try await message in inbound.messages(maxSize: Options.maxMessageBytes) {
-                let now = ContinuousClock.now
-                recent.append(now)
-                if recent.count > options.maxFramesPerSecond {
-                    recent.removeFirst(recent.count - options.maxFramesPerSecond - 1)
-                    if now - recent[0] < .seconds(1) { return .flood }
-                }
-                switch message {
-                case .binary:
-                    return .binaryFrame
-                case .text(let text):
-                    guard let auth = AuthMessage.renewal(in: text) else { continue }
-                    guard let token = auth.accessToken, let identity = try? await tokens.verifyAccessToken(token),
-                          identity.userID == subscription.identity.userID else {
-                        return .unauthorized("the renewed token is not valid for this user")
-                    }
-                    subscription.renew(identity)
-                    renewed()
-                }
-            }
-        } catch {
-            // The library has closed the socket (1009, a broken connection).
-        }
-        return nil
     }
 }

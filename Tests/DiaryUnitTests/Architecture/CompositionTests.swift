@@ -58,4 +58,20 @@ struct CompositionTests {
             #expect(!file.text.contains("ChangeFeed"), "\(file.path) names the feed")
         }
     }
+
+    @Test("the line a channel-level handler takes: the socket's delivery and rules write through RealtimeOutbound, and only the handler's adapter and the gateway know hummingbird-websocket")
+    func realtimeHandlerIsReplaceable() throws {
+        let handlerTypes = ["import HummingbirdWebSocket", "WebSocketOutboundWriter", "WebSocketInboundStream"]
+        let allowed: Set = [
+            "DiaryHTTP/Realtime/RealtimeSocket+Handler.swift", "DiaryHTTP/Realtime/RealtimeOutbound.swift", "DiaryHTTP/Realtime/RealtimeGateway.swift",
+            "DiaryHTTP/Application/EventLoopBoundHTTPChannel.swift",
+        ]
+        for type in handlerTypes {
+            #expect(try Self.naming(type, in: ["DiaryHTTP", "DiaryCore"], outside: allowed).isEmpty, "\(type)")
+        }
+        let socket = try Self.files(of: "DiaryHTTP").filter { $0.path.hasPrefix("Realtime/RealtimeSocket") && $0.path != "Realtime/RealtimeSocket+Handler.swift" }
+        #expect(socket.count == 3 && socket.allSatisfy { !$0.text.contains("NIOLoopBoundBox") })
+        // One box holds the socket's state: the delivery's and the rules'.
+        #expect(socket.map { $0.text.matches(of: /(?:let|var) \w+: NIOLockedValueBox/).count }.reduce(0, +) == 1)
+    }
 }
