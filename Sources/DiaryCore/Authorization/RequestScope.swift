@@ -23,7 +23,7 @@ package struct RequestScope: Sendable {
     package let inviteLinks: InviteLinks
     private let pool: PostgresPool
     private let readPlacement: PostgresPool.Placement
-    private let database: Database
+    package let database: Database
 
     /// What the statements run on.
     package enum Database: Sendable {

@@ -44,7 +44,7 @@ extension ChangeLogRepository {
     package func batch(of diary: UUID, after: Int64, limit: Int, among users: [UUID], sessions: [UUID]) async throws -> Result<DiaryBatch, BatchRefusal> {
         let results = try await scope.readInOneSnapshot([
             "select user_ids from members_of_diaries(\([diary]), \(users))",
-            Self.changesStatement(inDiary: diary, after: after, limit: limit, subjects: .entries),
+            Self.changesStatement(inDiary: diary, after: after, limit: limit, subjects: .entries, on: scope.database),
             "select live_sessions(\(sessions)) as id",
         ])
         guard let head = results[1].first, let type = try head.decode("diary_type", as: String?.self) else { return .failure(.notFromHere) }

@@ -57,7 +57,7 @@ package struct ChangeLogRepository: Sendable {
     /// joined since, takes a second.
     package func changes(after cursor: ChangeCursor, inDiary diary: UUID? = nil, limit: Int) async throws -> Outcome {
         let named = cursor.positions.keys.filter { diary == nil || $0 == diary }.sorted { $0.uuidString < $1.uuidString }
-        let first = try await readConfirmingSession(Self.deltaStatements(named: named, after: cursor, limit: limit))
+        let first = try await readConfirmingSession(Self.deltaStatements(named: named, after: cursor, limit: limit, on: scope.database))
         var joined: [UUID: Int64] = [:]
         for row in first[0] {
             let member: UUID = try row.decode("diary_id")
@@ -67,16 +67,16 @@ package struct ChangeLogRepository: Sendable {
         var reads = Array(zip(named, first.dropFirst()))
         let unnamed = joined.keys.filter { cursor[$0] == nil }.sorted { $0.uuidString < $1.uuidString }
         if !unnamed.isEmpty {
-            reads += zip(unnamed, try await readConfirmingSession(unnamed.map { Self.changesStatement(inDiary: $0, after: joined[$0], limit: limit) }))
+            reads += zip(unnamed, try await readConfirmingSession(unnamed.map { Self.changesStatement(inDiary: $0, after: joined[$0], limit: limit, on: scope.database) }))
         }
         return try page(of: reads, continuing: diary == nil ? ChangeCursor() : cursor, limit: limit)
     }
 
     /// Delta sync's first round trip: where the caller joined each of their diaries, and the
     /// changes after `cursor` in each diary it names.
-    static func deltaStatements(named: [UUID], after cursor: ChangeCursor, limit: Int) -> [PostgresQuery] {
+    static func deltaStatements(named: [UUID], after cursor: ChangeCursor, limit: Int, on database: RequestScope.Database = .single) -> [PostgresQuery] {
         ["select diary_id, position_at_join from my_positions_at_join()"]
-            + named.map { Self.changesStatement(inDiary: $0, after: cursor[$0], limit: limit) }
+            + named.map { Self.changesStatement(inDiary: $0, after: cursor[$0], limit: limit, on: database) }
     }
 
     /// The changes after `cursor` in `diaries` alone, one statement each, in one round trip:
@@ -84,7 +84,7 @@ package struct ChangeLogRepository: Sendable {
     /// cursor does not name starts where the caller joined it.
     package func changes(after cursor: ChangeCursor, inDiaries diaries: Set<UUID>, limit: Int) async throws -> Outcome {
         let sorted = diaries.sorted { $0.uuidString < $1.uuidString }
-        let results = try await readConfirmingSession(sorted.map { Self.changesStatement(inDiary: $0, after: cursor[$0], limit: limit) })
+        let results = try await readConfirmingSession(sorted.map { Self.changesStatement(inDiary: $0, after: cursor[$0], limit: limit, on: scope.database) })
         return try page(of: Array(zip(sorted, results)), continuing: cursor, limit: limit)
     }
 
@@ -170,8 +170,20 @@ package struct ChangeLogRepository: Sendable {
     /// it became a filter, and each read walked the diary's whole log (PlanGuardTests).
     /// `subjects` says whose subjects it renders: the fan-out's batch, which a member's or
     /// the diary's own change refuses, renders entries alone, and so has the smaller plan,
-    /// which Citus makes anew for every read.
-    static func changesStatement(inDiary diary: UUID, after: Int64?, limit: Int, subjects: Subjects = .all) -> PostgresQuery {
+    /// which Citus makes anew for every read. `members_ahead` is read on Citus alone
+    /// (`readConfirmingSession`): on one PostgreSQL the statement shares `authenticate()`'s
+    /// snapshot, and is never ahead of it.
+    static func changesStatement(
+        inDiary diary: UUID, after: Int64?, limit: Int, subjects: Subjects = .all, on database: RequestScope.Database = .single
+    ) -> PostgresQuery {
+        let membersAhead: PostgresQuery = switch database {
+        case .single: "false"
+        case .citus: """
+            diaries.type <> 'anonymous' and exists (
+                select 1 from diary_members dm
+                where dm.diary_id = \(diary) and not (dm.user_id = any (app_visible_user_ids())))
+            """
+        }
         let memberAndDiary: (columns: PostgresQuery, joins: PostgresQuery) = switch subjects {
         case .entries: ("", "")
         case .all: (
@@ -187,10 +199,7 @@ package struct ChangeLogRepository: Sendable {
         }
         return """
         with d as (
-            select diaries.change_position, diaries.pruned_position, diaries.type,
-                diaries.type <> 'anonymous' and exists (
-                    select 1 from diary_members dm
-                    where dm.diary_id = \(diary) and not (dm.user_id = any (app_visible_user_ids()))) as members_ahead
+            select diaries.change_position, diaries.pruned_position, diaries.type, \(membersAhead) as members_ahead
             from diaries
             where diaries.id = \(diary) and \(DiariesPolicy.select.using)),
         start as materialized (

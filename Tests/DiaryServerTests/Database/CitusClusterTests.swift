@@ -342,8 +342,8 @@ struct CitusClusterTests {
             reads += timeline(EntryRepository.timelineStatements(of: diary.id, limit: 20, before: nil, on: today)).map { ("a day's page", $0) }
             reads.append(("an entry", EntryRepository.findStatement(entry.id, in: diary.id)))
             reads.append(("mark read's check", EntryRepository.markReadStatements(entry.id, in: diary.id)[0]))
-            reads.append(("the socket's read", ChangeLogRepository.changesStatement(inDiary: diary.id, after: 0, limit: 100)))
-            reads.append(("the fan-out's read", ChangeLogRepository.changesStatement(inDiary: diary.id, after: 0, limit: 100, subjects: .entries)))
+            reads.append(("the socket's read", ChangeLogRepository.changesStatement(inDiary: diary.id, after: 0, limit: 100, on: .citus)))
+            reads.append(("the fan-out's read", ChangeLogRepository.changesStatement(inDiary: diary.id, after: 0, limit: 100, subjects: .entries, on: .citus)))
             for read in reads {
                 // Spelled as a request on the cluster sends it (RequestScope.Database.citus).
                 let explain = CitusSpelling.respelled(PostgresQuery(unsafeSQL: "explain (costs off) " + read.statement.sql, bindings: read.statement.bindings))
