@@ -169,24 +169,9 @@ struct RealtimeTests {
     /// Everything the server sends after the request, until it closes the connection; the
     /// client sends nothing more, not even a pong.
     static func rawUpgradeBytes(port: Int, token: String?) async throws -> [UInt8] {
-        let request = "GET /v1/realtime HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
-            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" + (token.map { "Authorization: Bearer \($0)\r\n" } ?? "") + "\r\n"
-        return try await OffPool.run {
-            let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { Foundation.close(socket) }
-            var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: in_port_t(UInt16(port).bigEndian), sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-            let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-            guard connected == 0 else { throw HarnessError("cannot connect") }
-            _ = request.withCString { send(socket, $0, strlen($0), 0) }
-            var reply = [UInt8]()
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = recv(socket, &buffer, buffer.count, 0)
-                if count <= 0 { break }
-                reply += buffer[0..<count]
-            }
-            return reply
-        }
+        let socket = try RawWebSocket(port: port, token: token)
+        defer { socket.close() }
+        return try await socket.readToEnd()
     }
 
     @Test("a peer that answers no ping is closed with 1001 a ping period after one, while one that answers stays open")
