@@ -11,8 +11,9 @@ plans=Tests/test-plans.txt
 row=$(awk -v plan="$plan" '$1 == plan' "$plans")
 [ -n "$row" ] || { echo "test-plan: no plan $plan in $plans" >&2; exit 2; }
 read -r _ minutes parallel suites <<< "$row"
+[ "$plan" = main ] || [ -n "$suites" ] || { echo "test-plan: plan $plan names no suite" >&2; exit 2; }
 # Test IDs read Target.Suite/test: a suite is matched by its whole name.
-pattern() { echo "\\.($(echo "$1" | tr -s ' ' '|'))(/|\$)"; }
+pattern() { echo "\\.($(echo "$1" | tr -s ' \t' '|'))(/|\$)"; }
 if [ "$plan" = main ]; then
     others=$(awk '!/^#/ && NF > 3 { for (i = 4; i <= NF; i++) printf "%s ", $i }' "$plans")
     selection=(--skip "$(pattern "${others% }")")

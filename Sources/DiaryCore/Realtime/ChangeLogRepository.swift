@@ -74,7 +74,7 @@ package struct ChangeLogRepository: Sendable {
 
     /// Delta sync's first round trip: where the caller joined each of their diaries, and the
     /// changes after `cursor` in each diary it names.
-    static func deltaStatements(named: [UUID], after cursor: ChangeCursor, limit: Int, on database: RequestScope.Database = .single) -> [PostgresQuery] {
+    static func deltaStatements(named: [UUID], after cursor: ChangeCursor, limit: Int, on database: RequestScope.Database) -> [PostgresQuery] {
         ["select diary_id, position_at_join from my_positions_at_join()"]
             + named.map { Self.changesStatement(inDiary: $0, after: cursor[$0], limit: limit, on: database) }
     }
@@ -174,7 +174,7 @@ package struct ChangeLogRepository: Sendable {
     /// (`readConfirmingSession`): on one PostgreSQL the statement shares `authenticate()`'s
     /// snapshot, and is never ahead of it.
     static func changesStatement(
-        inDiary diary: UUID, after: Int64?, limit: Int, subjects: Subjects = .all, on database: RequestScope.Database = .single
+        inDiary diary: UUID, after: Int64?, limit: Int, subjects: Subjects = .all, on database: RequestScope.Database
     ) -> PostgresQuery {
         let membersAhead: PostgresQuery = switch database {
         case .single: "false"

@@ -2,9 +2,9 @@ import HummingbirdWebSocket
 import NIOCore
 import NIOWebSocket
 
-/// Where a realtime socket's frames go: the line between what the socket writes (its
-/// delivery and its rules, which know nothing of the handler that reads the client) and the
-/// handler. hummingbird-websocket's writer is one (`RealtimeSocket+Handler`); a handler at
+/// Where a realtime socket's messages go: the line between what the socket writes (its
+/// delivery's frames and its closes, which know nothing of the handler that reads the
+/// client) and the handler. Pings and a slow consumer's close go to the channel itself. hummingbird-websocket's writer is one (`RealtimeSocket+Handler`); a handler at
 /// the channel level is another, and takes this line as it is.
 protocol RealtimeOutbound: Sendable {
     /// One text message, in frames of at most `RealtimeSocket.Options.maxMessageBytes`: each

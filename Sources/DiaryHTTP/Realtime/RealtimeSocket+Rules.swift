@@ -28,6 +28,7 @@ extension RealtimeSocket {
 
     /// On the channel's event loop.
     func checkRules(outbound: any RealtimeOutbound, logger: Logger) {
+        channel.eventLoop.preconditionInEventLoop()
         var rules = state.withLockedValue { $0.rules }
         guard !rules.stopped else { return }
         rules.timer?.cancel()
@@ -67,11 +68,13 @@ extension RealtimeSocket {
 
     /// On the channel's event loop: the client sent something.
     func heard() {
+        channel.eventLoop.preconditionInEventLoop()
         state.withLockedValue { $0.rules.heard = .now }
     }
 
     /// On the channel's event loop, once the socket has ended.
     func stopRules() {
+        channel.eventLoop.preconditionInEventLoop()
         let timer = state.withLockedValue { state in
             state.rules.stopped = true
             defer { state.rules.timer = nil }

@@ -131,9 +131,9 @@ struct PlanGuardTests {
             ("mark read", EntryRepository.markReadStatements(diary.unread, in: diary.diary), true),
             ("post", EntryRepository.postStatements(UUID(), in: diary.diary, content: "新しい日記", question: nil, photoIDs: [])
                 + [EntryRepository.readBack(UUID(), in: diary.diary).spelled(for: .single)], true),
-            ("the realtime read", [ChangeLogRepository.changesStatement(inDiary: diary.diary, after: position - 5, limit: 100)], false),
-            ("the fan-out's read", [ChangeLogRepository.changesStatement(inDiary: diary.diary, after: position - 5, limit: 100, subjects: .entries)], false),
-            ("delta sync's page", ChangeLogRepository.deltaStatements(named: [diary.diary], after: ChangeCursor(positions: [diary.diary: position - 5]), limit: 100), false),
+            ("the realtime read", [ChangeLogRepository.changesStatement(inDiary: diary.diary, after: position - 5, limit: 100, on: .single)], false),
+            ("the fan-out's read", [ChangeLogRepository.changesStatement(inDiary: diary.diary, after: position - 5, limit: 100, subjects: .entries, on: .single)], false),
+            ("delta sync's page", ChangeLogRepository.deltaStatements(named: [diary.diary], after: ChangeCursor(positions: [diary.diary: position - 5]), limit: 100, on: .single), false),
             ("the data-safety summary", [DataSafetyRepository.summaryStatement, DepartureRepository.listStatement(window: .seconds(30 * 86_400))], false),
         ]
     }
@@ -260,7 +260,7 @@ struct PlanGuardTests {
                     let limit = 100
                     for subjects in [ChangeLogRepository.Subjects.all, .entries] {
                         for cache in PlanCache.allCases {
-                            let statement = ChangeLogRepository.changesStatement(inDiary: long.diary, after: position - 5, limit: limit, subjects: subjects)
+                            let statement = ChangeLogRepository.changesStatement(inDiary: long.diary, after: position - 5, limit: limit, subjects: subjects, on: .single)
                             let plan = try #require(try await Self.plans(app, long, [statement], cache: cache).first)
                             let nodes = Self.nodes(plan)
                             let scans = nodes.filter { ($0["Relation Name"] as? String) == "change_log" && ($0["Alias"] as? String) == "c" }

@@ -15,12 +15,14 @@ struct DocumentedCommandTests {
         let blocks = try DocumentedCommand.all()
         #expect(blocks.count >= 10, "\(blocks)")
         #expect(blocks.filter { $0.kind == .tour }.count == 1)
+        #expect(DocumentedCommand.holds("then serve it", "serve") && !DocumentedCommand.holds("the server", "serve"))
+        #expect(!DocumentedCommand.holds("--target-action=promote", "--target") && DocumentedCommand.holds("--target-action --target=x", "--target"))
         for block in blocks {
             guard case .elsewhere(let files) = block.kind else { continue }
             let texts = try files.map { try String(contentsOf: ScratchCluster.packageRoot.appendingPathComponent($0), encoding: .utf8) }
             #expect(!block.commandWords.isEmpty, "\(block)")
             for word in block.commandWords {
-                #expect(texts.contains { $0.contains(word) }, "\(block): \(files) run no \(word)")
+                #expect(texts.contains { DocumentedCommand.holds($0, word) }, "\(block): \(files) run no \(word)")
             }
         }
     }

@@ -226,7 +226,7 @@ struct ChangeLogTests {
             // As diary_app with bob's identity: the repository's statement, and the table under its policy alone.
             let results = try await api.pool.transaction([
                 Seed.identity(bob.user.id), "select refresh_app_diary_ids()",
-                ChangeLogRepository.changesStatement(inDiary: diary.id, after: 0, limit: 100),
+                ChangeLogRepository.changesStatement(inDiary: diary.id, after: 0, limit: 100, on: .single),
                 "select position from change_log where diary_id = \(diary.id) order by position",
             ])
             let told = try results[2].compactMap { try $0.decode("position", as: Int64?.self) }

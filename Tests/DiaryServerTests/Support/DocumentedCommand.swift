@@ -1,7 +1,8 @@
 import Foundation
 import TestSupport
 
-/// A `sh` block of the README or docs/, with what the line before it says of it,
+/// A block of shell commands (a fence of sh, bash, shell, zsh or console) of the README or
+/// docs/, with what the line before it says of it,
 /// `<!-- doc-test: KIND -->`: DocumentedCommandTests runs it, or checks where it runs, or
 /// holds it to a reason.
 struct DocumentedCommand: CustomStringConvertible, Sendable {
@@ -30,7 +31,8 @@ struct DocumentedCommand: CustomStringConvertible, Sendable {
     /// The README's address for make run, which a run replaces with its server's.
     static let makeRunAddress = "api=http://127.0.0.1:8080\n"
 
-    /// Every `sh` block, in page order; throws for one without a known marker.
+    /// Every block of commands, in page order; throws for one without a known marker, or one
+    /// fenced otherwise than "```sh" at the line's start.
     static func all() throws -> [DocumentedCommand] {
         let root = ScratchCluster.packageRoot
         let docs = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path)
@@ -41,7 +43,8 @@ struct DocumentedCommand: CustomStringConvertible, Sendable {
             var index = 0
             while index < lines.count {
                 defer { index += 1 }
-                guard lines[index] == "```sh" else { continue }
+                guard Self.isCommandFence(lines[index]) else { continue }
+                guard lines[index] == "```sh" else { throw HarnessError("\(page):\(index + 1): a block of commands is fenced \"```sh\" at the line's start, so that it is found") }
                 let marker = index > 0 ? lines[index - 1] : ""
                 guard let end = lines[(index + 1)...].firstIndex(of: "```") else { throw HarnessError("\(page):\(index + 1): a block without its end") }
                 guard let kind = kind(marker) else {
@@ -52,6 +55,11 @@ struct DocumentedCommand: CustomStringConvertible, Sendable {
             }
         }
         return blocks
+    }
+
+    /// Any fence of a shell's commands, however indented.
+    private static func isCommandFence(_ line: String) -> Bool {
+        line.contains(/^\s*(?:```|~~~)\s*(?:sh|bash|shell|zsh|console)\b/)
     }
 
     private static func kind(_ marker: String) -> Kind? {
@@ -75,13 +83,33 @@ struct DocumentedCommand: CustomStringConvertible, Sendable {
         return tour
     }
 
-    /// What each line runs: its program, or diary-server's subcommand, past any variables it sets.
+    /// What the block's lines run, to be found in the files that run it as written: each
+    /// line's program (diary-server's subcommand), the variables it sets, and its options,
+    /// with their values where the block gives one (not a placeholder, `<node>`, `…`, a URL).
     var commandWords: [String] {
-        text.split(separator: "\n").compactMap { line -> String? in
-            let words = line.split(separator: " ").map(String.init).drop { $0.contains("=") && !$0.hasPrefix("-") }
-            guard let program = words.first, !program.hasPrefix("#") else { return nil }
-            return program == "diary-server" ? words.dropFirst().first : program
+        text.split(separator: "\n").flatMap { line -> [String] in
+            let words = line.split(separator: " ").map(String.init).prefix { !$0.hasPrefix("#") }
+            let settings = words.prefix { $0.contains("=") && !$0.hasPrefix("-") }
+            guard let program = words.dropFirst(settings.count).first else { return [] }
+            let options = words.filter { $0.hasPrefix("--") }.map { option in
+                option.wholeMatch(of: /--[\w-]+=[\w-]+/) != nil ? option : String(option.prefix { $0 != "=" })
+            }
+            let run = program == "diary-server" ? words.dropFirst(settings.count + 1).first ?? program : program
+            return settings.map { String($0.prefix { $0 != "=" }) } + [run] + options
         }
+    }
+
+    /// Whether `text` holds `word` whole: not inside a longer name or option.
+    static func holds(_ text: String, _ word: String) -> Bool {
+        var rest = text[...]
+        while let found = rest.range(of: word) {
+            let before = found.lowerBound == text.startIndex ? nil : text[text.index(before: found.lowerBound)]
+            let after = found.upperBound == text.endIndex ? nil : text[found.upperBound]
+            let joins: (Character?) -> Bool = { $0.map { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" } ?? false }
+            if !joins(before) && !joins(after) { return true }
+            rest = text[found.upperBound...]
+        }
+        return false
     }
 
     /// Runs `blocks` in one bash, `api` their server's address, in `directory`: curl fails on an

@@ -72,6 +72,6 @@ struct CompositionTests {
         let socket = try Self.files(of: "DiaryHTTP").filter { $0.path.hasPrefix("Realtime/RealtimeSocket") && $0.path != "Realtime/RealtimeSocket+Handler.swift" }
         #expect(socket.count == 3 && socket.allSatisfy { !$0.text.contains("NIOLoopBoundBox") })
         // One box holds the socket's state: the delivery's and the rules'.
-        #expect(socket.map { $0.text.matches(of: /(?:let|var) \w+: NIOLockedValueBox/).count }.reduce(0, +) == 1)
+        #expect(socket.map { $0.text.matches(of: /(?:let|var)\s+\w+\s*(?::\s*|=\s*)NIOLockedValueBox/).count }.reduce(0, +) == 1)
     }
 }
