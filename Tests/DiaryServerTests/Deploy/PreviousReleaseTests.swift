@@ -89,6 +89,7 @@ struct PreviousReleaseTests {
     static func readmeCurlFlow(against port: Int) async throws -> (status: Int32, output: String) {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("diary-tour-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
         return try await DocumentedCommand.run([try DocumentedCommand.tour().text], api: "http://127.0.0.1:\(port)", in: scratch)
     }
 }

@@ -30,7 +30,10 @@ struct DocumentedCommandTests {
     @Test("the README's tour, then every block that follows it, against a server of this checkout, its photos copied to S3")
     func theTourAndWhatFollows() async throws {
         try await MigratedTemplate.withDatabase { database in
-            let data = try Self.scratchDirectory("data")
+            let scratch = try Self.scratchDirectory("run")
+            defer { try? FileManager.default.removeItem(at: scratch) }
+            let data = scratch.appendingPathComponent("data"), work = scratch.appendingPathComponent("work"), tourDirectory = scratch.appendingPathComponent("tour")
+            for directory in [data, work, tourDirectory] { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) }
             let server = try ServerProcess(database: database.as(TestDatabase.appRole), dataDirectory: data)
             defer { server.kill() }
             try await server.waitUntilHealthy(HTTPClient.shared)
@@ -38,14 +41,13 @@ struct DocumentedCommandTests {
 
             let tour = try DocumentedCommand.tour()
             let toured = try await DocumentedCommand.run(
-                [tour.text, #"printf '\nAIKO=%s DIARY=%s\n' "$aiko" "$id""#], api: api, in: try Self.scratchDirectory("tour"))
+                [tour.text, #"printf '\nAIKO=%s DIARY=%s\n' "$aiko" "$id""#], api: api, in: tourDirectory)
             #expect(toured.status == 0, "\(tour): \(toured.output)")
             #expect(toured.output.contains(#""content":"今日は晴れ""#) && toured.output.contains(#""content":"こちらは雨""#), "\(toured.output)")
             #expect(toured.output.contains(#""readBy":[{"#), "\(toured.output)")
             let left = try #require(toured.output.split(separator: "\n").last { $0.hasPrefix("AIKO=") })
 
             let bucket = try TestBucket.configuration()
-            let work = try Self.scratchDirectory("work")
             try Data(TestImages.jpeg(width: 32, height: 16)).write(to: work.appendingPathComponent("picture.jpg"))
             let secret = work.appendingPathComponent("s3-secret")
             try bucket.credentials.secretAccessKey.write(to: secret, atomically: true, encoding: .utf8)
