@@ -19,7 +19,7 @@ extension RealtimeSocket {
     }
 
     /// Starts a delivery, unless one runs: that one goes on with what arrived.
-    func startDelivery(_ outbound: any RealtimeOutbound, logger: Logger) {
+    func startDelivery(_ outbound: some RealtimeOutbound, logger: Logger) {
         state.withLockedValue { state in
             guard !state.ended, !state.closing else { return }
             guard state.delivery == nil else {
@@ -30,7 +30,7 @@ extension RealtimeSocket {
         }
     }
 
-    private func deliverUntilIdle(_ outbound: any RealtimeOutbound, logger: Logger) async {
+    private func deliverUntilIdle(_ outbound: some RealtimeOutbound, logger: Logger) async {
         while true {
             let (cursor, unread) = state.withLockedValue { ($0.cursor, $0.unread) }
             let (position, left, end) = await deliverWhatArrived(from: cursor, unread: unread, outbound, logger: logger)
@@ -62,7 +62,7 @@ extension RealtimeSocket {
     /// nothing more has: the diaries it must read itself (`readOwn`), then the changes it was
     /// handed (`writeHanded`), then whatever arrived meanwhile. Returns where it stands.
     private func deliverWhatArrived(
-        from start: ChangeCursor?, unread unreadAtStart: Unread, _ outbound: any RealtimeOutbound, logger: Logger
+        from start: ChangeCursor?, unread unreadAtStart: Unread, _ outbound: some RealtimeOutbound, logger: Logger
     ) async -> (ChangeCursor?, Unread, DeliveryEnd) {
         var unread = unreadAtStart
         var handed: [Delivery] = []
@@ -114,7 +114,7 @@ extension RealtimeSocket {
     /// The socket's first delivery: `ready` at `since`, then every diary's changes after it;
     /// or, without a `since` it can read, where the feed begins it, with `resync` for the one
     /// it could not read. Until the feed has said where, what arrives is behind that.
-    private func begin(_ outbound: any RealtimeOutbound) async -> Beginning {
+    private func begin(_ outbound: some RealtimeOutbound) async -> Beginning {
         let resumed = since.flatMap(ChangeCursor.init)
         let cursor: ChangeCursor, unread: Unread, handed: [Delivery]
         if let resumed {
@@ -144,7 +144,7 @@ extension RealtimeSocket {
 
     /// One page of what the socket reads itself, as its caller, written while it is fresh
     /// (`mayWrite`); `cursor` moves past what was written.
-    private func readOwn(_ unread: Unread, cursor: inout ChangeCursor, _ outbound: any RealtimeOutbound, logger: Logger) async -> OwnRead {
+    private func readOwn(_ unread: Unread, cursor: inout ChangeCursor, _ outbound: some RealtimeOutbound, logger: Logger) async -> OwnRead {
         do {
             let outcome = switch unread {
             case .diaries(let diaries): try await repository().changes(after: cursor, inDiaries: diaries, limit: options.pageSize)
@@ -187,7 +187,7 @@ extension RealtimeSocket {
 
     /// Writes the changes handed to the socket; returns the diaries it must read itself instead
     /// (`write`), or nil when a write failed and the socket closes.
-    private func writeHanded(_ handed: [Delivery], cursor: inout ChangeCursor, _ outbound: any RealtimeOutbound, logger: Logger) async -> Set<UUID>? {
+    private func writeHanded(_ handed: [Delivery], cursor: inout ChangeCursor, _ outbound: some RealtimeOutbound, logger: Logger) async -> Set<UUID>? {
         var behind = Set<UUID>()
         do {
             for delivery in handed where !(try await write(delivery, after: &cursor, to: outbound)) {
@@ -210,7 +210,7 @@ extension RealtimeSocket {
     /// with the socket's cursor as its id; false, once it writes no more, when the socket has
     /// not reached where the delivery begins (or never read the diary), or `mayWrite` says no,
     /// and the socket must read the rest itself (or close).
-    private func write(_ delivery: Delivery, after cursor: inout ChangeCursor, to outbound: any RealtimeOutbound) async throws -> Bool {
+    private func write(_ delivery: Delivery, after cursor: inout ChangeCursor, to outbound: some RealtimeOutbound) async throws -> Bool {
         guard let position = cursor[delivery.diary], position >= delivery.after else { return false }
         var written = 0
         for change in delivery.changes where change.position > position {

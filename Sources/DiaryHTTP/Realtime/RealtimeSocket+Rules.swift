@@ -27,7 +27,7 @@ extension RealtimeSocket {
     }
 
     /// On the channel's event loop.
-    func checkRules(outbound: any RealtimeOutbound, logger: Logger) {
+    func checkRules(outbound: some RealtimeOutbound, logger: Logger) {
         channel.eventLoop.preconditionInEventLoop()
         var rules = state.withLockedValue { $0.rules }
         guard !rules.stopped else { return }

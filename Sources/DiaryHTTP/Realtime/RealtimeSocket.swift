@@ -150,7 +150,7 @@ struct RealtimeSocket: Sendable {
     /// itself, behind what it holds: the writer may be waiting in a delivery's write, and
     /// then refuses it.
     @discardableResult
-    func close(_ closing: Closing?, outbound: any RealtimeOutbound, logger: Logger, writing: Bool) -> Bool {
+    func close(_ closing: Closing?, outbound: some RealtimeOutbound, logger: Logger, writing: Bool) -> Bool {
         let first = state.withLockedValue { state in
             defer { state.closing = true }
             return !state.closing && !state.ended
