@@ -4,8 +4,9 @@ import NIOWebSocket
 
 /// Where a realtime socket's messages go: the line between what the socket writes (its
 /// delivery's frames and its closes, which know nothing of the handler that reads the
-/// client) and the handler. Pings and a slow consumer's close go to the channel itself. hummingbird-websocket's writer is one (`RealtimeSocket+Handler`); a handler at
-/// the channel level is another, and takes this line as it is.
+/// client) and the handler. Pings and a slow consumer's close go to the channel itself.
+/// hummingbird-websocket's writer is one (`RealtimeSocket+Handler`); a handler at the
+/// channel level is another, and takes this line as it is.
 protocol RealtimeOutbound: Sendable {
     /// One text message, in frames of at most `RealtimeSocket.Options.maxMessageBytes`: each
     /// write waits while the channel's buffer is full.

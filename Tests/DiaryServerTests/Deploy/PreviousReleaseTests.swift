@@ -85,12 +85,9 @@ struct PreviousReleaseTests {
     }
 
     /// The README's tour as written, against `port`: curl fails on an error status, and so
-    /// does the block.
+    /// does the block. It writes no file, so any folder serves.
     static func readmeCurlFlow(against port: Int) async throws -> (status: Int32, output: String) {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("diary-tour-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        return try await DocumentedCommand.run([try DocumentedCommand.tour().text], api: "http://127.0.0.1:\(port)", in: scratch)
+        try await DocumentedCommand.run([try DocumentedCommand.tour().text], api: "http://127.0.0.1:\(port)", in: FileManager.default.temporaryDirectory)
     }
 }
 

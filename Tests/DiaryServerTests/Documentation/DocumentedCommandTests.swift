@@ -30,10 +30,10 @@ struct DocumentedCommandTests {
     @Test("the README's tour, then every block that follows it, against a server of this checkout, its photos copied to S3")
     func theTourAndWhatFollows() async throws {
         try await MigratedTemplate.withDatabase { database in
-            let scratch = try Self.scratchDirectory("run")
+            let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("diary-docs-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: scratch) }
-            let data = scratch.appendingPathComponent("data"), work = scratch.appendingPathComponent("work"), tourDirectory = scratch.appendingPathComponent("tour")
-            for directory in [data, work, tourDirectory] { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) }
+            let data = scratch.appendingPathComponent("data"), work = scratch.appendingPathComponent("work")
+            for directory in [data, work] { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) }
             let server = try ServerProcess(database: database.as(TestDatabase.appRole), dataDirectory: data)
             defer { server.kill() }
             try await server.waitUntilHealthy(HTTPClient.shared)
@@ -41,7 +41,7 @@ struct DocumentedCommandTests {
 
             let tour = try DocumentedCommand.tour()
             let toured = try await DocumentedCommand.run(
-                [tour.text, #"printf '\nAIKO=%s DIARY=%s\n' "$aiko" "$id""#], api: api, in: tourDirectory)
+                [tour.text, #"printf '\nAIKO=%s DIARY=%s\n' "$aiko" "$id""#], api: api, in: FileManager.default.temporaryDirectory)
             #expect(toured.status == 0, "\(tour): \(toured.output)")
             #expect(toured.output.contains(#""content":"今日は晴れ""#) && toured.output.contains(#""content":"こちらは雨""#), "\(toured.output)")
             #expect(toured.output.contains(#""readBy":[{"#), "\(toured.output)")
@@ -95,11 +95,5 @@ struct DocumentedCommandTests {
                 _ = try await server.request(HTTPClient.shared, .POST, "/v1/diaries", token: session.accessToken, json: #"{"name":"psql","type":"couple"}"#, expecting: 201)
             }
         }
-    }
-
-    static func scratchDirectory(_ name: String) throws -> URL {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("diary-docs-\(name)-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        return directory
     }
 }

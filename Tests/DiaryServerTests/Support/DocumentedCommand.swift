@@ -13,8 +13,7 @@ struct DocumentedCommand: CustomStringConvertible, Sendable {
         case afterTour
         /// psql with SUPERUSER_URL and MIGRATION_DATABASE_URL, an empty database's.
         case migrations
-        /// Run as written by these files: each command's program, or diary-server's
-        /// subcommand, is named in one of them.
+        /// Run as written by these files: each of its `commandWords` is in one of them.
         case elsewhere([String])
         /// Not run, for this reason.
         case notRun(String)
@@ -34,12 +33,9 @@ struct DocumentedCommand: CustomStringConvertible, Sendable {
     /// Every block of commands, in page order; throws for one without a known marker, or one
     /// fenced otherwise than "```sh" at the line's start.
     static func all() throws -> [DocumentedCommand] {
-        let root = ScratchCluster.packageRoot
-        let docs = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path)
-            .filter { $0.hasSuffix(".md") }.sorted().map { "docs/\($0)" }
         var blocks: [DocumentedCommand] = []
-        for page in ["README.md"] + docs {
-            let lines = try String(contentsOf: root.appendingPathComponent(page), encoding: .utf8).components(separatedBy: "\n")
+        for (page, text) in try ProjectDocuments.pages() {
+            let lines = text.components(separatedBy: "\n")
             var index = 0
             while index < lines.count {
                 defer { index += 1 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @testable import DiaryServer
 
@@ -10,11 +11,7 @@ struct DocumentationTests {
     static let root = LayeringTests.sources.deletingLastPathComponent()
 
     /// README.md and every page of docs/, by path.
-    static func pages() throws -> [(path: String, text: String)] {
-        let docs = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path)
-            .filter { $0.hasSuffix(".md") }.sorted().map { "docs/\($0)" }
-        return try (["README.md"] + docs).map { ($0, try String(contentsOf: root.appendingPathComponent($0), encoding: .utf8)) }
-    }
+    static func pages() throws -> [(path: String, text: String)] { try ProjectDocuments.pages() }
 
     @Test("every relative link of the README and docs/ leads to a file that exists")
     func linksLead() throws {

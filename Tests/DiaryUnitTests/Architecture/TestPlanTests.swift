@@ -15,9 +15,9 @@ struct TestPlanTests {
     }
 
     static func testSources() throws -> [(path: String, text: String)] {
-        let tests = root.appendingPathComponent("Tests")
-        let files = FileManager.default.enumerator(atPath: tests.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") } ?? []
-        return try files.sorted().map { ("Tests/\($0)", try String(contentsOf: tests.appendingPathComponent($0), encoding: .utf8)) }
+        try LayeringTests.swiftFiles(of: "Tests", under: root).sorted().map {
+            ("Tests/\($0)", try String(contentsOf: LayeringTests.tests.appendingPathComponent($0), encoding: .utf8))
+        }
     }
 
     @Test("every suite a plan names is a suite, in one plan only, and main names none")
